@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+// tokenbroker: one target per seam (see style.md). The pure core imports no C; adapters import
+// the core and their own C library, never each other; BrokerApp is the only composition root.
+import PackageDescription
+
+let package = Package(
+    name: "tokenbroker",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "tokenbroker", targets: ["tokenbroker"]),
+        .executable(name: "dev-idp", targets: ["dev-idp"]),
+    ],
+    targets: [
+        // C libraries from Debian.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // MHD_start_daemon is C-variadic; this shim calls it with typed arguments.
+        .target(name: "CMicroHTTPDStart", dependencies: ["CMicroHTTPD"]),
+
+        // Pure core: model, policies, decisions, protocols, errors. No C, no I/O.
+        .target(name: "BrokerCore"),
+        // Services: the token path, single-flight, caches. Talk to the world through core protocols.
+        .target(name: "Broker", dependencies: ["BrokerCore"]),
+
+        // Adapters.
+        .target(name: "BrokerCrypto", dependencies: ["BrokerCore", "COpenSSL"]),
+        .target(name: "BrokerPostgres", dependencies: ["BrokerCore", "CLibPQ"]),
+        .target(name: "BrokerHTTP", dependencies: ["CMicroHTTPD", "CMicroHTTPDStart"]),
+        .target(name: "BrokerOIDC", dependencies: ["BrokerCore"]),
+
+        // Composition root and the one broker executable.
+        .target(name: "BrokerApp", dependencies: ["BrokerCore", "Broker", "BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerOIDC"]),
+        .executableTarget(name: "tokenbroker", dependencies: ["BrokerApp"]),
+
+        // The development OpenID provider: its own executable, never linked into the broker.
+        .target(name: "DevIdP", dependencies: ["BrokerHTTP", "BrokerCrypto"]),
+        .executableTarget(name: "dev-idp", dependencies: ["DevIdP"]),
+
+        // Fakes and the process harness for tests.
+        .target(name: "BrokerTesting", dependencies: ["BrokerCore", "Broker"]),
+
+        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "BrokerTesting"]),
+        .testTarget(name: "BrokerTests", dependencies: ["Broker", "BrokerCore", "BrokerTesting"]),
+        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerCore"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["BrokerTesting", "BrokerCrypto"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

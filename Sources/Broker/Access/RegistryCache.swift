@@ -1,0 +1,75 @@
+import Foundation
+import BrokerCore
+import Synchronization
+
+/// RegistryCache fronts the RegistryStore for the hot path: tenants and client registrations are
+/// read on every request and change rarely. Entries live `maxAge` at most and are dropped at
+/// once when the change feed says so.
+///
+/// Thread-safety: every method may be called from any thread; loads happen outside the lock.
+public final class RegistryCache: Sendable {
+    private struct Timed<V: Sendable>: Sendable {
+        let value: V
+        let at: Date
+    }
+
+    private struct ClientKey: Hashable { let tenant: String, id: String }
+
+    public let store: any RegistryStore
+    private let maxAge: TimeInterval
+    private let tenants = Mutex<[String: Timed<Tenant?>]>([:])
+    private let clients = Mutex<[ClientKey: Timed<ClientRegistration?>]>([:])
+
+    public init(store: any RegistryStore, maxAge: TimeInterval) {
+        self.store = store
+        self.maxAge = maxAge
+    }
+
+    /// The tenant if it exists (disabled or not).
+    public func tenant(_ id: String, now: Date) throws -> Tenant? {
+        if let hit = tenants.withLock({ $0[id] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
+        let t = try store.tenant(id)
+        tenants.withLock { $0[id] = Timed(value: t, at: now) }
+        return t
+    }
+
+    /// The cached tenant without loading: `.some(nil)` is a cached absence, nil a miss.
+    public func peekTenant(_ id: String, now: Date) -> Tenant?? {
+        guard let hit = tenants.withLock({ $0[id] }), now.timeIntervalSince(hit.at) < maxAge else { return nil }
+        return .some(hit.value)
+    }
+
+    /// The cached client without loading: `.some(nil)` is a cached absence, nil a miss.
+    public func peekClient(tenant: String, id: String, now: Date) -> ClientRegistration?? {
+        guard let hit = clients.withLock({ $0[ClientKey(tenant: tenant, id: id)] }),
+              now.timeIntervalSince(hit.at) < maxAge else { return nil }
+        return .some(hit.value)
+    }
+
+    /// The tenant if it exists and is enabled, else `notFound`.
+    public func activeTenant(_ id: String, now: Date) throws -> Tenant {
+        guard let t = try tenant(id, now: now), !t.disabled else { throw BrokerError.notFound("tenant") }
+        return t
+    }
+
+    public func client(tenant: String, id: String, now: Date) throws -> ClientRegistration? {
+        let key = ClientKey(tenant: tenant, id: id)
+        if let hit = clients.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
+        let c = try store.client(tenant: tenant, id: id)
+        clients.withLock { $0[key] = Timed(value: c, at: now) }
+        return c
+    }
+
+    /// Applies a change published by any replica.
+    public func forget(_ change: Change) {
+        switch change {
+        case .tenant(let id):
+            _ = tenants.withLock { $0.removeValue(forKey: id) }
+            clients.withLock { c in c = c.filter { $0.key.tenant != id } }
+        case .client(let tenant, let id):
+            _ = clients.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+        default:
+            break
+        }
+    }
+}

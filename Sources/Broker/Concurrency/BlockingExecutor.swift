@@ -1,0 +1,62 @@
+import Foundation
+
+/// BlockingExecutor runs blocking work (libpq calls, IdP round trips) on a fixed set of threads,
+/// so that HTTP threads never block and a burst never spawns unbounded threads.
+///
+/// Thread-safety: `submit` may be called from any thread. Work runs in FIFO order across
+/// `threads` threads. `shutdown` lets queued work finish, then joins the threads.
+public final class BlockingExecutor: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var queue: [@Sendable () -> Void] = []
+    private var head = 0
+    private var stopping = false
+    private let finished = DispatchGroup()
+
+    public init(threads: Int, name: String) {
+        for i in 0..<max(1, threads) {
+            finished.enter()
+            let t = Thread { [self] in loop() }
+            t.name = "\(name)-\(i)"
+            t.stackSize = 1 << 20
+            t.start()
+        }
+    }
+
+    /// Queues `work`. After `shutdown`, work is dropped.
+    public func submit(_ work: @escaping @Sendable () -> Void) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !stopping else { return }
+        queue.append(work)
+        condition.signal()
+    }
+
+    /// Runs what is queued, then stops every thread and waits for them.
+    public func shutdown() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+        finished.wait()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while head == queue.count && !stopping { condition.wait() }
+            if head == queue.count {
+                condition.unlock()
+                finished.leave()
+                return
+            }
+            let work = queue[head]
+            head += 1
+            if head > 1024 && head * 2 > queue.count {
+                queue.removeFirst(head)
+                head = 0
+            }
+            condition.unlock()
+            work()
+        }
+    }
+}

@@ -1,0 +1,12 @@
+import Foundation
+
+/// IssuedToken is what a worker receives (spec §4.1).
+public struct IssuedToken: Sendable, Equatable {
+    public let accessToken: String
+    public let tokenType: String
+    public let expiresAt: Date
+    public let expiresIn: Int
+    public let scope: [String]
+    public let sessionID: String
+    public let subject: String
+}

@@ -1,0 +1,75 @@
+import Foundation
+import BrokerCore
+import Synchronization
+
+/// SessionCache holds recently used sessions, tokens unsealed, so that a cached token is handed
+/// out without touching PostgreSQL. An entry is trusted for `maxAge` at most: changes from other
+/// replicas arrive through the change feed, and the age bound is the safety net when one is lost.
+///
+/// Thread-safety: every method may be called from any thread.
+public final class SessionCache: Sendable {
+    private struct Entry {
+        let session: Session
+        let loadedAt: Date
+    }
+
+    private struct SubjectKey: Hashable {
+        let tenant: String, client: String, subject: String
+    }
+
+    private let entries = Mutex<[SessionKey: Entry]>([:])
+    private let subjects = Mutex<[SubjectKey: String]>([:])
+    private let maxAge: TimeInterval
+    private let capacity: Int
+
+    public init(maxAge: TimeInterval, capacity: Int) {
+        self.maxAge = maxAge
+        self.capacity = capacity
+    }
+
+    /// The cached session if it was loaded less than `maxAge` ago.
+    public func get(_ key: SessionKey, now: Date) -> Session? {
+        entries.withLock { e in
+            guard let entry = e[key], now.timeIntervalSince(entry.loadedAt) < maxAge else { return nil }
+            return entry.session
+        }
+    }
+
+    /// Caches `session` unless a newer version is already held.
+    public func put(_ session: Session, now: Date) {
+        let key = SessionKey(tenant: session.tenant, id: session.id)
+        entries.withLock { e in
+            if let held = e[key], held.session.version > session.version { return }
+            if e.count >= capacity, e[key] == nil, let victim = e.keys.first { e[victim] = nil }
+            e[key] = Entry(session: session, loadedAt: now)
+        }
+    }
+
+    public func remove(_ key: SessionKey) {
+        _ = entries.withLock { $0.removeValue(forKey: key) }
+    }
+
+    /// The session id last resolved for a subject at a client.
+    public func sessionID(tenant: String, client: String, subject: String) -> String? {
+        subjects.withLock { $0[SubjectKey(tenant: tenant, client: client, subject: subject)] }
+    }
+
+    public func setSessionID(_ id: String, tenant: String, client: String, subject: String) {
+        subjects.withLock { s in
+            if s.count >= capacity { s.removeAll(keepingCapacity: true) }
+            s[SubjectKey(tenant: tenant, client: client, subject: subject)] = id
+        }
+    }
+
+    public func forgetSubject(tenant: String, client: String, subject: String) {
+        _ = subjects.withLock { $0.removeValue(forKey: SubjectKey(tenant: tenant, client: client, subject: subject)) }
+    }
+
+    /// Drops everything of `tenant` (tenant disabled or changed).
+    public func removeTenant(_ tenant: String) {
+        entries.withLock { e in e = e.filter { $0.key.tenant != tenant } }
+        subjects.withLock { s in s = s.filter { $0.key.tenant != tenant } }
+    }
+
+    public var count: Int { entries.withLock { $0.count } }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import BrokerCore
+
+/// TokenService hands access tokens to workers (spec §4.1) and refreshes them when it must —
+/// single-flight in this process (SingleFlight) and across replicas (the store's refresh lock).
+///
+/// The fast path (`cachedToken`) answers from memory without blocking. Everything that may block
+/// (loading a row, taking the lock, calling the IdP) runs on the executor; callers waiting for
+/// the same refresh hold no thread.
+///
+/// Guarantee: a refresh token is spent only inside `SessionStore.withRefreshLock`, after a
+/// re-read of the row under the lock shows that nobody else refreshed since the caller looked.
+public final class TokenService: Sendable {
+    public typealias Completion = @Sendable (Result<IssuedToken, BrokerError>) -> Void
+
+    /// Why a flight ended with a session: refreshed by this flight, or found fresh under the lock.
+    typealias FlightResult = Result<(session: Session, refreshed: Bool), BrokerError>
+
+    let store: any SessionStore
+    let registry: RegistryCache
+    let endpoint: any TokenEndpoint
+    let audit: any AuditSink
+    let feed: any ChangeFeed
+    let clock: any Clock
+    let executor: BlockingExecutor
+    public let cache: SessionCache
+    public let usage: UsageRecorder
+    public let metrics: TokenMetrics
+    let flights = SingleFlight<SessionKey, FlightResult>()
+    let lockTimeout: TimeInterval
+    let jitter: @Sendable () -> Double
+
+    public init(store: any SessionStore, registry: RegistryCache, endpoint: any TokenEndpoint, audit: any AuditSink,
+                feed: any ChangeFeed, clock: any Clock, executor: BlockingExecutor, cache: SessionCache,
+                lockTimeout: TimeInterval = 10, jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
+        self.store = store
+        self.registry = registry
+        self.endpoint = endpoint
+        self.audit = audit
+        self.feed = feed
+        self.clock = clock
+        self.executor = executor
+        self.cache = cache
+        self.usage = UsageRecorder()
+        self.metrics = TokenMetrics()
+        self.lockTimeout = lockTimeout
+        self.jitter = jitter
+    }
+
+    /// Answers from memory when it can: the tenant, client and session are cached and the
+    /// decision is to serve or to refuse. Nil means "take the slow path"; never blocks.
+    public func cachedToken(by principal: Principal, tenant: String, target: TokenTarget, request: TokenRequest) -> Result<IssuedToken, BrokerError>? {
+        let now = clock.now()
+        guard let t = registry.peekTenant(tenant, now: now) else { return nil }
+        guard let t, !t.disabled else { return finish(.failure(.notFound("tenant")), principal, tenant, nil, now) }
+        let id: String
+        switch target {
+        case .session(let s): id = s
+        case .subject(let client, let subject):
+            guard let s = cache.sessionID(tenant: tenant, client: client, subject: subject) else { return nil }
+            id = s
+        }
+        guard let session = cache.get(SessionKey(tenant: tenant, id: id), now: now),
+              let client = registry.peekClient(tenant: tenant, id: session.client, now: now), let client else { return nil }
+        switch TokenDecision.decide(session, request.requirement(policy: client.refreshPolicy), now: now) {
+        case .serve:
+            metrics.cacheHits.add()
+            return finish(.success(issue(session, now: now)), principal, tenant, session.id, now, refreshed: false)
+        case .reject(let e):
+            return finish(.failure(e), principal, tenant, session.id, now)
+        case .refresh:
+            return nil
+        }
+    }
+
+    /// The whole path: resolve, decide, refresh single-flight if needed. `completion` runs
+    /// exactly once, on some thread.
+    public func token(by principal: Principal, tenant: String, target: TokenTarget, request: TokenRequest, completion: @escaping Completion) {
+        executor.submit { [self] in
+            let now = clock.now()
+            do {
+                _ = try registry.activeTenant(tenant, now: now)
+                let session = try resolve(tenant: tenant, target: target, now: now)
+                serveOrRefresh(session, principal: principal, request: request, attempt: 0, completion: completion)
+            } catch {
+                completion(finish(.failure(Self.brokerError(error)), principal, tenant, nil, now))
+            }
+        }
+    }
+
+    /// Loads sessions into the cache in one query (a batch's misses), so that each item then
+    /// resolves from memory.
+    public func preload(tenant: String, ids: [String]) {
+        guard !ids.isEmpty, let found = try? store.sessions(tenant: tenant, ids: ids) else { return }
+        let now = clock.now()
+        for s in found { cache.put(s, now: now) }
+    }
+
+    /// Drops what the change feed says changed elsewhere.
+    public func forget(_ change: Change) {
+        switch change {
+        case .session(let tenant, let id): cache.remove(SessionKey(tenant: tenant, id: id))
+        case .subject(let tenant, let client, let subject): cache.forgetSubject(tenant: tenant, client: client, subject: subject)
+        case .tenant(let t): cache.removeTenant(t)
+        default: break
+        }
+    }
+
+    private func resolve(tenant: String, target: TokenTarget, now: Date) throws -> Session {
+        switch target {
+        case .session(let id):
+            if let s = cache.get(SessionKey(tenant: tenant, id: id), now: now) { return s }
+            guard let s = try store.session(tenant: tenant, id: id) else { throw BrokerError.notFound("session") }
+            cache.put(s, now: now)
+            return s
+        case .subject(let client, let subject):
+            if let id = cache.sessionID(tenant: tenant, client: client, subject: subject),
+               let s = cache.get(SessionKey(tenant: tenant, id: id), now: now) { return s }
+            guard let s = try store.latestSession(tenant: tenant, client: client, subject: subject) else {
+                throw BrokerError.notFound("session")
+            }
+            cache.put(s, now: now)
+            cache.setSessionID(s.id, tenant: tenant, client: client, subject: subject)
+            return s
+        }
+    }
+
+    private func serveOrRefresh(_ session: Session, principal: Principal, request: TokenRequest, attempt: Int, completion: @escaping Completion) {
+        let now = clock.now()
+        let tenant = session.tenant
+        let client: ClientRegistration
+        do {
+            guard let c = try registry.client(tenant: tenant, id: session.client, now: now) else { throw BrokerError.notFound("client") }
+            client = c
+        } catch {
+            return completion(finish(.failure(Self.brokerError(error)), principal, tenant, session.id, now))
+        }
+        let need = request.requirement(policy: client.refreshPolicy)
+        switch TokenDecision.decide(session, need, now: now) {
+        case .serve:
+            completion(finish(.success(issue(session, now: now)), principal, tenant, session.id, now, refreshed: false))
+        case .reject(let e):
+            completion(finish(.failure(e), principal, tenant, session.id, now))
+        case .refresh:
+            let key = SessionKey(tenant: tenant, id: session.id)
+            let leads = flights.join(key) { [self] result in
+                let now = clock.now()
+                switch result {
+                case .failure(let e):
+                    completion(finish(.failure(e), principal, tenant, session.id, now))
+                case .success(let (fresh, refreshed)):
+                    switch TokenDecision.afterRefresh(fresh, need, now: now) {
+                    case .serve:
+                        completion(finish(.success(issue(fresh, now: now)), principal, tenant, fresh.id, now, refreshed: refreshed))
+                    case .reject(let e):
+                        if !refreshed && attempt == 0 {
+                            // The flight we joined was led by a caller content with less; ask again.
+                            executor.submit { self.serveOrRefresh(fresh, principal: principal, request: request, attempt: 1, completion: completion) }
+                        } else {
+                            completion(finish(.failure(e), principal, tenant, fresh.id, now))
+                        }
+                    case .refresh:
+                        completion(finish(.failure(.internalError), principal, tenant, fresh.id, now))
+                    }
+                }
+            }
+            if leads {
+                executor.submit { [self] in
+                    flights.finish(key, refreshLocked(key, seenVersion: session.version, need: need, client: client, actor: principal.id))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+
+/// BrokerError is every refusal the broker answers with. Messages are written for the caller and
+/// are generic on purpose: none ever contains a token, a secret or an IdP response body.
+/// The mapping to HTTP status and JSON lives in exactly one place (BrokerApp's ErrorResponse).
+public enum BrokerError: Error, Sendable, Equatable {
+    case badRequest(code: String, message: String)
+    case unauthorized(String)
+    case forbidden(String)
+    case insufficientScope(missing: [String])
+    case notFound(String)
+    case methodNotAllowed
+    case conflict(code: String, message: String)
+    /// The session is not active; the code is its state (spec §4.1: 409 with that state).
+    case sessionNotActive(SessionState)
+    case payloadTooLarge(limit: Int)
+    case minTTLTooLong(maximum: Int)
+    case unprocessable(code: String, message: String)
+    /// The IdP could not be reached or answered 5xx/429; retry later.
+    case idpUnavailable(retryAfter: Int?)
+    /// Another refresh of this session held the lock longer than we waited.
+    case refreshBusy
+    case storeUnavailable
+    case internalError
+
+    /// The machine-readable code of the JSON error body.
+    public var code: String {
+        switch self {
+        case .badRequest(let code, _), .conflict(let code, _), .unprocessable(let code, _): code
+        case .unauthorized: "unauthorized"
+        case .forbidden: "forbidden"
+        case .insufficientScope: "insufficient_scope"
+        case .notFound: "not_found"
+        case .methodNotAllowed: "method_not_allowed"
+        case .sessionNotActive(let state): state.rawValue
+        case .payloadTooLarge: "payload_too_large"
+        case .minTTLTooLong: "min_ttl_too_long"
+        case .idpUnavailable: "idp_unavailable"
+        case .refreshBusy: "refresh_busy"
+        case .storeUnavailable: "store_unavailable"
+        case .internalError: "internal_error"
+        }
+    }
+
+    /// A sentence for humans.
+    public var message: String {
+        switch self {
+        case .badRequest(_, let m), .conflict(_, let m), .unprocessable(_, let m): m
+        case .unauthorized(let m), .forbidden(let m): m
+        case .insufficientScope(let missing): "the session was not granted: \(missing.joined(separator: " "))"
+        case .notFound(let what): "\(what) not found"
+        case .methodNotAllowed: "method not allowed on this route"
+        case .sessionNotActive(.needsReauth): "the user must sign in again (the IdP refused the refresh token)"
+        case .sessionNotActive(let s): "the session is \(s.rawValue)"
+        case .payloadTooLarge(let limit): "request body larger than \(limit) bytes"
+        case .minTTLTooLong(let max): "the IdP issues tokens living at most \(max) s: ask for min_ttl ≤ \(max)"
+        case .idpUnavailable: "the identity provider is unavailable; retry later"
+        case .refreshBusy: "another refresh of this session is still running; retry shortly"
+        case .storeUnavailable: "the database is unavailable"
+        case .internalError: "internal error"
+        }
+    }
+}

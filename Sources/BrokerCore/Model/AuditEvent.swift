@@ -1,0 +1,22 @@
+import Foundation
+
+/// AuditEvent records who did what to which session, when, with what outcome (spec §3). It
+/// never carries a token.
+public struct AuditEvent: Sendable, Equatable {
+    public let at: Date
+    /// The principal id, or "engine" / "idp" for the broker's own actions.
+    public let actor: String
+    public let action: String
+    public let tenant: String?
+    public let session: String?
+    public let outcome: String
+
+    public init(at: Date, actor: String, action: String, tenant: String?, session: String?, outcome: String) {
+        self.at = at
+        self.actor = actor
+        self.action = action
+        self.tenant = tenant
+        self.session = session
+        self.outcome = outcome
+    }
+}

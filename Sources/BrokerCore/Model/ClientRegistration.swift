@@ -1,0 +1,34 @@
+import Foundation
+
+/// ClientRegistration is one tenant's registration at one IdP (spec §3). The client secret is
+/// not part of it: it is sealed at rest and read only when talking to the IdP.
+public struct ClientRegistration: Sendable, Equatable {
+    public let tenant: String
+    /// The broker-side name of this registration, unique in the tenant.
+    public let id: String
+    public var issuer: String
+    /// The client_id registered at the IdP.
+    public var clientID: String
+    public var authMethod: ClientAuthMethod
+    public var redirectURI: String
+    public var scopes: [String]
+    public var redirectAfterAllowed: [String]
+    public var refreshPolicy: RefreshPolicy
+    /// Cap on refreshes running at once against this client's IdP.
+    public var maxConcurrentRefreshes: Int
+
+    public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
+                redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
+                refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8) {
+        self.tenant = tenant
+        self.id = id
+        self.issuer = issuer
+        self.clientID = clientID
+        self.authMethod = authMethod
+        self.redirectURI = redirectURI
+        self.scopes = scopes
+        self.redirectAfterAllowed = redirectAfterAllowed
+        self.refreshPolicy = refreshPolicy
+        self.maxConcurrentRefreshes = maxConcurrentRefreshes
+    }
+}

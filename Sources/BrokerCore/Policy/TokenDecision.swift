@@ -1,0 +1,45 @@
+import Foundation
+
+/// TokenDecision is the pure heart of the token path: given a session and what a caller needs,
+/// serve the token held, refresh first, or refuse.
+public enum TokenDecision: Sendable, Equatable {
+    case serve
+    case refresh
+    case reject(BrokerError)
+
+    /// Decides before any lock is taken, from a cached or freshly read session.
+    public static func decide(_ s: Session, _ need: TokenRequirement, now: Date) -> TokenDecision {
+        if let refusal = refusal(s, need) { return .reject(refusal) }
+        if need.forceRefresh { return .refresh }
+        if let ttl = s.accessTTL(at: now), ttl >= need.minTTL { return .serve }
+        return .refresh
+    }
+
+    /// Decides again under the refresh lock, from the row re-read there. When the version moved
+    /// since the caller looked (`seenVersion`), somebody else refreshed: serve their token if it
+    /// satisfies the caller, even when the caller asked to force a refresh. A refresh token is
+    /// never spent when a good access token was just obtained with it.
+    public static func decideLocked(_ s: Session, _ need: TokenRequirement, seenVersion: Int64, now: Date) -> TokenDecision {
+        if let refusal = refusal(s, need) { return .reject(refusal) }
+        let fresh = (s.accessTTL(at: now) ?? -1) >= need.minTTL
+        if fresh && (!need.forceRefresh || s.version != seenVersion) { return .serve }
+        if s.refreshToken == nil { return .reject(.sessionNotActive(.needsReauth)) }
+        return .refresh
+    }
+
+    /// Checks made after a refresh: a token the IdP issues cannot live as long as asked.
+    public static func afterRefresh(_ s: Session, _ need: TokenRequirement, now: Date) -> TokenDecision {
+        if let ttl = s.accessTTL(at: now), ttl >= need.minTTL { return .serve }
+        return .reject(.minTTLTooLong(maximum: Int(s.accessLifetime ?? s.accessTTL(at: now) ?? 0)))
+    }
+
+    private static func refusal(_ s: Session, _ need: TokenRequirement) -> BrokerError? {
+        guard s.state == .active else { return .sessionNotActive(s.state) }
+        let missing = need.scopes.filter { !s.scopes.contains($0) }
+        if !missing.isEmpty { return .insufficientScope(missing: missing) }
+        if let lifetime = s.accessLifetime, need.minTTL > lifetime {
+            return .minTTLTooLong(maximum: Int(lifetime))
+        }
+        return nil
+    }
+}

@@ -1,0 +1,20 @@
+/// ChangeFeed carries "this changed, drop your copy" between replicas (LISTEN/NOTIFY in
+/// PostgreSQL). Delivery is at-most-once and fast; caches also expire on their own.
+public protocol ChangeFeed: Sendable {
+    func publish(_ change: Change)
+    /// Starts delivering changes published by any replica, this one included, to `handler`
+    /// on a background thread.
+    func subscribe(_ handler: @escaping @Sendable (Change) -> Void)
+}
+
+/// Change names what another replica must forget.
+public enum Change: Sendable, Equatable {
+    case session(tenant: String, id: String)
+    case apiKey(id: String)
+    case client(tenant: String, id: String)
+    case tenant(String)
+    /// A subject's latest session may have changed (a new session was stored).
+    case subject(tenant: String, client: String, subject: String)
+    /// Changes may have been missed (the feed reconnected): drop everything cached.
+    case resync
+}

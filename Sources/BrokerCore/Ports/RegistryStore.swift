@@ -1,0 +1,23 @@
+import Foundation
+
+/// RegistryStore keeps tenants, client registrations and API keys: the slow-changing
+/// configuration every request consults (through caches).
+public protocol RegistryStore: Sendable {
+    func tenant(_ id: String) throws -> Tenant?
+    /// Creates or renames the tenant; returns it and whether it was created.
+    func putTenant(id: String, name: String, now: Date) throws -> (Tenant, created: Bool)
+    func tenants() throws -> [Tenant]
+
+    func client(tenant: String, id: String) throws -> ClientRegistration?
+    /// The stored client secret, unsealed; nil when the client has none.
+    func clientSecret(tenant: String, id: String) throws -> String?
+    /// Creates or replaces the registration. A nil `secret` keeps the stored one.
+    func putClient(_ client: ClientRegistration, secret: String?, now: Date) throws -> (ClientRegistration, created: Bool)
+
+    /// The key with this id, and the SHA-256 of its secret.
+    func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])?
+    func createAPIKey(_ principal: Principal, secretHash: [UInt8], now: Date) throws
+    /// Marks the key revoked; false when there is no such key.
+    func revokeAPIKey(id: String, now: Date) throws -> Bool
+    func touchAPIKeys(_ ids: [String], at: Date) throws
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// SessionStore keeps sessions; every call carries the tenant. Implementations seal token
+/// material at rest (spec §6) and hand it back unsealed, in memory only.
+///
+/// Implementations are thread-safe. Failures are thrown as BrokerError
+/// (`storeUnavailable`, `refreshBusy`, `conflict`).
+public protocol SessionStore: Sendable {
+    func session(tenant: String, id: String) throws -> Session?
+    /// The sessions among `ids` that exist in `tenant`, in no particular order.
+    func sessions(tenant: String, ids: [String]) throws -> [Session]
+    /// The most recently created active session of `subject` at `client`, else the most recent one.
+    func latestSession(tenant: String, client: String, subject: String) throws -> Session?
+    func insert(_ session: Session) throws
+
+    /// Runs `body` while holding the session's cross-replica refresh lock, waiting at most
+    /// `timeout` for it, with the row re-read under the lock. `body` returns the session to
+    /// write (or nil to leave the row as it is) and its result; the write, its version bump and
+    /// the release of the lock commit together. When `body` throws, nothing is written and the
+    /// lock is released.
+    ///
+    /// This is the only way a refresh token may be spent: one holder at a time, across every
+    /// replica, each seeing the previous holder's write.
+    func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
+                            _ body: (Session) throws -> (write: Session?, result: T)) throws -> T
+
+    /// Records that sessions were used, in bulk (last_used_at).
+    func touch(_ uses: [SessionUse]) throws
+}
+
+/// SessionUse says a session was handed out at an instant.
+public struct SessionUse: Sendable, Equatable {
+    public let tenant: String
+    public let id: String
+    public let at: Date
+
+    public init(tenant: String, id: String, at: Date) {
+        self.tenant = tenant
+        self.id = id
+        self.at = at
+    }
+}

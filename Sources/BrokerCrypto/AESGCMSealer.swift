@@ -1,0 +1,75 @@
+import BrokerCore
+import COpenSSL
+
+/// AESGCMSealer seals with AES-256-GCM (NIST SP 800-38D): a fresh 96-bit random nonce per value,
+/// the caller's context (tenant, table, row, column) as additional authenticated data, and the
+/// key id in the clear so that an older key still opens what it sealed.
+///
+/// Layout: `0x01 | len(kid) | kid | nonce(12) | ciphertext | tag(16)`.
+/// Thread-safety: immutable; every call uses its own cipher context.
+public struct AESGCMSealer: Sealer {
+    private static let version: UInt8 = 1
+    private let keys: SealingKeys
+
+    public init(keys: SealingKeys) { self.keys = keys }
+
+    public func seal(_ plaintext: String, context: String) -> [UInt8] {
+        let kid = Array(keys.currentID.utf8)
+        let key = keys.keys[keys.currentID]!
+        let nonce = OpenSSL.randomBytes(12)
+        var out: [UInt8] = [Self.version, UInt8(kid.count)] + kid + nonce
+        let pt = Array(plaintext.utf8)
+        let aad = Array(context.utf8)
+        var ct = [UInt8](repeating: 0, count: pt.count + 16)
+        var tag = [UInt8](repeating: 0, count: 16)
+        let ctx = EVP_CIPHER_CTX_new()!
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var len: Int32 = 0
+        var total = 0
+        precondition(EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1)
+        precondition(EVP_EncryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1)
+        ct.withUnsafeMutableBufferPointer { buf in
+            precondition(EVP_EncryptUpdate(ctx, buf.baseAddress, &len, pt, Int32(pt.count)) == 1)
+            total = Int(len)
+            precondition(EVP_EncryptFinal_ex(ctx, buf.baseAddress! + total, &len) == 1)
+            total += Int(len)
+        }
+        precondition(EVP_CIPHER_CTX_ctrl(ctx, tb_EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1)
+        out += ct[0..<total]
+        out += tag
+        return out
+    }
+
+    public func open(_ sealed: [UInt8], context: String) throws -> String {
+        let failed = SealError("sealed value does not open (tampered, moved, or unknown key)")
+        guard sealed.count >= 2, sealed[0] == Self.version else { throw failed }
+        let kidLen = Int(sealed[1])
+        let nonceAt = 2 + kidLen, ctAt = nonceAt + 12
+        guard sealed.count >= ctAt + 16,
+              let kid = String(bytes: sealed[2..<nonceAt], encoding: .utf8), let key = keys.keys[kid] else { throw failed }
+        let nonce = Array(sealed[nonceAt..<ctAt])
+        let ct = Array(sealed[ctAt..<(sealed.count - 16)])
+        var tag = Array(sealed[(sealed.count - 16)...])
+        let aad = Array(context.utf8)
+        var pt = [UInt8](repeating: 0, count: ct.count + 16)
+        let ctx = EVP_CIPHER_CTX_new()!
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var len: Int32 = 0
+        var total = 0
+        guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1,
+              EVP_DecryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1 else { throw failed }
+        let ok = pt.withUnsafeMutableBufferPointer { buf -> Bool in
+            guard EVP_DecryptUpdate(ctx, buf.baseAddress, &len, ct, Int32(ct.count)) == 1 else { return false }
+            total = Int(len)
+            guard EVP_CIPHER_CTX_ctrl(ctx, tb_EVP_CTRL_GCM_SET_TAG, 16, &tag) == 1 else { return false }
+            guard EVP_DecryptFinal_ex(ctx, buf.baseAddress! + total, &len) == 1 else { return false }
+            total += Int(len)
+            return true
+        }
+        guard ok, let s = String(bytes: pt[0..<total], encoding: .utf8) else {
+            ERR_clear_error()
+            throw failed
+        }
+        return s
+    }
+}

@@ -1,0 +1,33 @@
+/// HTTPRequest is a fully received request: headers and body are complete when a handler sees it.
+public struct HTTPRequest: Sendable {
+    public let method: String
+    public let path: String
+    /// Query arguments, percent-decoded, in order.
+    public let query: [(name: String, value: String)]
+    /// Header names lowercased.
+    public let headers: [(name: String, value: String)]
+    public let body: [UInt8]
+    /// The caller's X-Request-Id when it is sane, else a fresh one.
+    public let requestID: String
+    /// True when the body exceeded the server's limit; `body` is then empty.
+    public var bodyTooLarge = false
+    /// Path parameters filled in by the router.
+    public var parameters: [String: String] = [:]
+
+    public init(method: String, path: String, query: [(name: String, value: String)] = [],
+                headers: [(name: String, value: String)] = [], body: [UInt8] = [], requestID: String) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.requestID = requestID
+    }
+
+    /// The first header named `name` (lowercase).
+    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+
+    public func queryValue(_ name: String) -> String? { query.first { $0.name == name }?.value }
+
+    public subscript(param name: String) -> String { parameters[name] ?? "" }
+}

@@ -1,0 +1,89 @@
+import CMicroHTTPD
+import CMicroHTTPDStart
+import Foundation
+import Synchronization
+
+/// MHDServer serves HTTP/1.1 with libmicrohttpd: an epoll thread pool, keep-alive, header and
+/// body limits, idle timeouts. A handler answers at once (`.now`) or later (`.later`): the
+/// connection is then suspended, holds no thread, and is resumed when the answer is ready.
+///
+/// Keep-alive note: MHD closes the connection after any response queued on the *first* call of
+/// the access handler for a request, so requests are answered on a later call.
+///
+/// Thread-safety: `handle` is called on MHD's threads, concurrently; `.later` work completes on
+/// any thread.
+public final class MHDServer: Sendable {
+    let config: HTTPServerConfig
+    let handle: @Sendable (HTTPRequest) -> HTTPReply
+    private let daemon = Mutex<DaemonBox?>(nil)
+    let suspended = Atomic<Int>(0)
+
+    struct DaemonBox: @unchecked Sendable { let pointer: OpaquePointer }
+
+    public struct StartError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    public init(config: HTTPServerConfig, handle: @escaping @Sendable (HTTPRequest) -> HTTPReply) {
+        self.config = config
+        self.handle = handle
+    }
+
+    /// Binds and starts serving; throws with a clear message when the address is unusable.
+    public func start() throws {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = config.port.bigEndian
+        guard inet_pton(AF_INET, config.host, &addr.sin_addr) == 1 else {
+            throw StartError(description: "listen host '\(config.host)' is not an IPv4 address")
+        }
+        let cls = Unmanaged.passUnretained(self).toOpaque()
+        let d = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                tb_mhd_start(sa, UInt32(config.threads), UInt32(config.idleTimeout), config.maxHeaderBytes,
+                             UInt32(config.maxConnections), accessHandler, cls, completedHandler, nil)
+            }
+        }
+        guard let d else {
+            throw StartError(description: "cannot listen on \(config.host):\(config.port) (in use, or not permitted)")
+        }
+        daemon.withLock { $0 = DaemonBox(pointer: d) }
+    }
+
+    /// The bound port (the chosen one when configured with 0).
+    public var port: UInt16 { daemon.withLock { $0.map { tb_mhd_port($0.pointer) } ?? 0 } }
+
+    /// Stops accepting, waits up to `grace` for suspended requests to be answered, then stops.
+    public func stop(grace: TimeInterval = 10) {
+        guard let d = daemon.withLock({ b -> DaemonBox? in defer { b = nil }; return b }) else { return }
+        _ = MHD_quiesce_daemon(d.pointer)
+        let deadline = Date().addingTimeInterval(grace)
+        while suspended.load(ordering: .acquiring) > 0 && Date() < deadline { usleep(10_000) }
+        usleep(50_000)
+        MHD_stop_daemon(d.pointer)
+    }
+
+    func queue(_ response: HTTPResponse, requestID: String, on connection: OpaquePointer) -> MHD_Result {
+        let r = response.body.withUnsafeBytes { buf in
+            MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), tb_MHD_RESPMEM_MUST_COPY)
+        }
+        guard let r else { return tb_MHD_NO }
+        for h in response.headers { MHD_add_response_header(r, h.name, h.value) }
+        MHD_add_response_header(r, "X-Request-Id", requestID)
+        let ok = MHD_queue_response(connection, UInt32(response.status), r)
+        MHD_destroy_response(r)
+        return ok
+    }
+
+    /// A request id: the caller's when it is 1...64 characters of [A-Za-z0-9._-], else 16 hex digits.
+    static func requestID(_ given: String?) -> String {
+        if let g = given, (1...64).contains(g.utf8.count),
+           g.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 46 || $0 == 95 }) {
+            return g
+        }
+        var rng = SystemRandomNumberGenerator()
+        let v = rng.next()
+        let hex = String(v, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}

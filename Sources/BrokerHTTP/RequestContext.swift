@@ -1,0 +1,21 @@
+import CMicroHTTPD
+import Synchronization
+
+/// RequestContext is one request's state across MHD's calls of the access handler: the body as
+/// it arrives, and the response a suspended request's worker hands back. MHD calls the handler
+/// for one connection from one thread at a time; `ready` is the only field another thread
+/// touches, under its mutex.
+final class RequestContext: @unchecked Sendable {
+    var headers: [(name: String, value: String)] = []
+    var query: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+    var tooLarge = false
+    var dispatched = false
+    let ready = Mutex<HTTPResponse?>(nil)
+}
+
+/// MHDConnection carries a connection pointer to the worker that resumes it. MHD_resume_connection
+/// may be called from any thread.
+struct MHDConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
+}

@@ -1,0 +1,59 @@
+import BrokerCore
+import Foundation
+
+/// Migrator applies the numbered plain-SQL files of `sql/` (`NNN_name.sql`) in order, each in
+/// its own transaction together with its row in `schema_migrations`, under a session-level
+/// advisory lock so that replicas migrating at once apply each file exactly once.
+public struct Migrator: Sendable {
+    /// The advisory lock key of migrations ("tbmigrat" in ASCII).
+    static let lockKey: Int64 = 0x7462_6d69_6772_6174
+
+    public struct Migration: Sendable, Equatable {
+        public let version: Int
+        public let name: String
+        public let sql: String
+    }
+
+    public let migrations: [Migration]
+
+    /// Reads `directory`; fails on a file name that is not `NNN_name.sql` or a repeated number.
+    public init(directory: URL) throws {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        var seen = Set<Int>()
+        migrations = try names.map { name in
+            guard let us = name.firstIndex(of: "_"), let v = Int(name[..<us]), seen.insert(v).inserted else {
+                throw PGError(sqlstate: "42000", message: "migration file '\(name)' is not named NNN_name.sql with a unique NNN")
+            }
+            return Migration(version: v, name: name, sql: try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8))
+        }.sorted { $0.version < $1.version }
+    }
+
+    /// Applies what is missing; returns the versions applied now.
+    public func migrate(_ c: PGConnection) throws -> [Int] {
+        try c.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
+        defer { _ = try? c.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
+        try c.execute("""
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+            """)
+        let applied = try appliedVersions(c)
+        var done: [Int] = []
+        for m in migrations where !applied.contains(m.version) {
+            try c.executeScript("BEGIN;\n\(m.sql)\n;INSERT INTO schema_migrations (version, name) VALUES (\(m.version), '\(m.name.replacingOccurrences(of: "'", with: "''"))');\nCOMMIT;")
+            done.append(m.version)
+        }
+        return done
+    }
+
+    /// Versions in `sql/` that the database has not applied (empty: current).
+    public func pending(_ c: PGConnection) throws -> [Int] {
+        let exists = try c.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        let applied: Set<Int> = exists.bool(0, 0) == true ? try appliedVersions(c) : []
+        return migrations.map(\.version).filter { !applied.contains($0) }
+    }
+
+    private func appliedVersions(_ c: PGConnection) throws -> Set<Int> {
+        let r = try c.execute("SELECT version FROM schema_migrations")
+        return Set((0..<r.count).compactMap { r.int($0, 0) })
+    }
+}

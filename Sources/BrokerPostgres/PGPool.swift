@@ -1,0 +1,97 @@
+import BrokerCore
+import Foundation
+
+/// PGPool lends a fixed number of connections, one thread at a time each, and replaces a
+/// connection that broke. Size it at least as large as the number of threads that use it at
+/// once (HTTP threads + executor threads), or callers queue.
+///
+/// Thread-safety: every method may be called from any thread.
+public final class PGPool: @unchecked Sendable {
+    private let url: String
+    private let condition = NSCondition()
+    private var idle: [PGConnection] = []
+    private var open = 0
+    private let size: Int
+    private let acquireTimeout: TimeInterval
+
+    public init(url: String, size: Int, acquireTimeout: TimeInterval = 10) {
+        self.url = url
+        self.size = max(1, size)
+        self.acquireTimeout = acquireTimeout
+    }
+
+    /// Opens one connection now, so that a wrong URL fails at start with a clear message.
+    public func check() throws(PGError) {
+        let c = try PGConnection(url: url)
+        condition.lock()
+        idle.append(c)
+        open += 1
+        condition.unlock()
+    }
+
+    /// A new connection outside the pool (LISTEN, migrations).
+    public func dedicated() throws(PGError) -> PGConnection { try PGConnection(url: url) }
+
+    /// Runs `body` with a connection. Connection errors discard the connection.
+    @discardableResult
+    public func withConnection<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        let c = try acquire()
+        do {
+            let r = try body(c)
+            release(c)
+            return r
+        } catch {
+            release(c)
+            throw error
+        }
+    }
+
+    /// Runs `body` inside BEGIN … COMMIT; any error rolls back.
+    @discardableResult
+    public func transaction<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        try withConnection { c in
+            try c.execute("BEGIN")
+            do {
+                let r = try body(c)
+                try c.execute("COMMIT")
+                return r
+            } catch {
+                _ = try? c.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    private func acquire() throws -> PGConnection {
+        condition.lock()
+        let deadline = Date().addingTimeInterval(acquireTimeout)
+        while idle.isEmpty && open >= size {
+            guard condition.wait(until: deadline) else {
+                condition.unlock()
+                throw BrokerError.storeUnavailable
+            }
+        }
+        if let c = idle.popLast() {
+            condition.unlock()
+            return c
+        }
+        open += 1
+        condition.unlock()
+        do {
+            return try PGConnection(url: url)
+        } catch {
+            condition.lock()
+            open -= 1
+            condition.signal()
+            condition.unlock()
+            throw error
+        }
+    }
+
+    private func release(_ c: PGConnection) {
+        condition.lock()
+        if c.isHealthy { idle.append(c) } else { open -= 1 }
+        condition.signal()
+        condition.unlock()
+    }
+}

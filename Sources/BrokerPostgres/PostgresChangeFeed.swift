@@ -1,0 +1,85 @@
+import BrokerCore
+import Foundation
+
+/// PostgresChangeFeed carries Change values between replicas over LISTEN/NOTIFY on the channel
+/// `tokenbroker_changes`. Payloads hold ids only (never tokens): `s|tenant|id`, `k|id`,
+/// `c|tenant|id`, `t|tenant`, `u|tenant|client|subject`.
+///
+/// A dedicated connection listens on its own thread; when it breaks it reconnects and delivers
+/// `.resync`, since notifications sent meanwhile are lost.
+public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
+    static let channel = "tokenbroker_changes"
+    private let pool: PGPool
+    private let stopped = NSCondition()
+    private var stopping = false
+
+    public init(pool: PGPool) { self.pool = pool }
+
+    public func publish(_ change: Change) {
+        _ = try? pool.withConnection { c in try c.execute("SELECT pg_notify(\(Self.channel), \(Self.encode(change)))") }
+    }
+
+    public func subscribe(_ handler: @escaping @Sendable (Change) -> Void) {
+        let t = Thread { [self] in listen(handler) }
+        t.name = "change-feed"
+        t.start()
+    }
+
+    /// Stops listening (at shutdown).
+    public func stop() {
+        stopped.lock()
+        stopping = true
+        stopped.unlock()
+    }
+
+    private var isStopping: Bool {
+        stopped.lock()
+        defer { stopped.unlock() }
+        return stopping
+    }
+
+    private func listen(_ handler: @escaping @Sendable (Change) -> Void) {
+        var first = true
+        while !isStopping {
+            do {
+                let c = try pool.dedicated()
+                try c.execute("LISTEN \(raw: Self.channel)")
+                if !first { handler(.resync) }
+                first = false
+                while !isStopping {
+                    var pfd = pollfd(fd: c.socket, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&pfd, 1, 500)
+                    for n in try c.notifications() {
+                        if let change = Self.decode(n.payload) { handler(change) }
+                    }
+                }
+            } catch {
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+        }
+    }
+
+    static func encode(_ c: Change) -> String {
+        switch c {
+        case .session(let t, let id): "s|\(t)|\(id)"
+        case .apiKey(let id): "k|\(id)"
+        case .client(let t, let id): "c|\(t)|\(id)"
+        case .tenant(let t): "t|\(t)"
+        case .subject(let t, let client, let subject): "u|\(t)|\(client)|\(subject)"
+        case .resync: "r"
+        }
+    }
+
+    static func decode(_ p: String) -> Change? {
+        let f = p.split(separator: "|", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        switch (f.first, f.count) {
+        case ("s", 3): return .session(tenant: f[1], id: f[2])
+        case ("k", 2): return .apiKey(id: f[1])
+        case ("c", 3): return .client(tenant: f[1], id: f[2])
+        case ("t", 2): return .tenant(f[1])
+        case ("u", 4): return .subject(tenant: f[1], client: f[2], subject: f[3])
+        case ("r", 1): return .resync
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import BrokerCore
+import Foundation
+
+/// PostgresSessionStore keeps sessions in the `sessions` table, token material sealed with the
+/// context `sessions/<tenant>/<id>/<column>` so that a value copied to another row or tenant
+/// does not open. The refresh lock is `pg_advisory_xact_lock` on LockKey.session, held by the
+/// transaction that re-reads and writes the row, so it is released by COMMIT, ROLLBACK, or the
+/// connection dying — it cannot outlive its holder the way an expiring Redis lock can.
+public final class PostgresSessionStore: SessionStore {
+    let pool: PGPool
+    let sealer: any Sealer
+
+    public init(pool: PGPool, sealer: any Sealer) {
+        self.pool = pool
+        self.sealer = sealer
+    }
+
+    static let columns = """
+        id, client_id, subject, issuer, array_to_string(scopes, ' '), sid, email, extract(epoch from auth_time), \
+        access_token, extract(epoch from access_expires_at), access_lifetime, refresh_token, id_token, state, \
+        extract(epoch from next_refresh_at), version, failure_count, last_error, extract(epoch from granted_at), \
+        extract(epoch from created_at), extract(epoch from last_used_at), extract(epoch from last_refreshed_at)
+        """
+
+    public func session(tenant: String, id: String) throws -> Session? {
+        try run { c in
+            let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)")
+            return try rows.count == 0 ? nil : decode(rows, 0, tenant: tenant)
+        }
+    }
+
+    public func sessions(tenant: String, ids: [String]) throws -> [Session] {
+        try run { c in
+            let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = ANY(\(ids))")
+            return try (0..<rows.count).map { try decode(rows, $0, tenant: tenant) }
+        }
+    }
+
+    public func latestSession(tenant: String, client: String, subject: String) throws -> Session? {
+        try run { c in
+            let rows = try c.execute("""
+                SELECT \(raw: Self.columns) FROM sessions
+                WHERE tenant_id = \(tenant) AND client_id = \(client) AND subject = \(subject)
+                ORDER BY state = 'active' DESC, created_at DESC LIMIT 1
+                """)
+            return try rows.count == 0 ? nil : decode(rows, 0, tenant: tenant)
+        }
+    }
+
+    public func insert(_ s: Session) throws {
+        try run { c in
+            try c.execute("""
+                INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, sid, email, auth_time,
+                    access_token, access_expires_at, access_lifetime, refresh_token, id_token, state, next_refresh_at,
+                    version, failure_count, last_error, granted_at, created_at, last_used_at, last_refreshed_at)
+                VALUES (\(s.tenant), \(s.id), \(s.client), \(s.subject), \(s.issuer), \(s.scopes), \(s.claims.sid),
+                    \(s.claims.email), \(s.claims.authTime), \(seal(s.accessToken, s, "access_token")), \(s.accessExpiresAt),
+                    \(s.accessLifetime), \(seal(s.refreshToken, s, "refresh_token")), \(seal(s.idToken, s, "id_token")),
+                    \(s.state.rawValue), \(s.nextRefreshAt), \(s.version), \(s.failureCount), \(s.lastError),
+                    \(s.grantedAt), \(s.createdAt), \(s.lastUsedAt), \(s.lastRefreshedAt))
+                """)
+        }
+    }
+
+    public func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
+                                   _ body: (Session) throws -> (write: Session?, result: T)) throws -> T {
+        try run { c in
+            try c.execute("BEGIN")
+            do {
+                try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
+                try c.execute("SELECT pg_advisory_xact_lock(\(LockKey.session(tenant: tenant, id: id)))")
+                let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE")
+                guard rows.count == 1 else { throw BrokerError.notFound("session") }
+                let locked = try decode(rows, 0, tenant: tenant)
+                let (write, result) = try body(locked)
+                if let s = write { try update(c, s, expectedVersion: locked.version) }
+                try c.execute("COMMIT")
+                return result
+            } catch {
+                _ = try? c.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func touch(_ uses: [SessionUse]) throws {
+        guard !uses.isEmpty else { return }
+        try run { c in
+            try c.execute("""
+                UPDATE sessions s SET last_used_at = greatest(s.last_used_at, to_timestamp(u.at))
+                FROM unnest(\(uses.map(\.tenant)), \(uses.map(\.id)), \(uses.map { $0.at.timeIntervalSince1970 })) AS u(tenant, id, at)
+                WHERE s.tenant_id = u.tenant AND s.id = u.id
+                """)
+        }
+    }
+
+    /// Writes every mutable column; the version must be the locked one plus one.
+    private func update(_ c: PGConnection, _ s: Session, expectedVersion: Int64) throws {
+        precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
+        try c.execute("""
+            UPDATE sessions SET scopes = \(s.scopes), sid = \(s.claims.sid), email = \(s.claims.email),
+                auth_time = \(s.claims.authTime), access_token = \(seal(s.accessToken, s, "access_token")),
+                access_expires_at = \(s.accessExpiresAt), access_lifetime = \(s.accessLifetime),
+                refresh_token = \(seal(s.refreshToken, s, "refresh_token")), id_token = \(seal(s.idToken, s, "id_token")),
+                state = \(s.state.rawValue), next_refresh_at = \(s.nextRefreshAt), version = \(s.version),
+                failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt)
+            WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
+            """)
+    }
+
+    private func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {
+        value.map { sealer.seal($0, context: "sessions/\(s.tenant)/\(s.id)/\(column)") }
+    }
+
+    private func open(_ rows: PGRows, _ r: Int, _ col: Int, tenant: String, id: String, _ column: String) throws -> String? {
+        guard let sealed = rows.bytes(r, col) else { return nil }
+        do { return try sealer.open(sealed, context: "sessions/\(tenant)/\(id)/\(column)") } catch {
+            throw BrokerError.internalError
+        }
+    }
+
+    private func decode(_ rows: PGRows, _ r: Int, tenant: String) throws -> Session {
+        let id = rows.string(r, 0)!
+        return Session(
+            tenant: tenant, id: id, client: rows.string(r, 1)!, subject: rows.string(r, 2)!, issuer: rows.string(r, 3)!,
+            scopes: rows.words(r, 4),
+            claims: IdentityClaims(sid: rows.string(r, 5), email: rows.string(r, 6), authTime: rows.date(r, 7)),
+            accessToken: try open(rows, r, 8, tenant: tenant, id: id, "access_token"), accessExpiresAt: rows.date(r, 9),
+            accessLifetime: rows.double(r, 10), refreshToken: try open(rows, r, 11, tenant: tenant, id: id, "refresh_token"),
+            idToken: try open(rows, r, 12, tenant: tenant, id: id, "id_token"),
+            state: SessionState(rawValue: rows.string(r, 13)!) ?? .revoked, nextRefreshAt: rows.date(r, 14),
+            version: rows.int64(r, 15)!, failureCount: rows.int(r, 16)!, lastError: rows.string(r, 17),
+            grantedAt: rows.date(r, 18)!, createdAt: rows.date(r, 19)!, lastUsedAt: rows.date(r, 20),
+            lastRefreshedAt: rows.date(r, 21))
+    }
+
+    /// Runs store work, turning PostgreSQL errors into the BrokerError callers see.
+    @discardableResult
+    func run<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        do { return try pool.withConnection(body) } catch let e as PGError { throw e.brokerError }
+    }
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the project needs, and only those that are missing.
+# Usage: scripts/deps.sh [build|bench]   (build: compile, PostgreSQL, tests; bench: + wrk, nginx)
+set -euo pipefail
+want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev postgresql postgresql-contrib curl ca-certificates)
+if [ "${1:-build}" = bench ]; then want+=(wrk nginx-light); fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}" >&2
+sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
