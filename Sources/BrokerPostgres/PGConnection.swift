@@ -18,7 +18,7 @@ public final class PGConnection: @unchecked Sendable {
             throw PGError(sqlstate: "08001", message: "cannot connect to PostgreSQL: \(PGError.redactingPasswords(message))")
         }
         conn = c
-        _ = try? execute("SET application_name = 'tokenbroker'")
+        _ = try? executeScript("SET application_name = 'tokenbroker'; SET client_min_messages = warning")
     }
 
     deinit { PQfinish(conn) }

@@ -1,1 +1,43 @@
-// placeholder until the composition root lands
+import BrokerHTTP
+import DevIdP
+import Foundation
+
+// dev-idp --listen 127.0.0.1:9000 [--issuer URL] [--access-ttl SECONDS]
+var listen = "127.0.0.1:9000", issuer: String?, accessTTL = 3600
+var args = Array(CommandLine.arguments.dropFirst())
+while !args.isEmpty {
+    let a = args.removeFirst()
+    guard let v = args.first else { FileHandle.standardError.write(Data("dev-idp: \(a) needs a value\n".utf8)); exit(2) }
+    args.removeFirst()
+    switch a {
+    case "--listen": listen = v
+    case "--issuer": issuer = v
+    case "--access-ttl": accessTTL = Int(v) ?? 3600
+    default: FileHandle.standardError.write(Data("dev-idp: unknown option \(a)\n".utf8)); exit(2)
+    }
+}
+guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+    FileHandle.standardError.write(Data("dev-idp: --listen must be host:port\n".utf8))
+    exit(2)
+}
+let host = String(listen[..<colon])
+let idp = DevIdP(issuer: issuer ?? "http://\(host):\(port)", accessTTL: accessTTL)
+let router = idp.router()
+let server = MHDServer(config: HTTPServerConfig(host: host, port: port, threads: 2)) { req in
+    switch router.match(method: req.method, path: req.path) {
+    case .found(let h, let p):
+        var r = req
+        r.parameters = p
+        return h(r)
+    case .methodNotAllowed: return .now(.json(405, "{\"error\":\"method_not_allowed\"}"))
+    case .notFound: return .now(.json(404, "{\"error\":\"not_found\"}"))
+    }
+}
+do { try server.start() } catch {
+    FileHandle.standardError.write(Data("dev-idp: \(error)\n".utf8))
+    exit(1)
+}
+FileHandle.standardError.write(Data("{\"msg\":\"dev-idp listening\",\"issuer\":\"\(idp.issuer)\"}\n".utf8))
+signal(SIGTERM) { _ in exit(0) }
+signal(SIGINT) { _ in exit(0) }
+dispatchMain()

@@ -1,1 +1,4 @@
-// placeholder until the composition root lands
+import BrokerApp
+import Foundation
+
+exit(CLI.main(Array(CommandLine.arguments.dropFirst())))

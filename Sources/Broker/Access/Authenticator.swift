@@ -75,7 +75,11 @@ public final class Authenticator: Sendable {
     }
 
     public func forget(_ change: Change) {
-        if case .apiKey(let id) = change { _ = entries.withLock { $0.removeValue(forKey: id) } }
+        switch change {
+        case .apiKey(let id): _ = entries.withLock { $0.removeValue(forKey: id) }
+        case .resync: entries.withLock { $0.removeAll() }
+        default: break
+        }
     }
 
     private func lookup(_ id: String, now: Date) throws -> Entry {

@@ -68,6 +68,9 @@ public final class RegistryCache: Sendable {
             clients.withLock { c in c = c.filter { $0.key.tenant != id } }
         case .client(let tenant, let id):
             _ = clients.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+        case .resync:
+            tenants.withLock { $0.removeAll() }
+            clients.withLock { $0.removeAll() }
         default:
             break
         }

@@ -71,5 +71,10 @@ public final class SessionCache: Sendable {
         subjects.withLock { s in s = s.filter { $0.key.tenant != tenant } }
     }
 
+    public func removeAll() {
+        entries.withLock { $0.removeAll() }
+        subjects.withLock { $0.removeAll() }
+    }
+
     public var count: Int { entries.withLock { $0.count } }
 }

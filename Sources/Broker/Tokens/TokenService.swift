@@ -102,6 +102,7 @@ public final class TokenService: Sendable {
         case .session(let tenant, let id): cache.remove(SessionKey(tenant: tenant, id: id))
         case .subject(let tenant, let client, let subject): cache.forgetSubject(tenant: tenant, client: client, subject: subject)
         case .tenant(let t): cache.removeTenant(t)
+        case .resync: cache.removeAll()
         default: break
         }
     }

@@ -1,0 +1,51 @@
+import BrokerCore
+import Foundation
+import Synchronization
+
+extension TokenService {
+    public typealias BatchCompletion = @Sendable ([Result<IssuedToken, BrokerError>]) -> Void
+
+    /// Answers every target on its own: one bad item never fails the others. Returns the
+    /// results at once when every item was answered from memory; otherwise returns nil, loads
+    /// the misses in one query, and calls `completion` when the last item is done.
+    public func batch(by principal: Principal, tenant: String, targets: [TokenTarget], request: TokenRequest,
+                      completion: @escaping BatchCompletion) -> [Result<IssuedToken, BrokerError>]? {
+        var results = [Result<IssuedToken, BrokerError>?](repeating: nil, count: targets.count)
+        var missing: [Int] = []
+        for (i, t) in targets.enumerated() {
+            if let r = cachedToken(by: principal, tenant: tenant, target: t, request: request) { results[i] = r } else { missing.append(i) }
+        }
+        if missing.isEmpty { return results.map { $0! } }
+
+        let collector = BatchCollector(results, remaining: missing.count, completion: completion)
+        let misses = missing
+        executor.submit { [self] in
+            let ids = misses.compactMap { i -> String? in if case .session(let id) = targets[i] { id } else { nil } }
+            preload(tenant: tenant, ids: ids)
+            for i in misses {
+                token(by: principal, tenant: tenant, target: targets[i], request: request) { collector.set(i, $0) }
+            }
+        }
+        return nil
+    }
+}
+
+/// BatchCollector gathers a batch's results from whichever threads finish them.
+final class BatchCollector: Sendable {
+    private let state: Mutex<(results: [Result<IssuedToken, BrokerError>?], remaining: Int)>
+    private let completion: TokenService.BatchCompletion
+
+    init(_ results: [Result<IssuedToken, BrokerError>?], remaining: Int, completion: @escaping TokenService.BatchCompletion) {
+        state = Mutex((results, remaining))
+        self.completion = completion
+    }
+
+    func set(_ i: Int, _ r: Result<IssuedToken, BrokerError>) {
+        let done = state.withLock { s -> [Result<IssuedToken, BrokerError>]? in
+            s.results[i] = r
+            s.remaining -= 1
+            return s.remaining == 0 ? s.results.map { $0! } : nil
+        }
+        if let done { completion(done) }
+    }
+}

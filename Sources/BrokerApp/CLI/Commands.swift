@@ -1,0 +1,77 @@
+import Broker
+import BrokerCore
+import Foundation
+
+/// Commands implements the operator CLI through the same OperatorService as the HTTP routes.
+enum Commands {
+    static func tenant(_ a: Arguments, _ rt: BrokerRuntime) throws -> Int32 {
+        switch a.positionals.first {
+        case "put":
+            guard a.positionals.count == 2 else { throw Arguments.Invalid(description: "usage: tokenbroker tenant put ID --name NAME") }
+            let (t, created) = try rt.operators.putTenant(id: a.positionals[1], name: try a.required("name"), actor: "cli")
+            print(Render.tenant(t))
+            FileHandle.standardError.write(Data("tenant \(t.id) \(created ? "created" : "updated")\n".utf8))
+        case "list":
+            for t in try rt.registry.store.tenants() { print(Render.tenant(t)) }
+        default:
+            throw Arguments.Invalid(description: "usage: tokenbroker tenant put|list")
+        }
+        rt.flush()
+        return 0
+    }
+
+    static func client(_ a: Arguments, _ rt: BrokerRuntime) throws -> Int32 {
+        guard a.positionals.first == "put" else { throw Arguments.Invalid(description: "usage: tokenbroker client put --tenant T --id C ...") }
+        guard let method = ClientAuthMethod(rawValue: try a.required("auth-method")) else {
+            throw Arguments.Invalid(description: "--auth-method must be one of: \(ClientAuthMethod.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        func seconds(_ name: String) throws -> Double? {
+            guard let v = a.value(name) else { return nil }
+            guard let d = Double(v) else { throw Arguments.Invalid(description: "--\(name) must be a number of seconds") }
+            return d
+        }
+        var policy = RefreshPolicy()
+        policy.leadSeconds = try seconds("lead-seconds")
+        if let m = try seconds("min-ttl") { policy.minTTL = m }
+        if let j = try seconds("jitter-seconds") { policy.jitterSeconds = j }
+        var secret: String?
+        if let f = a.value("client-secret-file") {
+            guard let s = try? String(contentsOfFile: f, encoding: .utf8) else { throw Arguments.Invalid(description: "cannot read --client-secret-file") }
+            secret = s.trimmingCharacters(in: .whitespacesAndNewlines)
+        } else if let s = ProcessInfo.processInfo.environment["TOKENBROKER_CLIENT_SECRET"], !s.isEmpty {
+            secret = s
+        }
+        let reg = ClientRegistration(
+            tenant: try a.required("tenant"), id: try a.required("id"), issuer: try a.required("issuer"), clientID: try a.required("client-id"),
+            authMethod: method, redirectURI: try a.required("redirect-uri"), scopes: Scopes.parse(try a.required("scopes")),
+            redirectAfterAllowed: a.values("redirect-after-allowed"), refreshPolicy: policy)
+        let (c, created) = try rt.operators.putClient(reg, secret: secret, actor: "cli")
+        print(Render.client(c, hasSecret: c.authMethod.needsSecret))
+        FileHandle.standardError.write(Data("client \(c.tenant)/\(c.id) \(created ? "created" : "updated")\n".utf8))
+        rt.flush()
+        return 0
+    }
+
+    static func apikey(_ a: Arguments, _ rt: BrokerRuntime) throws -> Int32 {
+        switch a.positionals.first {
+        case "create":
+            let roles = try Set(a.values("role").map { r -> Role in
+                guard let role = Role(rawValue: r) else { throw Arguments.Invalid(description: "unknown role '\(r)' (worker, admin, enrol, operator)") }
+                return role
+            })
+            guard !roles.isEmpty else { throw Arguments.Invalid(description: "at least one --role is required") }
+            let tenants = a.values("tenant")
+            let (p, key) = try rt.operators.createKey(name: a.value("name") ?? "cli", roles: roles,
+                                                      tenants: tenants.isEmpty ? [Principal.allTenants] : Set(tenants), actor: "cli")
+            print(key)
+            FileHandle.standardError.write(Data("api key \(p.id) created\n".utf8))
+        case "revoke":
+            guard a.positionals.count == 2 else { throw Arguments.Invalid(description: "usage: tokenbroker apikey revoke ID") }
+            try rt.operators.revokeKey(id: a.positionals[1], actor: nil)
+        default:
+            throw Arguments.Invalid(description: "usage: tokenbroker apikey create|revoke")
+        }
+        rt.flush()
+        return 0
+    }
+}

@@ -1,0 +1,100 @@
+import BrokerCrypto
+import BrokerHTTP
+import Foundation
+
+/// BrokerConfig is everything the broker reads at start, from environment variables and/or a
+/// file of `NAME=value` lines (`--config FILE` or TOKENBROKER_CONFIG; the environment wins).
+/// Every value is validated before anything starts; errors name the variable, never a secret.
+public struct BrokerConfig: Sendable {
+    public var databaseURL: String
+    public var http: HTTPServerConfig
+    public var sealingKeys: SealingKeys
+    public var workerThreads: Int
+    public var databasePoolSize: Int
+    public var cacheMaxAge: TimeInterval
+    public var cacheCapacity: Int
+    public var lockTimeout: TimeInterval
+    public var idpTimeout: TimeInterval
+    public var accessLog: Bool
+    public var logLevel: LogLevel
+    public var migrationsDirectory: URL?
+
+    public struct Invalid: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Reads and validates. `env` is the process environment merged over the config file.
+    public static func load(_ env: [String: String]) throws -> BrokerConfig {
+        func value(_ k: String) -> String? { env[k].flatMap { $0.isEmpty ? nil : $0 } }
+        func int(_ k: String, _ d: Int, _ range: ClosedRange<Int>) throws -> Int {
+            guard let v = value(k) else { return d }
+            guard let n = Int(v), range.contains(n) else { throw Invalid(description: "\(k) must be an integer in \(range.lowerBound)...\(range.upperBound)") }
+            return n
+        }
+        func bool(_ k: String, _ d: Bool) throws -> Bool {
+            guard let v = value(k)?.lowercased() else { return d }
+            switch v {
+            case "1", "true", "yes", "on": return true
+            case "0", "false", "no", "off": return false
+            default: throw Invalid(description: "\(k) must be true or false")
+            }
+        }
+        guard let db = value("TOKENBROKER_DATABASE_URL") ?? value("DATABASE_URL") else {
+            throw Invalid(description: "DATABASE_URL (or TOKENBROKER_DATABASE_URL) is not set")
+        }
+        let keysText: String
+        if let k = value("TOKENBROKER_SEALING_KEYS") {
+            keysText = k
+        } else if let f = value("TOKENBROKER_SEALING_KEY_FILE") {
+            guard let t = try? String(contentsOfFile: f, encoding: .utf8) else {
+                throw Invalid(description: "TOKENBROKER_SEALING_KEY_FILE: cannot read \(f)")
+            }
+            keysText = t
+        } else {
+            throw Invalid(description: "no sealing key: set TOKENBROKER_SEALING_KEYS or TOKENBROKER_SEALING_KEY_FILE (generate one with `tokenbroker sealing-key generate`)")
+        }
+        let keys: SealingKeys
+        do { keys = try SealingKeys.parse(keysText) } catch { throw Invalid(description: "sealing keys: \(error.reason)") }
+
+        let listen = value("TOKENBROKER_LISTEN") ?? "127.0.0.1:8080"
+        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+            throw Invalid(description: "TOKENBROKER_LISTEN must be host:port (got '\(listen)')")
+        }
+        let httpThreads = try int("TOKENBROKER_HTTP_THREADS", max(2, ProcessInfo.processInfo.activeProcessorCount), 1...256)
+        let workers = try int("TOKENBROKER_WORKER_THREADS", 32, 1...1024)
+        var http = HTTPServerConfig(host: String(listen[..<colon]), port: port, threads: httpThreads)
+        http.maxBodyBytes = try int("TOKENBROKER_MAX_BODY_BYTES", 256 * 1024, 1024...(16 << 20))
+        http.maxHeaderBytes = try int("TOKENBROKER_MAX_HEADER_BYTES", 32 * 1024, 4096...(1 << 20))
+        http.idleTimeout = try int("TOKENBROKER_IDLE_TIMEOUT_SECONDS", 30, 1...3600)
+        let level = value("TOKENBROKER_LOG_LEVEL").map { $0.lowercased() } ?? "info"
+        guard let logLevel = LogLevel(rawValue: level) else {
+            throw Invalid(description: "TOKENBROKER_LOG_LEVEL must be debug, info, warn or error")
+        }
+        return BrokerConfig(
+            databaseURL: db, http: http, sealingKeys: keys, workerThreads: workers,
+            databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 4, 1...1024),
+            cacheMaxAge: TimeInterval(try int("TOKENBROKER_CACHE_MAX_AGE_SECONDS", 30, 0...3600)),
+            cacheCapacity: try int("TOKENBROKER_CACHE_CAPACITY", 200_000, 100...10_000_000),
+            lockTimeout: TimeInterval(try int("TOKENBROKER_LOCK_TIMEOUT_SECONDS", 10, 1...120)),
+            idpTimeout: TimeInterval(try int("TOKENBROKER_IDP_TIMEOUT_SECONDS", 10, 1...120)),
+            accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,
+            migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) })
+    }
+
+    /// The environment merged over the file named by `--config` / TOKENBROKER_CONFIG, if any.
+    public static func environment(configFile: String?) throws -> [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        guard let path = configFile ?? env["TOKENBROKER_CONFIG"] else { return env }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw Invalid(description: "config file \(path) cannot be read")
+        }
+        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let l = line.trimmingCharacters(in: .whitespaces)
+            if l.isEmpty || l.hasPrefix("#") { continue }
+            guard let eq = l.firstIndex(of: "=") else { throw Invalid(description: "\(path):\(n + 1): expected NAME=value") }
+            let k = String(l[..<eq]).trimmingCharacters(in: .whitespaces)
+            if env[k] == nil { env[k] = String(l[l.index(after: eq)...]).trimmingCharacters(in: .whitespaces) }
+        }
+        return env
+    }
+}

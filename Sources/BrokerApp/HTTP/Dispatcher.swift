@@ -1,0 +1,54 @@
+import BrokerCore
+import BrokerHTTP
+import Foundation
+
+/// Dispatcher is the HTTP front door: it refuses oversize bodies, routes, answers 404/405, and
+/// logs what failed (ids and codes only). Every error becomes a response through ErrorResponse.
+struct Dispatcher: Sendable {
+    let router: Router
+    let logger: Logger
+    let accessLog: Bool
+    let maxBodyBytes: Int
+
+    func handle(_ request: HTTPRequest) -> HTTPReply {
+        let started = DispatchTime.now().uptimeNanoseconds
+        var req = request
+        let reply: HTTPReply
+        if req.bodyTooLarge {
+            reply = .now(ErrorResponse.response(.payloadTooLarge(limit: maxBodyBytes), requestID: req.requestID))
+        } else {
+            switch router.match(method: req.method, path: req.path) {
+            case .found(let handler, let params):
+                req.parameters = params
+                reply = handler(req)
+            case .methodNotAllowed(let allowed):
+                var r = ErrorResponse.response(.methodNotAllowed, requestID: req.requestID)
+                r.headers.append(("Allow", allowed.joined(separator: ", ")))
+                reply = .now(r)
+            case .notFound:
+                reply = .now(ErrorResponse.response(.notFound("route"), requestID: req.requestID))
+            }
+        }
+        switch reply {
+        case .now(let r):
+            log(req, r.status, started)
+            return reply
+        case .later(let work):
+            let req = req
+            return .later { respond in
+                work { r in
+                    log(req, r.status, started)
+                    respond(r)
+                }
+            }
+        }
+    }
+
+    private func log(_ req: HTTPRequest, _ status: Int, _ started: UInt64) {
+        guard accessLog || status >= 400 else { return }
+        let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+        let level = status >= 500 ? logger.warn : logger.info
+        level("request", ("request_id", req.requestID), ("method", req.method), ("path", req.path),
+              ("status", String(status)), ("ms", String(format: "%.2f", ms)))
+    }
+}

@@ -1,0 +1,41 @@
+import BrokerCore
+import BrokerHTTP
+
+/// ErrorResponse is the one place where errors become HTTP: status, and the JSON body
+/// `{"error", "message", "request_id"}` (spec §4). Messages come from BrokerError and are
+/// generic by construction.
+enum ErrorResponse {
+    static func status(_ e: BrokerError) -> Int {
+        switch e {
+        case .badRequest: 400
+        case .unauthorized: 401
+        case .forbidden, .insufficientScope: 403
+        case .notFound: 404
+        case .methodNotAllowed: 405
+        case .conflict, .sessionNotActive: 409
+        case .payloadTooLarge: 413
+        case .minTTLTooLong, .unprocessable: 422
+        case .idpUnavailable, .refreshBusy, .storeUnavailable: 503
+        case .internalError: 500
+        }
+    }
+
+    /// The error's JSON members without the request id (batch items embed these).
+    static func members(_ e: BrokerError) -> [(String, String)] {
+        var m = [("error", JSONText.quote(e.code)), ("message", JSONText.quote(e.message))]
+        if case .sessionNotActive(let s) = e { m.append(("state", JSONText.quote(s.rawValue))) }
+        if case .minTTLTooLong(let max) = e { m.append(("max_ttl", String(max))) }
+        return m
+    }
+
+    static func response(_ e: BrokerError, requestID: String) -> HTTPResponse {
+        var r = HTTPResponse.json(status(e), JSONText.object(members(e) + [("request_id", JSONText.quote(requestID))]))
+        switch e {
+        case .unauthorized: r.headers.append(("WWW-Authenticate", "Bearer"))
+        case .idpUnavailable(let after?): r.headers.append(("Retry-After", String(after)))
+        case .refreshBusy: r.headers.append(("Retry-After", "1"))
+        default: break
+        }
+        return r
+    }
+}

@@ -1,0 +1,26 @@
+import Broker
+
+/// Metrics renders the Prometheus text exposition format (version 0.0.4).
+enum Metrics {
+    static func render(_ runtime: BrokerRuntime) -> String {
+        let m = runtime.tokens.metrics
+        var out = ""
+        func counter(_ name: String, _ help: String, _ values: [String: Int], label: String) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+            for (k, v) in values.sorted(by: { $0.key < $1.key }) { out += "\(name){\(label)=\"\(k)\"} \(v)\n" }
+        }
+        counter("tokenbroker_token_requests_total", "Token requests by outcome.", m.tokenRequests.counts, label: "outcome")
+        counter("tokenbroker_refreshes_total", "Refresh attempts by outcome.", m.refreshes.counts, label: "outcome")
+        out += "# HELP tokenbroker_cache_hits_total Tokens served from memory.\n# TYPE tokenbroker_cache_hits_total counter\n"
+        out += "tokenbroker_cache_hits_total \(m.cacheHits.count)\n"
+        out += "# HELP tokenbroker_lock_contention_total Refreshes that timed out waiting for a session lock.\n# TYPE tokenbroker_lock_contention_total counter\n"
+        out += "tokenbroker_lock_contention_total \(m.lockContention.count)\n"
+        let h = m.refreshLatency.snapshot
+        out += "# HELP tokenbroker_refresh_seconds IdP refresh latency.\n# TYPE tokenbroker_refresh_seconds histogram\n"
+        for (b, c) in zip(m.refreshLatency.bounds, h.cumulative) { out += "tokenbroker_refresh_seconds_bucket{le=\"\(b)\"} \(c)\n" }
+        out += "tokenbroker_refresh_seconds_bucket{le=\"+Inf\"} \(h.count)\ntokenbroker_refresh_seconds_sum \(h.sum)\ntokenbroker_refresh_seconds_count \(h.count)\n"
+        out += "# HELP tokenbroker_cached_sessions Sessions held in memory.\n# TYPE tokenbroker_cached_sessions gauge\n"
+        out += "tokenbroker_cached_sessions \(runtime.tokens.cache.count)\n"
+        return out
+    }
+}

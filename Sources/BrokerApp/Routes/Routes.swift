@@ -1,0 +1,13 @@
+import BrokerHTTP
+
+/// Routes is the whole route table; `docs/openapi.yaml` lists exactly these (checked by a test).
+enum Routes {
+    static func router(_ runtime: BrokerRuntime) -> Router {
+        var r = Router()
+        HealthRoutes(runtime: runtime).register(&r)
+        TokenRoutes(runtime: runtime).register(&r)
+        SessionRoutes(runtime: runtime).register(&r)
+        OperatorRoutes(runtime: runtime).register(&r)
+        return r
+    }
+}

@@ -1,0 +1,113 @@
+import Broker
+import BrokerCore
+import BrokerCrypto
+import BrokerOIDC
+import BrokerPostgres
+import Foundation
+
+/// BrokerRuntime is the composition root: it builds every adapter from the configuration and
+/// wires them into the services. Nothing else constructs an adapter.
+public final class BrokerRuntime: Sendable {
+    public let config: BrokerConfig
+    public let logger: Logger
+    public let clock: any Clock
+    public let pool: PGPool
+    let registryStore: PostgresRegistryStore
+    public let registry: RegistryCache
+    let sessions: PostgresSessionStore
+    let audit: PostgresAuditSink
+    let feed: PostgresChangeFeed
+    let executor: BlockingExecutor
+    public let tokens: TokenService
+    public let auth: Authenticator
+    public let operators: OperatorService
+    public let admin: SessionAdmin
+    let migrator: Migrator
+
+    public init(config: BrokerConfig, logger: Logger, clock: any Clock = SystemClock()) throws {
+        self.config = config
+        self.logger = logger
+        self.clock = clock
+        let sealer = AESGCMSealer(keys: config.sealingKeys)
+        pool = PGPool(url: config.databaseURL, size: config.databasePoolSize)
+        registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
+        registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)
+        sessions = PostgresSessionStore(pool: pool, sealer: sealer)
+        audit = PostgresAuditSink(pool: pool)
+        feed = PostgresChangeFeed(pool: pool)
+        executor = BlockingExecutor(threads: config.workerThreads, name: "broker-worker")
+        let http = BlockingHTTP(timeout: config.idpTimeout)
+        let store = registryStore
+        let endpoint = OIDCTokenEndpoint(http: http, metadata: IssuerMetadataCache(http: http), clock: clock) { client in
+            try store.clientSecret(tenant: client.tenant, id: client.id)
+        }
+        tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
+                              executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
+                              lockTimeout: config.lockTimeout)
+        let hasher = SHA256SecretHasher()
+        auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
+        operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock)
+        admin = SessionAdmin(store: sessions, registry: registry, feed: feed, audit: audit, clock: clock)
+        migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())
+    }
+
+    /// Applies pending migrations; returns the versions applied.
+    public func migrate() throws -> [Int] {
+        let c = try pool.dedicated()
+        return try migrator.migrate(c)
+    }
+
+    /// Versions in sql/ not yet applied (empty when the schema is current).
+    public func pendingMigrations() throws -> [Int] {
+        try pool.withConnection { try migrator.pending($0) }
+    }
+
+    /// Starts background work: the change feed and the periodic flush of audit and usage.
+    public func startBackground() {
+        let tokens = self.tokens, registry = self.registry, auth = self.auth
+        feed.subscribe { change in
+            tokens.forget(change)
+            registry.forget(change)
+            auth.forget(change)
+        }
+        let t = Thread { [self] in
+            while true {
+                Thread.sleep(forTimeInterval: 0.25)
+                flush()
+            }
+        }
+        t.name = "housekeeper"
+        t.start()
+    }
+
+    /// Writes buffered audit events, last_used_at marks and key usage.
+    public func flush() {
+        audit.flush()
+        let uses = tokens.usage.drain()
+        if !uses.isEmpty { try? sessions.touch(uses) }
+        let keys = auth.drainUsed()
+        if !keys.isEmpty { try? registryStore.touchAPIKeys(keys, at: clock.now()) }
+    }
+
+    /// Lets queued work finish, flushes, stops listening.
+    public func shutdown() {
+        executor.shutdown()
+        feed.stop()
+        flush()
+    }
+
+    /// sql/ next to the working directory, the installed copy, or the checkout of the binary.
+    static func findMigrations() -> URL {
+        let fm = FileManager.default
+        var candidates = [URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("sql"),
+                          URL(fileURLWithPath: "/usr/share/tokenbroker/sql")]
+        if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+            for _ in 0..<4 {
+                dir = dir.deletingLastPathComponent()
+                candidates.append(dir.appendingPathComponent("sql"))
+            }
+        }
+        return candidates.first { fm.fileExists(atPath: $0.appendingPathComponent("001_init.sql").path) } ?? candidates[0]
+    }
+}

@@ -1,0 +1,82 @@
+import Broker
+import BrokerCore
+import Foundation
+
+/// OperatorService manages tenants, client registrations and API keys for both the operator
+/// routes and the CLI, with the same validation. Secrets are write-only: nothing here returns one,
+/// except a new API key, once.
+public struct OperatorService: Sendable {
+    let store: any RegistryStore
+    let hasher: any SecretHasher
+    let feed: any ChangeFeed
+    let audit: any AuditSink
+    let clock: any Clock
+
+    public func putTenant(id: String, name: String, actor: String) throws -> (Tenant, created: Bool) {
+        guard Tenant.isValidID(id) else {
+            throw BrokerError.badRequest(code: "invalid_request", message: "tenant id must match [a-z0-9][a-z0-9-]{0,62}")
+        }
+        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        guard (1...200).contains(trimmed.count) else { throw BrokerError.badRequest(code: "invalid_request", message: "'name' must be 1...200 characters") }
+        let r = try store.putTenant(id: id, name: trimmed, now: clock.now())
+        feed.publish(.tenant(id))
+        audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? "tenant.create" : "tenant.update", tenant: id, session: nil, outcome: "ok"))
+        return r
+    }
+
+    /// Creates or replaces a client registration. A secret method needs a secret, given now or
+    /// stored before.
+    public func putClient(_ c: ClientRegistration, secret: String?, actor: String) throws -> (ClientRegistration, created: Bool) {
+        func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
+        guard Slug.isValid(c.id) else { throw bad("client id must match [a-z0-9][a-z0-9-]{0,62}") }
+        guard try store.tenant(c.tenant) != nil else { throw BrokerError.notFound("tenant") }
+        if let p = URLRules.problem(c.issuer, what: "issuer") { throw bad(p) }
+        if let p = URLRules.problem(c.redirectURI, what: "redirect_uri") { throw bad(p) }
+        for u in c.redirectAfterAllowed { if let p = URLRules.problem(u, what: "redirect_after_allowed entry") { throw bad(p) } }
+        guard !c.clientID.isEmpty, c.clientID.count <= 512 else { throw bad("'client_id' must be 1...512 characters") }
+        guard c.scopes.allSatisfy({ !$0.isEmpty && !$0.contains(" ") }) else { throw bad("'scopes' must be scope tokens") }
+        if let p = c.refreshPolicy.problem { throw bad("refresh_policy: \(p)") }
+        guard (1...1000).contains(c.maxConcurrentRefreshes) else { throw bad("'max_concurrent_refreshes' must be 1...1000") }
+        if c.authMethod == .privateKeyJWT {
+            throw BrokerError.unprocessable(code: "unsupported_auth_method", message: "private_key_jwt is not supported yet")
+        }
+        if let s = secret, s.isEmpty || s.count > 4096 { throw bad("'client_secret' must be 1...4096 characters") }
+        if c.authMethod.needsSecret, secret == nil, try store.clientSecret(tenant: c.tenant, id: c.id) == nil {
+            throw bad("auth_method \(c.authMethod.rawValue) needs a client_secret")
+        }
+        let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, now: clock.now())
+        feed.publish(.client(tenant: c.tenant, id: c.id))
+        audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? "client.create" : "client.update", tenant: c.tenant, session: nil, outcome: "ok"))
+        return r
+    }
+
+    /// Creates an API key; returns the principal and the key, which is shown this once only.
+    public func createKey(name: String, roles: Set<Role>, tenants: Set<String>, actor: String) throws -> (Principal, key: String) {
+        guard (1...200).contains(name.count) else { throw BrokerError.badRequest(code: "invalid_request", message: "'name' must be 1...200 characters") }
+        guard !roles.isEmpty else { throw BrokerError.badRequest(code: "invalid_request", message: "'roles' must name at least one role") }
+        guard !tenants.isEmpty, tenants.allSatisfy({ $0 == Principal.allTenants || Tenant.isValidID($0) }) else {
+            throw BrokerError.badRequest(code: "invalid_request", message: "'tenants' must list tenant ids, or \"*\"")
+        }
+        for t in tenants where t != Principal.allTenants {
+            guard try store.tenant(t) != nil else { throw BrokerError.notFound("tenant '\(t)'") }
+        }
+        var rng = SystemRandomNumberGenerator()
+        let id = Authenticator.newID(using: &rng)
+        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        let p = Principal(id: id, name: name, roles: roles, tenants: tenants)
+        try store.createAPIKey(p, secretHash: hash, now: clock.now())
+        audit.record(AuditEvent(at: clock.now(), actor: actor, action: "apikey.create", tenant: nil, session: nil, outcome: id))
+        return (p, key)
+    }
+
+    /// Revokes a key (idempotent); `within` limits which keys the caller may revoke.
+    public func revokeKey(id: String, actor: Principal?) throws {
+        guard let (p, _) = try store.apiKey(id: id) else { throw BrokerError.notFound("api key") }
+        if let actor, !actor.tenants.contains(Principal.allTenants), !p.tenants.isSubset(of: actor.tenants) {
+            throw BrokerError.notFound("api key")
+        }
+        _ = try store.revokeAPIKey(id: id, now: clock.now())
+        feed.publish(.apiKey(id: id))
+        audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: "apikey.revoke", tenant: nil, session: nil, outcome: id))
+    }
+}

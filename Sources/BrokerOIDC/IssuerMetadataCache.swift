@@ -1,0 +1,47 @@
+import BrokerCore
+import Foundation
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// IssuerMetadataCache fetches `<issuer>/.well-known/openid-configuration` and keeps it for
+/// `maxAge`. The document's `issuer` must equal the configured issuer exactly (Discovery §4.3),
+/// or the client is unusable: endpoints are always taken from metadata, never guessed.
+public final class IssuerMetadataCache: Sendable {
+    private let http: BlockingHTTP
+    private let maxAge: TimeInterval
+    private let entries = Mutex<[String: (IssuerMetadata, Date)]>([:])
+
+    public init(http: BlockingHTTP, maxAge: TimeInterval = 3600) {
+        self.http = http
+        self.maxAge = maxAge
+    }
+
+    public func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+        if let (m, at) = entries.withLock({ $0[issuer] }), now.timeIntervalSince(at) < maxAge { return m }
+        let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
+        guard let discovery = URL(string: base + "/.well-known/openid-configuration") else { throw .metadata("issuer is not a URL") }
+        var request = URLRequest(url: discovery)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let reply: BlockingHTTP.Reply
+        do { reply = try http.send(request) } catch {
+            if case .transport(let why) = error { throw .transient(reason: "discovery: \(why)", retryAfter: nil) }
+            throw .metadata("discovery document too large")
+        }
+        if reply.status >= 500 || reply.status == 429 { throw .transient(reason: "discovery: HTTP \(reply.status)", retryAfter: nil) }
+        guard reply.status == 200, let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any] else {
+            throw .metadata("discovery: no JSON document (HTTP \(reply.status))")
+        }
+        guard doc["issuer"] as? String == issuer else { throw .metadata("discovery: issuer in the document differs from the configured one") }
+        guard let token = (doc["token_endpoint"] as? String).flatMap(URL.init(string:)) else {
+            throw .metadata("discovery: no token_endpoint")
+        }
+        func url(_ k: String) -> URL? { (doc[k] as? String).flatMap(URL.init(string:)) }
+        let m = IssuerMetadata(issuer: issuer, tokenEndpoint: token, authorizationEndpoint: url("authorization_endpoint"),
+                               jwksURI: url("jwks_uri"), revocationEndpoint: url("revocation_endpoint"),
+                               endSessionEndpoint: url("end_session_endpoint"))
+        entries.withLock { $0[issuer] = (m, now) }
+        return m
+    }
+}
