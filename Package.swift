@@ -15,6 +15,7 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CJansson", pkgConfig: "jansson", providers: [.apt(["libjansson-dev"])]),
         // MHD_start_daemon is C-variadic; this shim calls it with typed arguments.
         .target(name: "CMicroHTTPDStart", dependencies: ["CMicroHTTPD"]),
 
@@ -28,9 +29,10 @@ let package = Package(
         .target(name: "BrokerPostgres", dependencies: ["BrokerCore", "CLibPQ"]),
         .target(name: "BrokerHTTP", dependencies: ["CMicroHTTPD", "CMicroHTTPDStart"]),
         .target(name: "BrokerOIDC", dependencies: ["BrokerCore"]),
+        .target(name: "BrokerJSON", dependencies: ["BrokerCore", "CJansson"]),
 
         // Composition root and the one broker executable.
-        .target(name: "BrokerApp", dependencies: ["BrokerCore", "Broker", "BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerOIDC"]),
+        .target(name: "BrokerApp", dependencies: ["BrokerCore", "Broker", "BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerOIDC", "BrokerJSON"]),
         .executableTarget(name: "tokenbroker", dependencies: ["BrokerApp"]),
 
         // The development OpenID provider: its own executable, never linked into the broker.
@@ -42,7 +44,7 @@ let package = Package(
 
         .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "BrokerTesting"]),
         .testTarget(name: "BrokerTests", dependencies: ["Broker", "BrokerCore", "BrokerTesting"]),
-        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerCore"]),
+        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore"]),
         .testTarget(name: "IntegrationTests", dependencies: ["BrokerTesting", "BrokerCrypto"]),
     ],
     swiftLanguageModes: [.v6]

@@ -67,9 +67,14 @@ CREATE TABLE api_keys (
     revoked_at   timestamptz
 );
 
+-- Identical events (same actor, action, tenant, session, outcome) within one flush window of a
+-- replica are one row: `count` of them between `at` and `last_at`. Every token hand-out is
+-- still accounted for, at one write per window instead of one per hand-out.
 CREATE TABLE audit_events (
     id          bigserial PRIMARY KEY,
     at          timestamptz NOT NULL,
+    last_at     timestamptz NOT NULL,
+    count       integer NOT NULL DEFAULT 1 CHECK (count > 0),
     actor       text NOT NULL,
     action      text NOT NULL,
     tenant_id   text,

@@ -4,7 +4,7 @@ public struct HTTPRequest: Sendable {
     public let path: String
     /// Query arguments, percent-decoded, in order.
     public let query: [(name: String, value: String)]
-    /// Header names lowercased.
+    /// The headers named in HTTPServerConfig.headers that were sent, names lowercase.
     public let headers: [(name: String, value: String)]
     public let body: [UInt8]
     /// The caller's X-Request-Id when it is sane, else a fresh one.

@@ -11,6 +11,8 @@ public struct HTTPServerConfig: Sendable {
     /// Idle seconds before a connection is closed.
     public var idleTimeout: Int
     public var maxConnections: Int
+    /// The request headers handlers may read (lowercase); others are never copied out of MHD.
+    public var headers: [String] = ["authorization", "content-type", "x-request-id", "idempotency-key", "accept"]
 
     public init(host: String = "127.0.0.1", port: UInt16 = 8080, threads: Int = 2, maxBodyBytes: Int = 256 * 1024,
                 maxHeaderBytes: Int = 32 * 1024, idleTimeout: Int = 30, maxConnections: Int = 4096) {

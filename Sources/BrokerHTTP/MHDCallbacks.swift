@@ -53,7 +53,9 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
 private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection: OpaquePointer,
                         _ url: UnsafePointer<CChar>?, _ method: UnsafePointer<CChar>?) -> MHD_Result {
     let box = Unmanaged.passUnretained(ctx).toOpaque()
-    MHD_get_connection_values(connection, tb_MHD_HEADER_KIND, collectHeader, box)
+    for name in server.config.headers {
+        if let v = MHD_lookup_connection_value(connection, tb_MHD_HEADER_KIND, name) { ctx.headers.append((name, String(cString: v))) }
+    }
     MHD_get_connection_values(connection, tb_MHD_GET_ARGUMENT_KIND, collectQuery, box)
     let requestID = MHDServer.requestID(ctx.headers.first { $0.name == "x-request-id" }?.value)
     var request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
@@ -76,13 +78,6 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
         }
         return tb_MHD_YES
     }
-}
-
-private let collectHeader: MHD_KeyValueIterator = { cls, _, key, value in
-    guard let cls, let key else { return tb_MHD_YES }
-    let ctx = Unmanaged<RequestContext>.fromOpaque(cls).takeUnretainedValue()
-    ctx.headers.append((String(cString: key).lowercased(), value.map { String(cString: $0) } ?? ""))
-    return tb_MHD_YES
 }
 
 private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in

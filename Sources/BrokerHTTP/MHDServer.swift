@@ -75,15 +75,20 @@ public final class MHDServer: Sendable {
         return ok
     }
 
-    /// A request id: the caller's when it is 1...64 characters of [A-Za-z0-9._-], else 16 hex digits.
+    private static let counter = Atomic<UInt64>(0)
+    private static let prefix: String = {
+        var rng = SystemRandomNumberGenerator()
+        return String(rng.next() & 0xffff_ffff, radix: 16) + "-"
+    }()
+
+    /// A request id: the caller's when it is 1...64 characters of [A-Za-z0-9._-], else a fresh one.
     static func requestID(_ given: String?) -> String {
         if let g = given, (1...64).contains(g.utf8.count),
            g.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 46 || $0 == 95 }) {
             return g
         }
-        var rng = SystemRandomNumberGenerator()
-        let v = rng.next()
-        let hex = String(v, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        // Unique, not secret: a random per-process prefix and a counter (no syscall per request).
+        let n = counter.add(1, ordering: .relaxed).newValue
+        return prefix + String(n, radix: 16)
     }
 }

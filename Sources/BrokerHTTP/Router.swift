@@ -39,22 +39,42 @@ public struct Router: Sendable {
     }
 
     public func match(method: String, path: String) -> Match {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        guard path.hasPrefix("/"), !parts.contains(where: \.isEmpty) || path == "/" else { return .notFound }
+        // Segment boundaries found by bytes once; literals compared by bytes, no allocation
+        // until a route matches.
+        let u = path.utf8
+        guard u.first == UInt8(ascii: "/") else { return .notFound }
+        var segments: [Substring.UTF8View] = []
+        var start = u.index(after: u.startIndex)
+        var i = start
+        while i < u.endIndex {
+            if u[i] == UInt8(ascii: "/") {
+                segments.append(Substring(path)[start..<i].utf8)
+                start = u.index(after: i)
+            }
+            i = u.index(after: i)
+        }
+        segments.append(Substring(path)[start..<u.endIndex].utf8)
+        if path != "/" { for s in segments where s.isEmpty { return .notFound } }
+
         var allowed: [String] = []
-        for r in routes where r.segments.count == parts.count {
-            var params: [String: String] = [:]
+        for r in routes where r.segments.count == segments.count {
             var ok = true
-            for (seg, part) in zip(r.segments, parts) {
-                switch seg {
-                case .literal(let l): ok = l == part
-                case .capture(let name): params[name] = String(part)
+            for (seg, part) in zip(r.segments, segments) {
+                if case .literal(let l) = seg, !l.utf8.elementsEqual(part) {
+                    ok = false
+                    break
                 }
-                if !ok { break }
             }
             guard ok else { continue }
-            if r.method == method { return .found(r.handler, params) }
-            allowed.append(r.method)
+            guard r.method == method else {
+                allowed.append(r.method)
+                continue
+            }
+            var params: [String: String] = [:]
+            for (seg, part) in zip(r.segments, segments) {
+                if case .capture(let name) = seg { params[name] = String(Substring(part)) }
+            }
+            return .found(r.handler, params)
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }

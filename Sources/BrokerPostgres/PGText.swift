@@ -39,21 +39,23 @@ enum PGText {
 
     /// A text[] literal: every element double-quoted, `"` and `\` escaped, nil as NULL.
     static func arrayLiteral(_ items: [String?]) -> String {
-        var out = "{"
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(items.count * 24)
         for (i, item) in items.enumerated() {
-            if i > 0 { out += "," }
+            if i > 0 { out.append(UInt8(ascii: ",")) }
             guard let item else {
-                out += "NULL"
+                out += Array("NULL".utf8)
                 continue
             }
-            out += "\""
-            for c in item.unicodeScalars {
-                if c == "\"" || c == "\\" { out += "\\" }
-                out.unicodeScalars.append(c)
+            out.append(0x22)
+            for b in item.utf8 {
+                if b == 0x22 || b == 0x5c { out.append(0x5c) }
+                out.append(b)
             }
-            out += "\""
+            out.append(0x22)
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func arrayLiteral(_ items: [String]) -> String { arrayLiteral(items.map { Optional($0) }) }

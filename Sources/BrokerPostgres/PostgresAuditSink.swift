@@ -3,12 +3,24 @@ import Foundation
 import Synchronization
 
 /// PostgresAuditSink buffers audit events in memory and writes them in bulk (one INSERT from
-/// unnest'ed arrays per flush). `record` never blocks on I/O, so auditing every token hand-out
-/// costs the hot path a mutex, not a round trip. Events not yet flushed are lost if the process
-/// is killed (SIGTERM flushes); the buffer is bounded and counts what it had to drop.
+/// unnest'ed arrays per flush). Identical events in one window (same actor, action, tenant,
+/// session, outcome) become one row with their count and first and last instants, so auditing
+/// every token hand-out costs the hot path a mutex and the database one row per distinct event.
+/// Events not yet flushed are lost if the process is killed (SIGTERM flushes); the buffer is
+/// bounded and counts what it had to drop.
 public final class PostgresAuditSink: AuditSink {
+    struct Key: Hashable {
+        let actor: String, action: String, tenant: String?, session: String?, outcome: String
+    }
+
+    struct Tally {
+        var first: Date
+        var last: Date
+        var count: Int
+    }
+
     private let pool: PGPool
-    private let buffer = Mutex<[AuditEvent]>([])
+    private let buffer = Mutex<[Key: Tally]>([:])
     private let capacity: Int
     public let dropped = Atomic<Int>(0)
 
@@ -17,35 +29,56 @@ public final class PostgresAuditSink: AuditSink {
         self.capacity = capacity
     }
 
-    public func record(_ event: AuditEvent) {
+    public func record(_ e: AuditEvent) {
+        let key = Key(actor: e.actor, action: e.action, tenant: e.tenant, session: e.session, outcome: e.outcome)
         let kept = buffer.withLock { b -> Bool in
+            if var t = b[key] {
+                t.count += 1
+                t.first = min(t.first, e.at)
+                t.last = max(t.last, e.at)
+                b[key] = t
+                return true
+            }
             guard b.count < capacity else { return false }
-            b.append(event)
+            b[key] = Tally(first: e.at, last: e.at, count: 1)
             return true
         }
         if !kept { dropped.add(1, ordering: .relaxed) }
     }
 
     public func flush() {
-        let events = buffer.withLock { b in
+        let taken = buffer.withLock { b in
             defer { b.removeAll(keepingCapacity: true) }
             return b
         }
-        guard !events.isEmpty else { return }
-        for chunk in stride(from: 0, to: events.count, by: 5_000).map({ events[$0..<min($0 + 5_000, events.count)] }) {
+        guard !taken.isEmpty else { return }
+        let rows = taken.sorted { $0.value.first < $1.value.first }
+        for start in stride(from: 0, to: rows.count, by: 5_000) {
+            let chunk = rows[start..<min(start + 5_000, rows.count)]
             do {
                 try pool.withConnection { c in
                     try c.execute("""
-                        INSERT INTO audit_events (at, actor, action, tenant_id, session_id, outcome)
-                        SELECT to_timestamp(at), actor, action, tenant, session, outcome
-                        FROM unnest(\(chunk.map { $0.at.timeIntervalSince1970 }), \(chunk.map(\.actor)), \(chunk.map(\.action)),
-                                    \(chunk.map(\.tenant)), \(chunk.map(\.session)), \(chunk.map(\.outcome)))
-                             AS e(at, actor, action, tenant, session, outcome)
+                        INSERT INTO audit_events (at, last_at, count, actor, action, tenant_id, session_id, outcome)
+                        SELECT to_timestamp(at), to_timestamp(last_at), n::integer, actor, action, tenant, session, outcome
+                        FROM unnest(\(chunk.map { $0.value.first.timeIntervalSince1970 }), \(chunk.map { $0.value.last.timeIntervalSince1970 }),
+                                    \(chunk.map { Double($0.value.count) }), \(chunk.map(\.key.actor)), \(chunk.map(\.key.action)),
+                                    \(chunk.map(\.key.tenant)), \(chunk.map(\.key.session)), \(chunk.map(\.key.outcome)))
+                             AS e(at, last_at, n, actor, action, tenant, session, outcome)
                         """)
                 }
             } catch {
                 // Put the events back for the next flush rather than lose them.
-                buffer.withLock { b in if b.count + chunk.count <= capacity { b.insert(contentsOf: chunk, at: 0) } }
+                buffer.withLock { b in
+                    for (k, t) in chunk where b.count < capacity {
+                        if var held = b[k] {
+                            held.count += t.count
+                            held.first = min(held.first, t.first)
+                            b[k] = held
+                        } else {
+                            b[k] = t
+                        }
+                    }
+                }
             }
         }
     }

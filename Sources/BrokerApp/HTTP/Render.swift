@@ -5,17 +5,27 @@ import BrokerHTTP
 /// Render writes the API's JSON documents. Sessions are rendered as metadata only: no function
 /// here can print token material.
 enum Render {
-    static func token(_ t: IssuedToken) -> [(String, String)] {
-        [("access_token", JSONText.quote(t.accessToken)), ("token_type", JSONText.quote(t.tokenType)),
-         ("expires_at", JSONText.quote(RFC3339.format(t.expiresAt))), ("expires_in", String(t.expiresIn)),
-         ("scope", JSONText.quote(Scopes.format(t.scope))), ("session_id", JSONText.quote(t.sessionID)),
-         ("subject", JSONText.quote(t.subject))]
+    /// The members of a token document (spec §4.1), written into an open object.
+    static func token(_ t: IssuedToken, into w: inout JSONWriter) {
+        w.string("access_token", t.accessToken)
+        w.string("token_type", t.tokenType)
+        w.time("expires_at", t.expiresAt)
+        w.int("expires_in", t.expiresIn)
+        w.string("scope", Scopes.format(t.scope))
+        w.string("session_id", t.sessionID)
+        w.string("subject", t.subject)
     }
 
     static func tokenResult(_ r: Result<IssuedToken, BrokerError>, requestID: String) -> HTTPResponse {
         switch r {
-        case .success(let t): HTTPResponse.json(200, JSONText.object(token(t)))
-        case .failure(let e): ErrorResponse.response(e, requestID: requestID)
+        case .success(let t):
+            var w = JSONWriter(capacity: t.accessToken.utf8.count + 256)
+            w.beginObject()
+            token(t, into: &w)
+            w.endObject()
+            return HTTPResponse.json(200, w.bytes)
+        case .failure(let e):
+            return ErrorResponse.response(e, requestID: requestID)
         }
     }
 

@@ -1,71 +1,44 @@
 import Broker
 import BrokerCore
 import BrokerHTTP
+import BrokerJSON
 import Foundation
 
 /// Operator routes (spec §4.3), mirrored by the CLI: tenants, clients, API keys.
 struct OperatorRoutes {
     let runtime: BrokerRuntime
 
-    struct TenantBody: Decodable { var name: String }
-
-    struct ClientBody: Decodable {
-        var issuer: String
-        var clientID: String
-        var authMethod: String
-        var clientSecret: String?
-        var redirectURI: String
-        var scopes: [String]
-        var redirectAfterAllowed: [String]?
-        var refreshPolicy: Policy?
-        var maxConcurrentRefreshes: Int?
-
-        struct Policy: Decodable {
-            var leadSeconds: Double?
-            var leadFraction: Double?
-            var leadCapSeconds: Double?
-            var jitterSeconds: Double?
-            var minTTL: Double?
-            enum CodingKeys: String, CodingKey {
-                case leadSeconds = "lead_seconds", leadFraction = "lead_fraction", leadCapSeconds = "lead_cap_seconds"
-                case jitterSeconds = "jitter_seconds", minTTL = "min_ttl"
-            }
+    /// The client registration in a PUT body (spec §4.3); the secret is returned separately.
+    static func registration(_ b: JSONObject, tenant: String, id: String) throws -> (ClientRegistration, secret: String?) {
+        let methodName = try b.requiredString("auth_method")
+        guard let method = ClientAuthMethod(rawValue: methodName) else {
+            throw BrokerError.badRequest(code: "invalid_request", message: "'auth_method' must be one of: \(ClientAuthMethod.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-
-        enum CodingKeys: String, CodingKey {
-            case issuer, clientID = "client_id", authMethod = "auth_method", clientSecret = "client_secret"
-            case redirectURI = "redirect_uri", scopes, redirectAfterAllowed = "redirect_after_allowed"
-            case refreshPolicy = "refresh_policy", maxConcurrentRefreshes = "max_concurrent_refreshes"
+        var policy = RefreshPolicy()
+        if let p = try b.object("refresh_policy") {
+            policy.leadSeconds = try p.double("lead_seconds")
+            policy.leadFraction = try p.double("lead_fraction") ?? policy.leadFraction
+            policy.leadCap = try p.double("lead_cap_seconds") ?? policy.leadCap
+            policy.jitterSeconds = try p.double("jitter_seconds") ?? policy.jitterSeconds
+            policy.minTTL = try p.double("min_ttl") ?? policy.minTTL
         }
-
-        func registration(tenant: String, id: String) throws -> ClientRegistration {
-            guard let method = ClientAuthMethod(rawValue: authMethod) else {
-                throw BrokerError.badRequest(code: "invalid_request", message: "'auth_method' must be one of: \(ClientAuthMethod.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            let d = RefreshPolicy()
-            let p = refreshPolicy.map {
-                RefreshPolicy(leadSeconds: $0.leadSeconds, leadFraction: $0.leadFraction ?? d.leadFraction, leadCap: $0.leadCapSeconds ?? d.leadCap,
-                              jitterSeconds: $0.jitterSeconds ?? d.jitterSeconds, minTTL: $0.minTTL ?? d.minTTL)
-            } ?? d
-            return ClientRegistration(tenant: tenant, id: id, issuer: issuer, clientID: clientID, authMethod: method, redirectURI: redirectURI,
-                                      scopes: scopes, redirectAfterAllowed: redirectAfterAllowed ?? [], refreshPolicy: p,
-                                      maxConcurrentRefreshes: maxConcurrentRefreshes ?? 8)
+        guard let scopes = try b.strings("scopes") else {
+            throw BrokerError.badRequest(code: "invalid_request", message: "'scopes' is required")
         }
-    }
-
-    struct KeyBody: Decodable {
-        var name: String
-        var roles: [String]
-        var tenants: [String]
+        let reg = ClientRegistration(
+            tenant: tenant, id: id, issuer: try b.requiredString("issuer"), clientID: try b.requiredString("client_id"), authMethod: method,
+            redirectURI: try b.requiredString("redirect_uri"), scopes: scopes, redirectAfterAllowed: try b.strings("redirect_after_allowed") ?? [],
+            refreshPolicy: policy, maxConcurrentRefreshes: try b.int("max_concurrent_refreshes") ?? 8)
+        return (reg, try b.string("client_secret"))
     }
 
     func register(_ r: inout Router) {
         r.add("PUT", "/v1/tenants/{t}") { req in
             let tenant = req[param: "t"]
             return runtime.guarded(req, .operator, tenant: tenant) { p in
-                let b = try RequestBody.decode(TenantBody.self, from: req)
+                let name = try JSONObject.parse(req.body).requiredString("name")
                 return runtime.later(req) {
-                    let (t, created) = try runtime.operators.putTenant(id: tenant, name: b.name, actor: p.id)
+                    let (t, created) = try runtime.operators.putTenant(id: tenant, name: name, actor: p.id)
                     return .json(created ? 201 : 200, Render.tenant(t))
                 }
             }
@@ -73,25 +46,26 @@ struct OperatorRoutes {
         r.add("PUT", "/v1/tenants/{t}/clients/{c}") { req in
             let tenant = req[param: "t"]
             return runtime.guarded(req, .operator, tenant: tenant) { p in
-                let b = try RequestBody.decode(ClientBody.self, from: req)
-                let reg = try b.registration(tenant: tenant, id: req[param: "c"])
+                let (reg, secret) = try Self.registration(try JSONObject.parse(req.body), tenant: tenant, id: req[param: "c"])
                 return runtime.later(req) {
-                    let (c, created) = try runtime.operators.putClient(reg, secret: b.clientSecret, actor: p.id)
+                    let (c, created) = try runtime.operators.putClient(reg, secret: secret, actor: p.id)
                     return .json(created ? 201 : 200, Render.client(c, hasSecret: c.authMethod.needsSecret))
                 }
             }
         }
         r.add("POST", "/v1/apikeys") { req in
             runtime.guarded(req, .operator, tenant: nil as String?) { p in
-                let b = try RequestBody.decode(KeyBody.self, from: req)
-                let roles = try Set(b.roles.map { name -> Role in
+                let b = try JSONObject.parse(req.body)
+                let name = try b.requiredString("name")
+                let tenants = try b.strings("tenants") ?? []
+                let roles = try Set((try b.strings("roles") ?? []).map { name -> Role in
                     guard let r = Role(rawValue: name) else {
                         throw BrokerError.badRequest(code: "invalid_request", message: "unknown role '\(name)'")
                     }
                     return r
                 })
                 return runtime.later(req) {
-                    let (k, key) = try runtime.operators.createKey(name: b.name, roles: roles, tenants: Set(b.tenants), actor: p.id)
+                    let (k, key) = try runtime.operators.createKey(name: name, roles: roles, tenants: Set(tenants), actor: p.id)
                     return .json(201, JSONText.object([
                         ("id", JSONText.quote(k.id)), ("key", JSONText.quote(key)), ("name", JSONText.quote(k.name)),
                         ("roles", JSONText.strings(k.roles.map(\.rawValue).sorted())), ("tenants", JSONText.strings(k.tenants.sorted()))]))

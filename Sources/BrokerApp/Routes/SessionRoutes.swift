@@ -1,25 +1,12 @@
 import Broker
 import BrokerCore
 import BrokerHTTP
+import BrokerJSON
 import Foundation
 
 /// Session administration (spec §4.3): import a grant, read a session's metadata.
 struct SessionRoutes {
     let runtime: BrokerRuntime
-
-    struct ImportBody: Decodable {
-        var client: String
-        var subject: String
-        var refreshToken: String
-        var accessToken: String?
-        var expiresAt: String?
-        var scope: String?
-        var grantedAt: String?
-        enum CodingKeys: String, CodingKey {
-            case client, subject, refreshToken = "refresh_token", accessToken = "access_token", expiresAt = "expires_at", scope
-            case grantedAt = "granted_at"
-        }
-    }
 
     func register(_ r: inout Router) {
         r.add("POST", "/v1/tenants/{t}/sessions:import", importSession)
@@ -37,15 +24,16 @@ struct SessionRoutes {
     private func importSession(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
         return runtime.guarded(req, .admin, tenant: tenant) { principal in
-            let b = try RequestBody.decode(ImportBody.self, from: req)
-            func time(_ s: String?, _ name: String) throws -> Date? {
-                guard let s else { return nil }
+            let b = try JSONObject.parse(req.body)
+            func time(_ name: String) throws -> Date? {
+                guard let s = try b.string(name) else { return nil }
                 guard let d = RFC3339.parse(s) else { throw BrokerError.badRequest(code: "invalid_request", message: "'\(name)' must be an RFC 3339 time") }
                 return d
             }
-            let i = SessionAdmin.Import(client: b.client, subject: b.subject, refreshToken: b.refreshToken, accessToken: b.accessToken,
-                                        expiresAt: try time(b.expiresAt, "expires_at"), scopes: b.scope.map { Scopes.parse($0) },
-                                        grantedAt: try time(b.grantedAt, "granted_at"))
+            let i = SessionAdmin.Import(client: try b.requiredString("client"), subject: try b.requiredString("subject"),
+                                        refreshToken: try b.requiredString("refresh_token"), accessToken: try b.string("access_token"),
+                                        expiresAt: try time("expires_at"), scopes: try b.string("scope").map { Scopes.parse($0) },
+                                        grantedAt: try time("granted_at"))
             return .later { [runtime] respond in
                 runtime.executorSubmit {
                     do {

@@ -1,35 +1,26 @@
 import Broker
 import BrokerCore
 import BrokerHTTP
+import BrokerJSON
 
 /// The worker token API (spec §4.1).
 struct TokenRoutes {
     let runtime: BrokerRuntime
 
-    struct Body: Decodable {
-        var minTTL: Int?
-        var scope: String?
-        var forceRefresh: Bool?
-        var subject: String?
-        var client: String?
-        var items: [Item]?
+    /// The token request body: `min_ttl`, `scope`, `force_refresh`; `subject` and `client` for
+    /// lookup by subject; `items` for a batch.
+    struct Body {
+        let json: JSONObject
 
-        struct Item: Decodable {
-            var sessionID: String?
-            var subject: String?
-            var client: String?
-            enum CodingKeys: String, CodingKey { case sessionID = "session_id", subject, client }
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case minTTL = "min_ttl", scope, forceRefresh = "force_refresh", subject, client, items
-        }
+        init(_ req: HTTPRequest) throws { json = try JSONObject.parse(req.body) }
 
         func request() throws -> TokenRequest {
+            let minTTL = try json.int("min_ttl")
             if let m = minTTL, !(0...86_400).contains(m) {
                 throw BrokerError.badRequest(code: "invalid_request", message: "'min_ttl' must be 0...86400 seconds")
             }
-            return TokenRequest(minTTL: minTTL.map(Double.init), scopes: Scopes.parse(scope), forceRefresh: forceRefresh ?? false)
+            return TokenRequest(minTTL: minTTL.map(Double.init), scopes: Scopes.parse(try json.string("scope")),
+                                forceRefresh: try json.bool("force_refresh") ?? false)
         }
     }
 
@@ -39,10 +30,7 @@ struct TokenRoutes {
         }
         r.add("POST", "/v1/tenants/{t}/token") { req in
             serve(req) { body in
-                guard let s = body.subject, !s.isEmpty, let c = body.client, !c.isEmpty else {
-                    throw BrokerError.badRequest(code: "invalid_request", message: "'subject' and 'client' are required")
-                }
-                return .subject(client: c, subject: s)
+                .subject(client: try body.json.requiredString("client"), subject: try body.json.requiredString("subject"))
             }
         }
         r.add("POST", "/v1/tenants/{t}/tokens:batch", batch)
@@ -51,7 +39,7 @@ struct TokenRoutes {
     private func serve(_ req: HTTPRequest, _ target: @escaping (Body) throws -> TokenTarget) -> HTTPReply {
         let tenant = req[param: "t"]
         return runtime.guarded(req, .worker, tenant: tenant) { principal in
-            let body = try RequestBody.decode(Body.self, from: req)
+            let body = try Body(req)
             let request = try body.request()
             let t = try target(body)
             let tokens = runtime.tokens
@@ -69,9 +57,9 @@ struct TokenRoutes {
     private func batch(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
         return runtime.guarded(req, .worker, tenant: tenant) { principal in
-            let body = try RequestBody.decode(Body.self, from: req)
+            let body = try Body(req)
             let request = try body.request()
-            guard let items = body.items, (1...Self.maxBatch).contains(items.count) else {
+            guard let items = try body.json.objects("items"), (1...Self.maxBatch).contains(items.count) else {
                 throw BrokerError.badRequest(code: "invalid_request", message: "'items' must hold 1...\(Self.maxBatch) entries")
             }
             // Items that name nothing usable are answered here; the rest go to the service.
@@ -79,10 +67,11 @@ struct TokenRoutes {
             var targets: [TokenTarget] = []
             var placed: [Int] = []
             for (i, item) in items.enumerated() {
-                if let id = item.sessionID, !id.isEmpty, item.subject == nil {
+                let (sessionID, subject, client) = (try? item.string("session_id"), try? item.string("subject"), try? item.string("client"))
+                if let id = sessionID ?? nil, !id.isEmpty, (subject ?? nil) == nil {
                     targets.append(.session(id))
                     placed.append(i)
-                } else if item.sessionID == nil, let s = item.subject, !s.isEmpty, let c = item.client, !c.isEmpty {
+                } else if (sessionID ?? nil) == nil, let s = subject ?? nil, !s.isEmpty, let c = client ?? nil, !c.isEmpty {
                     targets.append(.subject(client: c, subject: s))
                     placed.append(i)
                 } else {
@@ -95,14 +84,26 @@ struct TokenRoutes {
                 var all = [Result<IssuedToken, BrokerError>?](repeating: nil, count: count)
                 for (p, r) in zip(positions, results) { all[p] = r }
                 for (i, e) in invalid { all[i] = .failure(e) }
-                let docs = all.enumerated().map { i, r -> String in
+                var w = JSONWriter(capacity: count * 900)
+                w.beginObject()
+                w.key("results")
+                w.beginArray()
+                for (i, r) in all.enumerated() {
+                    w.beginObject()
+                    w.int("index", i)
                     switch r! {
-                    case .success(let t): return JSONText.object([("index", String(i)), ("status", "200")] + Render.token(t))
+                    case .success(let t):
+                        w.int("status", 200)
+                        Render.token(t, into: &w)
                     case .failure(let e):
-                        return JSONText.object([("index", String(i)), ("status", String(ErrorResponse.status(e)))] + ErrorResponse.members(e))
+                        w.int("status", ErrorResponse.status(e))
+                        for (k, v) in ErrorResponse.members(e) { w.member(k, json: v) }
                     }
+                    w.endObject()
                 }
-                return HTTPResponse.json(200, "{\"results\":" + JSONText.array(docs) + "}")
+                w.endArray()
+                w.endObject()
+                return HTTPResponse.json(200, w.bytes)
             }
             if targets.isEmpty { return .now(render([])) }
             let tokens = runtime.tokens

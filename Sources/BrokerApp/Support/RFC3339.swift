@@ -7,9 +7,39 @@ enum RFC3339 {
         var t = time_t(d.timeIntervalSince1970.rounded(.down))
         var tm = tm()
         gmtime_r(&t, &tm)
-        var s = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec)
-        if fractional { s += String(format: ".%03d", Int((d.timeIntervalSince1970 - Double(t)) * 1000)) }
+        func pad(_ v: Int32, _ width: Int) -> String {
+            let s = String(v)
+            return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        }
+        var s = pad(tm.tm_year + 1900, 4) + "-" + pad(tm.tm_mon + 1, 2) + "-" + pad(tm.tm_mday, 2) + "T" + pad(tm.tm_hour, 2) + ":"
+            + pad(tm.tm_min, 2) + ":" + pad(tm.tm_sec, 2)
+        if fractional { s += "." + pad(Int32((d.timeIntervalSince1970 - Double(t)) * 1000), 3) }
         return s + "Z"
+    }
+
+    /// Appends `"2026-11-30T13:45:00Z"` (quoted) to a JSON buffer without building a String.
+    static func write(_ d: Date, into bytes: inout [UInt8]) {
+        var t = time_t(d.timeIntervalSince1970.rounded(.down))
+        var tm = tm()
+        gmtime_r(&t, &tm)
+        func digits(_ v: Int32, _ width: Int) {
+            var div: Int32 = 1
+            for _ in 1..<width { div *= 10 }
+            var v = v
+            while div > 0 {
+                bytes.append(UInt8(48 + (v / div) % 10))
+                v %= div * 10
+                div /= 10
+            }
+        }
+        bytes.append(0x22)
+        digits(tm.tm_year + 1900, 4); bytes.append(UInt8(ascii: "-"))
+        digits(tm.tm_mon + 1, 2); bytes.append(UInt8(ascii: "-"))
+        digits(tm.tm_mday, 2); bytes.append(UInt8(ascii: "T"))
+        digits(tm.tm_hour, 2); bytes.append(UInt8(ascii: ":"))
+        digits(tm.tm_min, 2); bytes.append(UInt8(ascii: ":"))
+        digits(tm.tm_sec, 2)
+        bytes += [UInt8(ascii: "Z"), 0x22]
     }
 
     static func parse(_ s: String) -> Date? {

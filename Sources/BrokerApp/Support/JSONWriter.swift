@@ -1,0 +1,80 @@
+import Foundation
+
+/// JSONWriter appends JSON to a byte buffer (RFC 8259 §7 string escaping). The token path
+/// renders through it because building Strings and joining them cost more than the rest of a
+/// cached hand-out.
+struct JSONWriter {
+    private(set) var bytes: [UInt8] = []
+    private var needsComma = false
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    mutating func beginObject() { separate(); bytes.append(UInt8(ascii: "{")); needsComma = false }
+    mutating func endObject() { bytes.append(UInt8(ascii: "}")); needsComma = true }
+
+    mutating func beginArray() { separate(); bytes.append(UInt8(ascii: "[")); needsComma = false }
+    mutating func endArray() { bytes.append(UInt8(ascii: "]")); needsComma = true }
+
+    /// A member whose key is a runtime string and whose value is already-encoded JSON.
+    mutating func member(_ key: String, json: String) {
+        string(key)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+        raw(json)
+    }
+
+    mutating func key(_ k: StaticString) {
+        separate()
+        bytes.append(0x22)
+        k.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: [0x22, UInt8(ascii: ":")])
+        needsComma = false
+    }
+
+    mutating func string(_ k: StaticString, _ v: String) { key(k); string(v) }
+    mutating func int(_ k: StaticString, _ v: Int) { key(k); raw(String(v)) }
+
+    mutating func time(_ k: StaticString, _ d: Date) {
+        key(k)
+        RFC3339.write(d, into: &bytes)
+        needsComma = true
+    }
+
+    mutating func string(_ v: String) {
+        separate()
+        bytes.append(0x22)
+        var v = v
+        v.withUTF8 { u in
+            // Most strings need no escaping: copy them whole.
+            if !u.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c }) {
+                bytes.append(contentsOf: u)
+                return
+            }
+            for b in u {
+                switch b {
+                case 0x22: bytes += [0x5c, 0x22]
+                case 0x5c: bytes += [0x5c, 0x5c]
+                case 0x0a: bytes += [0x5c, UInt8(ascii: "n")]
+                case 0x0d: bytes += [0x5c, UInt8(ascii: "r")]
+                case 0x09: bytes += [0x5c, UInt8(ascii: "t")]
+                case 0..<0x20: bytes += [0x5c, UInt8(ascii: "u"), 0x30, 0x30, Self.hex[Int(b >> 4)], Self.hex[Int(b & 15)]]
+                default: bytes.append(b)
+                }
+            }
+        }
+        bytes.append(0x22)
+        needsComma = true
+    }
+
+    /// Appends already-encoded JSON.
+    mutating func raw(_ json: String) {
+        separate()
+        bytes.append(contentsOf: json.utf8)
+        needsComma = true
+    }
+
+    private mutating func separate() {
+        if needsComma { bytes.append(UInt8(ascii: ",")) }
+    }
+}
