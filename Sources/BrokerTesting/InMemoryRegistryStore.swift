@@ -1,0 +1,59 @@
+import BrokerCore
+import Foundation
+import Synchronization
+
+/// InMemoryRegistryStore is the RegistryStore for pure unit tests.
+public final class InMemoryRegistryStore: RegistryStore {
+    private struct State {
+        var tenants: [String: Tenant] = [:]
+        var clients: [String: (ClientRegistration, String?)] = [:]
+        var keys: [String: (Principal, [UInt8])] = [:]
+    }
+
+    private let state = Mutex(State())
+    public init() {}
+
+    public func tenant(_ id: String) throws -> Tenant? { state.withLock { $0.tenants[id] } }
+    public func tenants() throws -> [Tenant] { state.withLock { $0.tenants.values.sorted { $0.id < $1.id } } }
+
+    public func putTenant(id: String, name: String, now: Date) throws -> (Tenant, created: Bool) {
+        state.withLock { s in
+            if var t = s.tenants[id] {
+                t.name = name
+                s.tenants[id] = t
+                return (t, false)
+            }
+            let t = Tenant(id: id, name: name, createdAt: now)
+            s.tenants[id] = t
+            return (t, true)
+        }
+    }
+
+    public func client(tenant: String, id: String) throws -> ClientRegistration? { state.withLock { $0.clients[tenant + "/" + id]?.0 } }
+    public func clientSecret(tenant: String, id: String) throws -> String? { state.withLock { $0.clients[tenant + "/" + id]?.1 } }
+
+    public func putClient(_ c: ClientRegistration, secret: String?, now: Date) throws -> (ClientRegistration, created: Bool) {
+        state.withLock { s in
+            let k = c.tenant + "/" + c.id
+            let old = s.clients[k]
+            s.clients[k] = (c, secret ?? old?.1)
+            return (c, old == nil)
+        }
+    }
+
+    public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])? {
+        state.withLock { s in s.keys[id].map { ($0.0, $0.1) } }
+    }
+
+    public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws { state.withLock { $0.keys[p.id] = (p, secretHash) } }
+
+    public func revokeAPIKey(id: String, now: Date) throws -> Bool {
+        state.withLock { s in
+            guard let (p, h) = s.keys[id] else { return false }
+            s.keys[id] = (Principal(id: p.id, name: p.name, roles: p.roles, tenants: p.tenants, revokedAt: p.revokedAt ?? now), h)
+            return true
+        }
+    }
+
+    public func touchAPIKeys(_ ids: [String], at: Date) throws {}
+}

@@ -1,0 +1,73 @@
+import BrokerCore
+import Foundation
+import Synchronization
+
+/// InMemorySessionStore is the SessionStore for pure unit tests. Its refresh lock is a
+/// per-session mutex-and-condition, so that it honours the same contract as PostgreSQL's
+/// advisory lock: one holder per session, others wait up to the timeout. `held` is guarded by
+/// `locks`, hence `@unchecked Sendable`.
+public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
+    private let rows = Mutex<[String: Session]>([:])
+    private let locks = NSCondition()
+    private var held = Set<String>()
+    public let touched = Mutex<[SessionUse]>([])
+
+    public init() {}
+
+    private static func key(_ tenant: String, _ id: String) -> String { tenant + "\u{0}" + id }
+
+    public func session(tenant: String, id: String) throws -> Session? { rows.withLock { $0[Self.key(tenant, id)] } }
+
+    public func sessions(tenant: String, ids: [String]) throws -> [Session] {
+        rows.withLock { r in ids.compactMap { r[Self.key(tenant, $0)] } }
+    }
+
+    public func latestSession(tenant: String, client: String, subject: String) throws -> Session? {
+        rows.withLock { r in
+            r.values.filter { $0.tenant == tenant && $0.client == client && $0.subject == subject }
+                .max { ($0.state == .active ? 1 : 0, $0.createdAt) < ($1.state == .active ? 1 : 0, $1.createdAt) }
+        }
+    }
+
+    public func insert(_ s: Session) throws {
+        try rows.withLock { r in
+            guard r[Self.key(s.tenant, s.id)] == nil else { throw BrokerError.conflict(code: "conflict", message: "already exists") }
+            r[Self.key(s.tenant, s.id)] = s
+        }
+    }
+
+    public func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
+                                   _ body: (Session) throws -> (write: Session?, result: T)) throws -> T {
+        let k = Self.key(tenant, id)
+        locks.lock()
+        let deadline = Date().addingTimeInterval(timeout)
+        while held.contains(k) {
+            guard locks.wait(until: deadline) else {
+                locks.unlock()
+                throw BrokerError.refreshBusy
+            }
+        }
+        held.insert(k)
+        locks.unlock()
+        defer {
+            locks.lock()
+            held.remove(k)
+            locks.broadcast()
+            locks.unlock()
+        }
+        guard let locked = rows.withLock({ $0[k] }) else { throw BrokerError.notFound("session") }
+        let (write, result) = try body(locked)
+        if let w = write {
+            precondition(w.version == locked.version + 1, "a session write must bump the version by one")
+            rows.withLock { $0[k] = w }
+        }
+        return result
+    }
+
+    public func touch(_ uses: [SessionUse]) throws {
+        touched.withLock { $0 += uses }
+        rows.withLock { r in
+            for u in uses { r[Self.key(u.tenant, u.id)]?.lastUsedAt = u.at }
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import BrokerCore
+import Foundation
+import Synchronization
+
+/// ScriptedTokenEndpoint answers refreshes from a script and records every refresh token it was
+/// sent, so that a test can prove a token was never spent twice. An optional gate holds calls
+/// until the test opens it (to line concurrent callers up behind one refresh).
+public final class ScriptedTokenEndpoint: TokenEndpoint {
+    public typealias Answer = @Sendable (_ refreshToken: String, _ call: Int) throws(TokenEndpointError) -> TokenGrant
+
+    private let answer: Answer
+    private let spent = Mutex<[String]>([])
+    private let gate: DispatchSemaphore?
+
+    public init(gated: Bool = false, answer: @escaping Answer = ScriptedTokenEndpoint.rotating()) {
+        self.answer = answer
+        gate = gated ? DispatchSemaphore(value: 0) : nil
+    }
+
+    public func refresh(client: ClientRegistration, refreshToken: String) throws(TokenEndpointError) -> TokenGrant {
+        let n = spent.withLock { s -> Int in
+            s.append(refreshToken)
+            return s.count
+        }
+        gate?.wait()
+        return try answer(refreshToken, n)
+    }
+
+    /// Lets `n` held calls proceed.
+    public func open(_ n: Int = 1) { for _ in 0..<n { gate?.signal() } }
+
+    /// Every refresh token presented, in order.
+    public var spentTokens: [String] { spent.withLock { $0 } }
+
+    /// Answers each call with fresh tokens: access `at-N`, refresh `rt-N`, living `lifetime`.
+    public static func rotating(lifetime: TimeInterval = 3600, rotate: Bool = true) -> Answer {
+        { _, n in
+            TokenGrant(accessToken: "at-\(n)", tokenType: "Bearer", expiresIn: lifetime, refreshToken: rotate ? "rt-\(n)" : nil,
+                       scope: nil, idToken: nil)
+        }
+    }
+}

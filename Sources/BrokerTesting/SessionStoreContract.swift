@@ -1,0 +1,178 @@
+import BrokerCore
+import Foundation
+import Synchronization
+
+/// SessionStoreContract is the behaviour every SessionStore must show, run by the unit tests
+/// against InMemorySessionStore and by the adapter tests against PostgreSQL. Every check uses
+/// two tenants, which proves isolation. A violated expectation throws a ContractViolation.
+public enum SessionStoreContract {
+    public struct ContractViolation: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    static func expect(_ ok: Bool, _ what: String) throws {
+        if !ok { throw ContractViolation(description: what) }
+    }
+
+    /// A session of `tenant` with tokens and timestamps, at a fixed instant.
+    public static func sample(tenant: String, client: String = "app", subject: String = "alice", id: String? = nil,
+                              createdAt: Date = Date(timeIntervalSince1970: 1_800_000_000)) -> Session {
+        var rng = SystemRandomNumberGenerator()
+        return Session(tenant: tenant, id: id ?? Identifiers.session(using: &rng), client: client, subject: subject,
+                       issuer: "https://idp.example", scopes: ["openid", "offline_access"],
+                       claims: IdentityClaims(sid: "sid-1", email: "a@example.com", authTime: createdAt),
+                       accessToken: "access-" + UUID().uuidString, accessExpiresAt: createdAt.addingTimeInterval(3600), accessLifetime: 3600,
+                       refreshToken: "refresh-" + UUID().uuidString, idToken: "id-" + UUID().uuidString,
+                       nextRefreshAt: createdAt.addingTimeInterval(3300), grantedAt: createdAt, createdAt: createdAt)
+    }
+
+    static func same(_ a: Session, _ b: Session) -> Bool {
+        func near(_ x: Date?, _ y: Date?) -> Bool {
+            switch (x, y) {
+            case (nil, nil): true
+            case (let x?, let y?): abs(x.timeIntervalSince(y)) < 0.001
+            default: false
+            }
+        }
+        return a.tenant == b.tenant && a.id == b.id && a.client == b.client && a.subject == b.subject && a.issuer == b.issuer
+            && a.scopes == b.scopes && a.claims.sid == b.claims.sid && a.claims.email == b.claims.email && near(a.claims.authTime, b.claims.authTime)
+            && a.accessToken == b.accessToken && near(a.accessExpiresAt, b.accessExpiresAt) && a.accessLifetime == b.accessLifetime
+            && a.refreshToken == b.refreshToken && a.idToken == b.idToken && a.state == b.state && near(a.nextRefreshAt, b.nextRefreshAt)
+            && a.version == b.version && a.failureCount == b.failureCount && a.lastError == b.lastError && near(a.grantedAt, b.grantedAt)
+            && near(a.createdAt, b.createdAt)
+    }
+
+    /// What is inserted reads back whole, and only in its own tenant.
+    public static func insertedSessionReadsBackOnlyInItsTenant(_ store: any SessionStore, tenants: (String, String)) throws {
+        let s = sample(tenant: tenants.0)
+        try store.insert(s)
+        guard let back = try store.session(tenant: tenants.0, id: s.id) else { throw ContractViolation(description: "inserted session not found") }
+        try expect(same(back, s), "session did not read back as written")
+        try expect(try store.session(tenant: tenants.1, id: s.id) == nil, "a session is visible from another tenant")
+        try expect(try store.sessions(tenant: tenants.1, ids: [s.id]).isEmpty, "bulk read crosses tenants")
+        try expect(try store.sessions(tenant: tenants.0, ids: [s.id, "ses_missing"]).map(\.id) == [s.id], "bulk read returns the wrong rows")
+        try expect(try store.latestSession(tenant: tenants.1, client: s.client, subject: s.subject) == nil, "subject lookup crosses tenants")
+    }
+
+    /// Inserting the same id twice is a conflict and leaves the first.
+    public static func duplicateInsertConflicts(_ store: any SessionStore, tenants: (String, String)) throws {
+        let s = sample(tenant: tenants.0)
+        try store.insert(s)
+        var other = sample(tenant: tenants.0, id: s.id)
+        other.refreshToken = "other"
+        do {
+            try store.insert(other)
+            throw ContractViolation(description: "duplicate insert accepted")
+        } catch let e as BrokerError {
+            try expect(e.code == "conflict", "duplicate insert failed with \(e.code), not conflict")
+        }
+        try expect(try store.session(tenant: tenants.0, id: s.id)?.refreshToken == s.refreshToken, "duplicate insert changed the row")
+    }
+
+    /// The latest session of a subject is the newest active one.
+    public static func latestSessionPrefersNewestActive(_ store: any SessionStore, tenants: (String, String)) throws {
+        let subject = "sub-" + UUID().uuidString
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        var revoked = sample(tenant: tenants.0, subject: subject, createdAt: t0.addingTimeInterval(20))
+        revoked.state = .revoked
+        let older = sample(tenant: tenants.0, subject: subject, createdAt: t0)
+        let newer = sample(tenant: tenants.0, subject: subject, createdAt: t0.addingTimeInterval(10))
+        for s in [older, revoked, newer] { try store.insert(s) }
+        try expect(try store.latestSession(tenant: tenants.0, client: "app", subject: subject)?.id == newer.id, "latest active session not chosen")
+    }
+
+    /// The lock re-reads the row, writes what the body returns, and a throwing body writes nothing.
+    public static func refreshLockWritesAtomically(_ store: any SessionStore, tenants: (String, String)) throws {
+        let s = sample(tenant: tenants.0)
+        try store.insert(s)
+        let seen: Int64 = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { locked in
+            var w = locked
+            w.version += 1
+            w.accessToken = "new-access"
+            w.refreshToken = "new-refresh"
+            return (w, locked.version)
+        }
+        try expect(seen == s.version, "the body did not see the stored row")
+        let after = try store.session(tenant: tenants.0, id: s.id)
+        try expect(after?.version == s.version + 1 && after?.refreshToken == "new-refresh" && after?.accessToken == "new-access",
+                   "the write under the lock was not stored")
+        struct Boom: Error {}
+        do {
+            let _: Int = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { _ in throw Boom() }
+        } catch is Boom {}
+        try expect(try store.session(tenant: tenants.0, id: s.id)?.version == s.version + 1, "a failed body changed the row")
+        _ = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { _ in (nil as Session?, 0) }
+        try expect(try store.session(tenant: tenants.0, id: s.id)?.version == s.version + 1, "a nil write changed the row")
+        do {
+            let _: Int = try store.withRefreshLock(tenant: tenants.1, id: s.id, timeout: 5) { _ in (nil, 0) }
+            throw ContractViolation(description: "the lock reached a session of another tenant")
+        } catch let e as BrokerError {
+            try expect(e.code == "not_found", "locking another tenant's session failed with \(e.code)")
+        }
+    }
+
+    /// A second holder waits for the first, sees its write, and gives up after the timeout.
+    public static func refreshLockIsExclusive(_ store: any SessionStore, tenants: (String, String)) throws {
+        let s = sample(tenant: tenants.0)
+        try store.insert(s)
+        let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { locked -> (write: Session?, result: Int) in
+                inside.signal()
+                release.wait()
+                var w = locked
+                w.version += 1
+                w.refreshToken = "first"
+                return (w, 0)
+            }
+            done.signal()
+        }
+        inside.wait()
+        do {
+            let _: Int = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 0.3) { _ in (nil, 0) }
+            throw ContractViolation(description: "two holders of one session's lock at once")
+        } catch let e as BrokerError {
+            try expect(e == .refreshBusy, "waiting for a held lock failed with \(e.code), not refresh_busy")
+        }
+        let waiterSaw = Mutex<String?>(nil)
+        let waiter = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let rt: String? = try? store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { locked in (nil, locked.refreshToken) } ?? nil
+            waiterSaw.withLock { $0 = rt }
+            waiter.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+        release.signal()
+        done.wait()
+        waiter.wait()
+        try expect(waiterSaw.withLock { $0 } == "first", "the second holder did not see the first holder's write")
+    }
+
+    /// touch records last use without bumping the version.
+    public static func touchRecordsUse(_ store: any SessionStore, tenants: (String, String)) throws {
+        let s = sample(tenant: tenants.0)
+        try store.insert(s)
+        let at = Date(timeIntervalSince1970: 1_800_000_500)
+        try store.touch([SessionUse(tenant: tenants.0, id: s.id, at: at), SessionUse(tenant: tenants.1, id: s.id, at: at)])
+        let after = try store.session(tenant: tenants.0, id: s.id)
+        try expect(after.flatMap(\.lastUsedAt).map { abs($0.timeIntervalSince(at)) < 0.001 } == true, "last_used_at not recorded")
+        try expect(after?.version == s.version, "touch bumped the version")
+    }
+
+    /// Every case, so that each backend runs them all as one parameterized test.
+    public enum Case: String, CaseIterable, Sendable {
+        case insertedSessionReadsBackOnlyInItsTenant, duplicateInsertConflicts, latestSessionPrefersNewestActive
+        case refreshLockWritesAtomically, refreshLockIsExclusive, touchRecordsUse
+
+        public func run(_ store: any SessionStore, tenants: (String, String)) throws {
+            switch self {
+            case .insertedSessionReadsBackOnlyInItsTenant: try SessionStoreContract.insertedSessionReadsBackOnlyInItsTenant(store, tenants: tenants)
+            case .duplicateInsertConflicts: try SessionStoreContract.duplicateInsertConflicts(store, tenants: tenants)
+            case .latestSessionPrefersNewestActive: try SessionStoreContract.latestSessionPrefersNewestActive(store, tenants: tenants)
+            case .refreshLockWritesAtomically: try SessionStoreContract.refreshLockWritesAtomically(store, tenants: tenants)
+            case .refreshLockIsExclusive: try SessionStoreContract.refreshLockIsExclusive(store, tenants: tenants)
+            case .touchRecordsUse: try SessionStoreContract.touchRecordsUse(store, tenants: tenants)
+            }
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Broker
+import BrokerCore
+import BrokerTesting
+import Foundation
+
+/// A TokenService over in-memory fakes, with one tenant "t1", one client "app", and a worker.
+struct TokenServiceHarness {
+    let clock = ManualClock()
+    let store = InMemorySessionStore()
+    let registry = InMemoryRegistryStore()
+    let audit = RecordingAuditSink()
+    let feed = LocalChangeFeed()
+    let endpoint: ScriptedTokenEndpoint
+    let service: TokenService
+    let worker = Principal(id: "worker-key", name: "w", roles: [.worker], tenants: ["t1"])
+
+    init(endpoint: ScriptedTokenEndpoint = ScriptedTokenEndpoint(), lockTimeout: TimeInterval = 5) throws {
+        self.endpoint = endpoint
+        _ = try registry.putTenant(id: "t1", name: "T1", now: clock.now())
+        _ = try registry.putTenant(id: "t2", name: "T2", now: clock.now())
+        for t in ["t1", "t2"] {
+            _ = try registry.putClient(ClientRegistration(tenant: t, id: "app", issuer: "https://idp.example", clientID: "app",
+                                                          authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"]),
+                                       secret: "s", now: clock.now())
+        }
+        service = TokenService(store: store, registry: RegistryCache(store: registry, maxAge: 60), endpoint: endpoint, audit: audit,
+                               feed: feed, clock: clock, executor: BlockingExecutor(threads: 8, name: "test"),
+                               cache: SessionCache(maxAge: 60, capacity: 1000), lockTimeout: lockTimeout, jitter: { 0 })
+    }
+
+    /// Stores a session whose access token lives `ttl` seconds from now.
+    func addSession(tenant: String = "t1", subject: String = "alice", ttl: TimeInterval?, refreshToken: String = "rt-0") throws -> Session {
+        var s = SessionStoreContract.sample(tenant: tenant, subject: subject, createdAt: clock.now())
+        s.accessToken = ttl == nil ? nil : "at-0"
+        s.accessExpiresAt = ttl.map { clock.now() + $0 }
+        s.refreshToken = refreshToken
+        try store.insert(s)
+        return s
+    }
+
+    func token(_ target: TokenTarget, tenant: String = "t1", _ request: TokenRequest = TokenRequest(minTTL: 60)) async -> Result<IssuedToken, BrokerError> {
+        await withCheckedContinuation { c in
+            service.token(by: worker, tenant: tenant, target: target, request: request) { c.resume(returning: $0) }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import Broker
+import BrokerCore
+import BrokerTesting
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("Token service (spec §4.1, §5, §8)")
+struct TokenServiceTests {
+    @Test("a cached token is handed out without calling the IdP")
+    func cachedTokenServed() async throws {
+        let h = try TokenServiceHarness()
+        let s = try h.addSession(ttl: 3000)
+        let first = try await h.token(.session(s.id)).get()
+        #expect(first.accessToken == "at-0" && first.expiresIn == 3000)
+        let fast = h.service.cachedToken(by: h.worker, tenant: "t1", target: .session(s.id), request: TokenRequest(minTTL: 60))
+        #expect(try fast?.get().accessToken == "at-0")
+        #expect(h.endpoint.spentTokens.isEmpty)
+    }
+
+    @Test("fifty concurrent callers share one refresh and get the same token")
+    func concurrentCallersShareOneRefresh() async throws {
+        let h = try TokenServiceHarness(endpoint: ScriptedTokenEndpoint(gated: true))
+        let s = try h.addSession(ttl: 10)
+        let results = Mutex<[Result<IssuedToken, BrokerError>]>([])
+        let done = DispatchSemaphore(value: 0)
+        for _ in 0..<50 {
+            h.service.token(by: h.worker, tenant: "t1", target: .session(s.id), request: TokenRequest(minTTL: 60)) { r in
+                results.withLock { $0.append(r) }
+                done.signal()
+            }
+        }
+        while h.endpoint.spentTokens.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(50))   // let every caller join the flight
+        h.endpoint.open()
+        for _ in 0..<50 { done.wait() }
+        #expect(h.endpoint.spentTokens == ["rt-0"])
+        let tokens = Set(try results.withLock { $0 }.map { try $0.get().accessToken })
+        #expect(tokens == ["at-1"])
+        let stored = try h.store.session(tenant: "t1", id: s.id)
+        #expect(stored?.refreshToken == "rt-1" && stored?.version == s.version + 1)
+    }
+
+    @Test("a response without a new refresh token keeps the old one")
+    func keepsRefreshTokenWhenNoneReturned() async throws {
+        let h = try TokenServiceHarness(endpoint: ScriptedTokenEndpoint(answer: ScriptedTokenEndpoint.rotating(rotate: false)))
+        let s = try h.addSession(ttl: nil, refreshToken: "long-lived")
+        _ = try await h.token(.session(s.id)).get()
+        #expect(try h.store.session(tenant: "t1", id: s.id)?.refreshToken == "long-lived")
+    }
+
+    @Test("when another replica refreshed under the lock, the refresh token is not spent")
+    func skipsWhenVersionMoved() async throws {
+        let h = try TokenServiceHarness()
+        let s = try h.addSession(ttl: 10)
+        _ = try await h.token(.session(s.id), TokenRequest(minTTL: 0))   // cache holds version 1
+        // Another replica refreshes: the row moves on without this process knowing.
+        _ = try h.store.withRefreshLock(tenant: "t1", id: s.id, timeout: 1) { locked -> (write: Session?, result: Int) in
+            var w = locked
+            w.version += 1
+            w.accessToken = "at-other"
+            w.accessExpiresAt = h.clock.now() + 3600
+            w.refreshToken = "rt-other"
+            return (w, 0)
+        }
+        let t = try await h.token(.session(s.id)).get()
+        #expect(t.accessToken == "at-other")
+        #expect(h.endpoint.spentTokens.isEmpty)
+    }
+
+    @Test("invalid_grant makes the session needs_reauth, audited, and it is never retried")
+    func invalidGrantNeedsReauth() async throws {
+        let h = try TokenServiceHarness(endpoint: ScriptedTokenEndpoint { _, _ throws(TokenEndpointError) in
+            throw .oauth(OAuthError(error: "invalid_grant", description: nil, status: 400))
+        })
+        let s = try h.addSession(ttl: 10)
+        #expect(await h.token(.session(s.id)) == .failure(.sessionNotActive(.needsReauth)))
+        #expect(try h.store.session(tenant: "t1", id: s.id)?.state == .needsReauth)
+        #expect(h.audit.recorded.contains { $0.action == "session.refresh" && $0.outcome == "needs_reauth" })
+        #expect(h.feed.published.withLock { $0 }.contains(.session(tenant: "t1", id: s.id)))
+        #expect(await h.token(.session(s.id)) == .failure(.sessionNotActive(.needsReauth)))
+        #expect(h.endpoint.spentTokens.count == 1)
+    }
+
+    @Test("403 access_denied is terminal too; 400 access_denied is not")
+    func accessDeniedOnlyTerminalWith403() {
+        #expect(TokenEndpointError.oauth(OAuthError(error: "access_denied", description: nil, status: 403)).isTerminal)
+        #expect(!TokenEndpointError.oauth(OAuthError(error: "access_denied", description: nil, status: 400)).isTerminal)
+    }
+
+    @Test("an IdP outage answers 503 with Retry-After and keeps the session active")
+    func transientFailure() async throws {
+        let h = try TokenServiceHarness(endpoint: ScriptedTokenEndpoint { _, _ throws(TokenEndpointError) in
+            throw .transient(reason: "token endpoint: HTTP 503", retryAfter: 7)
+        })
+        let s = try h.addSession(ttl: 10)
+        #expect(await h.token(.session(s.id)) == .failure(.idpUnavailable(retryAfter: 7)))
+        let stored = try h.store.session(tenant: "t1", id: s.id)
+        #expect(stored?.state == .active && stored?.failureCount == 1 && stored?.refreshToken == "rt-0" && stored?.accessToken == "at-0")
+    }
+
+    @Test("min_ttl longer than the token lifetime is refused before any refresh")
+    func minTTLTooLong() async throws {
+        let h = try TokenServiceHarness()
+        let s = try h.addSession(ttl: 3000)
+        #expect(await h.token(.session(s.id), TokenRequest(minTTL: 7200)) == .failure(.minTTLTooLong(maximum: 3600)))
+        #expect(h.endpoint.spentTokens.isEmpty)
+    }
+
+    @Test("lookup by subject finds the subject's session; sessions never cross tenants")
+    func subjectLookupAndTenants() async throws {
+        let h = try TokenServiceHarness()
+        let s = try h.addSession(subject: "bob", ttl: 3000)
+        #expect(try await h.token(.subject(client: "app", subject: "bob")).get().sessionID == s.id)
+        #expect(await h.token(.session(s.id), tenant: "t2") == .failure(.notFound("session")))
+        #expect(await h.token(.subject(client: "app", subject: "nobody")) == .failure(.notFound("session")))
+    }
+
+    @Test("a batch answers every item on its own")
+    func batchMixed() async throws {
+        let h = try TokenServiceHarness()
+        let good = try h.addSession(ttl: 3000)
+        let expiring = try h.addSession(subject: "carol", ttl: 5, refreshToken: "rt-carol")
+        let results: [Result<IssuedToken, BrokerError>] = await withCheckedContinuation { c in
+            if let now = h.service.batch(by: h.worker, tenant: "t1", targets: [.session(good.id), .session("ses_nope"), .session(expiring.id)],
+                                         request: TokenRequest(minTTL: 60), completion: { c.resume(returning: $0) }) {
+                c.resume(returning: now)
+            }
+        }
+        #expect(try results[0].get().accessToken == "at-0")
+        #expect(results[1] == .failure(.notFound("session")))
+        #expect(try results[2].get().accessToken == "at-1")
+        #expect(h.endpoint.spentTokens == ["rt-carol"])
+    }
+
+    @Test("every hand-out and refusal is audited with who and which session")
+    func handOutsAudited() async throws {
+        let h = try TokenServiceHarness()
+        let s = try h.addSession(ttl: 3000)
+        _ = await h.token(.session(s.id))
+        _ = await h.token(.session("ses_nope"))
+        let issues = h.audit.recorded.filter { $0.action == "token.issue" }
+        #expect(issues.contains { $0.actor == "worker-key" && $0.session == s.id && $0.outcome == "cached" })
+        #expect(issues.contains { $0.actor == "worker-key" && $0.outcome == "not_found" })
+    }
+}
