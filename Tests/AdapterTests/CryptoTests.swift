@@ -1,0 +1,54 @@
+import BrokerCore
+import BrokerCrypto
+import Foundation
+import Testing
+
+@Suite("Sealing and hashing (spec §6)")
+struct CryptoTests {
+    let keys = try! SealingKeys.parse(SealingKeys.generate(id: "k1"))
+
+    @Test("sealed values open with the same context and differ every time")
+    func roundTrip() throws {
+        let s = AESGCMSealer(keys: keys)
+        let a = s.seal("refresh-token", context: "sessions/t/s/refresh_token")
+        let b = s.seal("refresh-token", context: "sessions/t/s/refresh_token")
+        #expect(a != b)
+        #expect(try s.open(a, context: "sessions/t/s/refresh_token") == "refresh-token")
+    }
+
+    @Test("a value moved to another tenant, row or column, or tampered with, does not open")
+    func bindingAndTamper() {
+        let s = AESGCMSealer(keys: keys)
+        var sealed = s.seal("secret", context: "sessions/t1/s/refresh_token")
+        #expect(throws: SealError.self) { try s.open(sealed, context: "sessions/t2/s/refresh_token") }
+        #expect(throws: SealError.self) { try s.open(sealed, context: "sessions/t1/s/access_token") }
+        sealed[sealed.count - 20] ^= 1
+        #expect(throws: SealError.self) { try s.open(sealed, context: "sessions/t1/s/refresh_token") }
+    }
+
+    @Test("after rotation the old key still opens what it sealed; an unknown key id does not")
+    func rotation() throws {
+        let old = SealingKeys.generate(id: "old")
+        let sealed = AESGCMSealer(keys: try SealingKeys.parse(old)).seal("v", context: "c")
+        let rotated = AESGCMSealer(keys: try SealingKeys.parse(SealingKeys.generate(id: "new") + "," + old))
+        #expect(try rotated.open(sealed, context: "c") == "v")
+        #expect(rotated.seal("v", context: "c")[2...4].elementsEqual("new".utf8))
+        #expect(throws: SealError.self) { try AESGCMSealer(keys: keys).open(sealed, context: "c") }
+    }
+
+    @Test("malformed keyrings are refused with a message that names no key")
+    func keyringErrors() {
+        for text in ["", "k1", "k1:c2hvcnQ=", "k1:\(Data(count: 32).base64EncodedString()),k1:\(Data(count: 32).base64EncodedString())"] {
+            #expect(throws: SealError.self) { try SealingKeys.parse(text) }
+        }
+    }
+
+    @Test("secret hashes compare equal only for equal secrets")
+    func hashes() {
+        let h = SHA256SecretHasher()
+        #expect(h.equal(h.hash("a"), h.hash("a")))
+        #expect(!h.equal(h.hash("a"), h.hash("b")))
+        #expect(!h.equal([], []))
+        #expect(SHA256.hash("abc").map { String(format: "%02x", $0) }.joined() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+}

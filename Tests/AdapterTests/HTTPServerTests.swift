@@ -1,0 +1,125 @@
+import BrokerHTTP
+import Foundation
+import Testing
+
+/// RawClient speaks HTTP/1.1 over one TCP connection, so that tests see exactly what the
+/// server sends (keep-alive, early refusals).
+final class RawClient {
+    let fd: Int32
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard rc == 0 else { throw POSIXError(.ECONNREFUSED) }
+        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ s: String) { _ = s.withCString { write(fd, $0, strlen($0)) } }
+
+    /// Reads one response (headers + Content-Length body); nil when the server closed.
+    func response() -> (status: Int, headers: String, body: String)? {
+        var data = [UInt8]()
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while true {
+            if let end = data.firstRange(of: Array("\r\n\r\n".utf8)) {
+                let head = String(decoding: data[..<end.lowerBound], as: UTF8.self)
+                let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                while data.count < end.upperBound + length {
+                    let n = read(fd, &buf, buf.count)
+                    if n <= 0 { return nil }
+                    data += buf[0..<n]
+                }
+                let status = Int(head.split(separator: " ")[1]) ?? 0
+                return (status, head, String(decoding: data[end.upperBound..<(end.upperBound + length)], as: UTF8.self))
+            }
+            let n = read(fd, &buf, buf.count)
+            if n <= 0 { return nil }
+            data += buf[0..<n]
+        }
+    }
+}
+
+@Suite("HTTP server on libmicrohttpd")
+struct HTTPServerTests {
+    static func server(maxBody: Int = 64) throws -> MHDServer {
+        var r = Router()
+        r.add("GET", "/now") { _ in .now(.json(200, "{\"ok\":true}")) }
+        r.add("POST", "/echo/{id}") { req in .now(.json(200, "{\"id\":\"\(req[param: "id"])\",\"n\":\(req.body.count),\"big\":\(req.bodyTooLarge)}")) }
+        r.add("GET", "/later") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { respond(.json(202, "{}")) } } }
+        let router = r
+        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2, maxBodyBytes: maxBody)) { req in
+            switch router.match(method: req.method, path: req.path) {
+            case .found(let h, let p):
+                var r = req
+                r.parameters = p
+                if r.bodyTooLarge { return .now(.json(413, "{}")) }
+                return h(r)
+            case .methodNotAllowed: return .now(.json(405, "{}"))
+            case .notFound: return .now(.json(404, "{}"))
+            }
+        }
+        try s.start()
+        return s
+    }
+
+    @Test("connections are kept alive across requests, including ones answered later")
+    func keepAlive() throws {
+        let s = try Self.server()
+        defer { s.stop() }
+        let c = try RawClient(port: s.port)
+        for path in ["/now", "/later", "/now"] {
+            c.send("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n")
+            let r = try #require(c.response())
+            #expect(r.status == (path == "/later" ? 202 : 200))
+            #expect(!r.headers.lowercased().contains("connection: close"))
+            #expect(r.headers.lowercased().contains("x-request-id:"))
+        }
+    }
+
+    @Test("routes capture segments; unknown paths 404; wrong methods 405")
+    func routing() throws {
+        let s = try Self.server()
+        defer { s.stop() }
+        let c = try RawClient(port: s.port)
+        c.send("POST /echo/abc:def HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nxyz")
+        #expect(c.response()?.body == "{\"id\":\"abc:def\",\"n\":3,\"big\":false}")
+        c.send("GET /echo/abc HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(c.response()?.status == 405)
+        c.send("GET /echo/abc/more HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(c.response()?.status == 404)
+        c.send("GET //now HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(c.response()?.status == 404)
+    }
+
+    @Test("a declared body over the limit is refused before it is read; a chunked one after")
+    func bodyLimit() throws {
+        let s = try Self.server(maxBody: 64)
+        defer { s.stop() }
+        let c = try RawClient(port: s.port)
+        c.send("POST /echo/a HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+        #expect(c.response()?.status == 413)
+        let d = try RawClient(port: s.port)
+        let chunk = String(repeating: "a", count: 100)
+        d.send("POST /echo/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n\(chunk)\r\n0\r\n\r\n")
+        #expect(d.response()?.status == 413)
+    }
+
+    @Test("the caller's sane X-Request-Id is kept, an unsafe one replaced")
+    func requestIDs() throws {
+        let s = try Self.server()
+        defer { s.stop() }
+        let c = try RawClient(port: s.port)
+        c.send("GET /now HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc-123\r\n\r\n")
+        #expect(c.response()?.headers.contains("X-Request-Id: abc-123") == true)
+        c.send("GET /now HTTP/1.1\r\nHost: x\r\nX-Request-Id: a b\"c\r\n\r\n")
+        #expect(c.response()?.headers.contains("a b\"c") == false)
+    }
+}

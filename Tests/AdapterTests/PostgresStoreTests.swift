@@ -1,0 +1,84 @@
+import Synchronization
+import BrokerCore
+import BrokerCrypto
+import BrokerPostgres
+import BrokerTesting
+import Foundation
+import Testing
+
+@Suite("PostgreSQL adapter")
+struct PostgresStoreTests {
+    @Test("PostgreSQL store honours the SessionStore contract", arguments: SessionStoreContract.Case.allCases)
+    func contract(_ c: SessionStoreContract.Case) throws {
+        let pool = try TestDatabase.migrated()
+        try c.run(PostgresSessionStore(pool: pool, sealer: TestDatabase.sealer), tenants: try TestDatabase.tenants(pool))
+    }
+
+    @Test("tokens are sealed at rest: no token appears in the table, and a moved value does not open")
+    func tokensSealedAtRest() throws {
+        let pool = try TestDatabase.migrated()
+        let tenants = try TestDatabase.tenants(pool)
+        let store = PostgresSessionStore(pool: pool, sealer: TestDatabase.sealer)
+        let a = SessionStoreContract.sample(tenant: tenants.0), b = SessionStoreContract.sample(tenant: tenants.0)
+        try store.insert(a)
+        try store.insert(b)
+        let dump = try pool.withConnection { c in
+            try c.execute("SELECT s::text FROM sessions s WHERE tenant_id = \(tenants.0)")
+        }
+        let text = (0..<dump.count).compactMap { dump.string($0, 0) }.joined()
+        for secret in [a.accessToken!, a.refreshToken!, a.idToken!] {
+            #expect(!text.contains(secret))
+            #expect(!text.contains(PGTextProbe.hex(secret)))
+        }
+        // Copy b's sealed refresh token onto a's row: it must not open there.
+        try pool.withConnection { c in
+            try c.execute("""
+                UPDATE sessions SET refresh_token = (SELECT refresh_token FROM sessions WHERE tenant_id = \(tenants.0) AND id = \(b.id))
+                WHERE tenant_id = \(tenants.0) AND id = \(a.id)
+                """)
+        }
+        #expect(throws: BrokerError.internalError) { try store.session(tenant: tenants.0, id: a.id) }
+    }
+
+    @Test("two migrators at once apply each file exactly once")
+    func concurrentMigrations() throws {
+        let url = try TestDatabase.url()
+        let db = "mig_" + UUID().uuidString.prefix(8).lowercased()
+        let admin = try PGConnection(url: url)
+        try admin.execute("CREATE DATABASE \(raw: db)")
+        defer { _ = try? admin.execute("DROP DATABASE \(raw: db) WITH (FORCE)") }
+        let dbURL = Self.replacingDatabase(url, with: db)
+        let migrator = try Migrator(directory: TestDatabase.sqlDirectory)
+        let results = Mutex<[Result<[Int], any Error>]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            let r = Result { try migrator.migrate(PGConnection(url: dbURL)) }
+            results.withLock { $0.append(r) }
+        }
+        let applied = try results.withLock { $0 }.map { try $0.get() }
+        #expect(applied.flatMap { $0 }.sorted() == migrator.migrations.map(\.version))
+        #expect(try migrator.pending(PGConnection(url: dbURL)).isEmpty)
+    }
+
+    @Test("SQL values are bound as parameters, never spliced")
+    func bindsAreParameters() throws {
+        let c = try PGConnection(url: try TestDatabase.url())
+        let hostile = "x'); DROP TABLE sessions; --"
+        let r = try c.execute("SELECT \(hostile)::text, \(["a\"b", "c\\d"])::text, \([UInt8]([0, 255, 16]))::bytea")
+        #expect(r.string(0, 0) == hostile)
+        #expect(r.string(0, 1) == "{\"a\\\"b\",\"c\\\\d\"}")
+        #expect(r.bytes(0, 2) == [0, 255, 16])
+    }
+
+    static func replacingDatabase(_ url: String, with db: String) -> String {
+        // postgresql://user@/NAME?host=... → same with another NAME
+        guard let slash = url.range(of: "@/") ?? url.range(of: "//localhost/") else { return url }
+        let rest = url[slash.upperBound...]
+        let end = rest.firstIndex(of: "?") ?? rest.endIndex
+        return String(url[..<slash.upperBound]) + db + String(rest[end...])
+    }
+}
+
+/// PGTextProbe spells a string as PostgreSQL's bytea hex would.
+enum PGTextProbe {
+    static func hex(_ s: String) -> String { s.utf8.map { String(format: "%02x", $0) }.joined() }
+}
