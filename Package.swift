@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "BrokerTesting"]),
         .testTarget(name: "BrokerTests", dependencies: ["Broker", "BrokerCore", "BrokerTesting"]),
         .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["BrokerTesting", "BrokerCrypto"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["BrokerCore", "BrokerCrypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -49,7 +49,8 @@ public enum CLI {
             default:
                 break
             }
-            let config = try BrokerConfig.load(try BrokerConfig.environment(configFile: args.value("config")))
+            let sealing = ["serve", "client"].contains(command)
+            let config = try BrokerConfig.load(try BrokerConfig.environment(configFile: args.value("config")), needsSealingKeys: sealing)
             let logger = Logger(level: config.logLevel)
             let runtime = try BrokerRuntime(config: config, logger: logger)
             switch command {

@@ -8,7 +8,8 @@ import Foundation
 public struct BrokerConfig: Sendable {
     public var databaseURL: String
     public var http: HTTPServerConfig
-    public var sealingKeys: SealingKeys
+    /// Nil for commands that seal nothing (migrate, tenant, apikey).
+    public var sealingKeys: SealingKeys?
     public var workerThreads: Int
     public var databasePoolSize: Int
     public var cacheMaxAge: TimeInterval
@@ -24,7 +25,7 @@ public struct BrokerConfig: Sendable {
     }
 
     /// Reads and validates. `env` is the process environment merged over the config file.
-    public static func load(_ env: [String: String]) throws -> BrokerConfig {
+    public static func load(_ env: [String: String], needsSealingKeys: Bool = true) throws -> BrokerConfig {
         func value(_ k: String) -> String? { env[k].flatMap { $0.isEmpty ? nil : $0 } }
         func int(_ k: String, _ d: Int, _ range: ClosedRange<Int>) throws -> Int {
             guard let v = value(k) else { return d }
@@ -42,7 +43,7 @@ public struct BrokerConfig: Sendable {
         guard let db = value("TOKENBROKER_DATABASE_URL") ?? value("DATABASE_URL") else {
             throw Invalid(description: "DATABASE_URL (or TOKENBROKER_DATABASE_URL) is not set")
         }
-        let keysText: String
+        var keysText: String?
         if let k = value("TOKENBROKER_SEALING_KEYS") {
             keysText = k
         } else if let f = value("TOKENBROKER_SEALING_KEY_FILE") {
@@ -50,11 +51,13 @@ public struct BrokerConfig: Sendable {
                 throw Invalid(description: "TOKENBROKER_SEALING_KEY_FILE: cannot read \(f)")
             }
             keysText = t
-        } else {
+        } else if needsSealingKeys {
             throw Invalid(description: "no sealing key: set TOKENBROKER_SEALING_KEYS or TOKENBROKER_SEALING_KEY_FILE (generate one with `tokenbroker sealing-key generate`)")
         }
-        let keys: SealingKeys
-        do { keys = try SealingKeys.parse(keysText) } catch { throw Invalid(description: "sealing keys: \(error.reason)") }
+        var keys: SealingKeys?
+        if let keysText {
+            do { keys = try SealingKeys.parse(keysText) } catch { throw Invalid(description: "sealing keys: \(error.reason)") }
+        }
 
         let listen = value("TOKENBROKER_LISTEN") ?? "127.0.0.1:8080"
         guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {

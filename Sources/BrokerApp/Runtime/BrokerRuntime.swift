@@ -28,7 +28,7 @@ public final class BrokerRuntime: Sendable {
         self.config = config
         self.logger = logger
         self.clock = clock
-        let sealer = AESGCMSealer(keys: config.sealingKeys)
+        let sealer: any Sealer = config.sealingKeys.map { AESGCMSealer(keys: $0) } ?? MissingSealer()
         pool = PGPool(url: config.databaseURL, size: config.databasePoolSize)
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)

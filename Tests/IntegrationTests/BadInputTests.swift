@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+
+@Suite("Bad input: precise status, nothing changed (spec §4)", .serialized)
+struct BadInputTests {
+    func sessionCount(_ w: World) async throws -> Int {
+        // Through the database: the broker has no list route yet.
+        let out = try runPSQL("SELECT count(*) FROM sessions WHERE tenant_id = '\(w.tenant)'")
+        return Int(out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    @Test("no key, an unknown key and a revoked key are 401")
+    func unauthenticated() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "alice")
+        let url = w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(session)/token"
+        try expectStatus(try await HTTP.post(url, json: ["min_ttl": 60]), 401)
+        try expectStatus(try await HTTP.post(url, key: "tbk_0123456789abcdef_" + String(repeating: "A", count: 43), json: [:]), 401)
+        let r = try await HTTP.post(w.brokers[0].url + "/v1/apikeys", key: w.operatorKey, json: ["name": "tmp", "roles": ["worker"], "tenants": [w.tenant]])
+        let key = r["key"] as! String, id = r["id"] as! String
+        TestEnv.secret(key)
+        try expectStatus(try await HTTP.post(url, key: key, json: [:]), 200)
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/apikeys/\(id)", key: w.operatorKey), 204)
+        let refused = try await HTTP.post(url, key: key, json: [:])
+        try expectStatus(refused, 401)
+        #expect(refused["error"] as? String == "unauthorized" && refused["request_id"] is String)
+        #expect(refused.headers["www-authenticate"] == "Bearer")
+    }
+
+    @Test("a key of tenant A never reaches tenant B")
+    func crossTenant() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let sessionA = try await w.importSession(subject: "alice")
+        let other = TestEnv.uniqueName("t")
+        try expectStatus(try await HTTP.put(w.brokers[0].url + "/v1/tenants/\(other)", key: w.operatorKey, json: ["name": "B"]), 201)
+        let keyB = try await w.newKey(roles: ["worker", "admin"], tenants: [other])
+        let viaB = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(sessionA)/token", key: keyB, json: [:])
+        try expectStatus(viaB, 404)
+        #expect(viaB["access_token"] == nil)
+        // The session id under B's own tenant does not exist either.
+        try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(other)/sessions/\(sessionA)/token", key: keyB, json: [:]), 404)
+        try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(sessionA)", key: keyB), 404)
+        // A worker key cannot administer; a tenant key cannot create keys.
+        let workerOnly = try await w.newKey(roles: ["worker"], tenants: [w.tenant])
+        try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(sessionA)", key: workerOnly), 403)
+        try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys", key: w.workerKey, json: ["name": "x", "roles": ["admin"], "tenants": ["*"]]), 403)
+    }
+
+    @Test("malformed JSON 400, wrong types 400, oversize 413, unknown session 404, bad import stores nothing")
+    func malformed() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "alice")
+        let base = w.brokers[0].url + "/v1/tenants/\(w.tenant)"
+        let before = try await sessionCount(w)
+
+        let garbage = try await HTTP.request("POST", base + "/sessions/\(session)/token", key: w.workerKey, body: Data("{\"min_ttl\": 6".utf8))
+        try expectStatus(garbage, 400)
+        #expect(garbage["error"] as? String == "invalid_json")
+        let wrongType = try await w.token(session, body: ["min_ttl": "sixty"])
+        try expectStatus(wrongType, 400)
+        #expect(wrongType["error"] as? String == "invalid_request")
+        try expectStatus(try await w.token(session, body: ["min_ttl": -1]), 400)
+        let huge = try await HTTP.request("POST", base + "/sessions:import", key: w.workerKey, body: Data(repeating: 0x20, count: 300_000))
+        try expectStatus(huge, 413)
+        #expect(huge["error"] as? String == "payload_too_large")
+        try expectStatus(try await w.token("ses_doesnotexist"), 404)
+        try expectStatus(try await HTTP.post(base + "/sessions:import", key: w.workerKey,
+                                             json: ["client": w.client, "subject": "x", "refresh_token": 42]), 400)
+        try expectStatus(try await HTTP.post(base + "/sessions:import", key: w.workerKey,
+                                             json: ["client": "nope", "subject": "x", "refresh_token": "secret-refresh-token-value"]), 404)
+        try expectStatus(try await HTTP.post(base + "/sessions:import", key: w.workerKey,
+                                             json: ["client": w.client, "subject": "x", "refresh_token": "r", "access_token": "a"]), 400)
+        #expect(try await sessionCount(w) == before)
+        try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/nope"), 404)
+        try expectStatus(try await HTTP.request("DELETE", base + "/sessions/\(session)/token", key: w.workerKey), 405)
+    }
+
+    @Test("scope not granted 403, impossible min_ttl 422 with the maximum")
+    func scopeAndTTL() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "alice")
+        let scope = try await w.token(session, body: ["scope": "openid admin:all"])
+        try expectStatus(scope, 403)
+        #expect(scope["error"] as? String == "insufficient_scope")
+        _ = try await w.token(session, body: ["force_refresh": true])   // learn the IdP's lifetime
+        let ttl = try await w.token(session, body: ["min_ttl": 7200])
+        try expectStatus(ttl, 422)
+        #expect(ttl["max_ttl"] as? Int == 3600)
+    }
+
+    @Test("a session the IdP refused is needs_reauth: 409 on every request, on every replica, no more IdP calls")
+    func needsReauth() async throws {
+        let w = try await World(replicas: 2)
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "mallory")
+        try await w.idp.revokeSubject("mallory")
+        let first = try await w.token(session, body: ["force_refresh": true])
+        try expectStatus(first, 409)
+        #expect(first["error"] as? String == "needs_reauth" && first["state"] as? String == "needs_reauth")
+        let calls = try await w.idp.stats(client: w.idpClientID).refreshCalls
+        for replica in [0, 1, 0] {
+            try expectStatus(try await w.token(session, replica: replica, body: ["force_refresh": true]), 409)
+        }
+        #expect(try await w.idp.stats(client: w.idpClientID).refreshCalls == calls)
+        let meta = try await HTTP.get(w.brokers[1].url + "/v1/tenants/\(w.tenant)/sessions/\(session)", key: w.workerKey)
+        #expect(meta["state"] as? String == "needs_reauth")
+    }
+
+    @Test("a batch answers each item on its own")
+    func batch() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let good = try await w.importSession(subject: "alice")
+        let r = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/tokens:batch", key: w.workerKey, json: [
+            "min_ttl": 60,
+            "items": [["session_id": good], ["session_id": "ses_missing"], ["subject": "alice", "client": w.client], ["subject": "alice"], [:]],
+        ])
+        try expectStatus(r, 200)
+        let results = r["results"] as! [[String: Any]]
+        #expect(results.map { $0["status"] as? Int } == [200, 404, 200, 400, 400])
+        #expect(results[0]["access_token"] as? String == results[2]["access_token"] as? String)
+        #expect(results[1]["error"] as? String == "not_found")
+        let tooMany = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/tokens:batch", key: w.workerKey,
+                                          json: ["items": Array(repeating: ["session_id": good], count: 1001)])
+        try expectStatus(tooMany, 400)
+    }
+}
+
+/// Runs one SQL statement through psql against the test database and returns its output.
+func runPSQL(_ sql: String) throws -> String {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+    p.arguments = [try TestEnv.databaseURL(), "-Atqc", sql]
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let d = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return String(decoding: d, as: UTF8.self)
+}

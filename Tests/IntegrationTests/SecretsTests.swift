@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+@Suite("No secret in logs or in plain text in the database (spec §4, §6)", .serialized)
+struct SecretsTests {
+    @Test("after a full scenario, no token, key or client secret appears in any log or in a database dump")
+    func noSecretsAnywhere() async throws {
+        let w = try await World(replicas: 2)
+        var secrets = [w.operatorKey, w.workerKey, w.idpSecret]
+        let t = try await w.idp.login(client: w.idpClientID, secret: w.idpSecret, redirectURI: w.redirectURI, subject: "sam")
+        secrets += [t.access, t.refresh]
+        let imported = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions:import", key: w.workerKey,
+                                           json: ["client": w.client, "subject": "sam", "refresh_token": t.refresh])
+        let session = try expectStatus(imported, 201)["session_id"] as! String
+        for replica in [0, 1] {
+            let r = try await w.token(session, replica: replica, body: ["force_refresh": true])
+            secrets.append(r["access_token"] as! String)
+        }
+        // Error paths that carry secrets in their input must not echo or log them.
+        let leaky = "{\"refresh_token\": \"\(t.refresh)\", \"min_ttl\": "
+        let bad = try await HTTP.request("POST", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions:import", key: w.workerKey, body: Data(leaky.utf8))
+        #expect(bad.status == 400 && !bad.text.contains(t.refresh))
+        let wrongKey = try await HTTP.post(w.brokers[1].url + "/v1/tenants/\(w.tenant)/sessions/\(session)/token", key: w.workerKey + "x", json: [:])
+        #expect(wrongKey.status == 401 && !wrongKey.text.contains(w.workerKey))
+        try await w.idp.revokeSubject("sam")
+        _ = try await w.token(session, body: ["force_refresh": true])
+        w.stop()
+
+        let logs = w.brokers.map(\.process.output).joined()
+        #expect(logs.contains("\"msg\":\"request\""), "the brokers logged requests")
+        for s in secrets {
+            #expect(!logs.contains(s), "a secret appears in a broker log")
+        }
+        let dump = try pgDump()
+        #expect(dump.contains(session), "the dump covers the session")
+        for s in secrets {
+            #expect(!dump.contains(s), "a secret appears in plain text in the database")
+        }
+    }
+}
+
+/// A plain-text dump of the test database's data.
+func pgDump() throws -> String {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/pg_dump")
+    p.arguments = ["--data-only", "--dbname", try TestEnv.databaseURL()]
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let d = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return String(decoding: d, as: UTF8.self)
+}

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+@Suite("Single-flight across replicas (spec §5, §8)", .serialized)
+struct SingleFlightTests {
+    @Test("two brokers, 100 concurrent requests for one expiring session: exactly one refresh at the IdP")
+    func oneRefreshAcrossReplicas() async throws {
+        let w = try await World(replicas: 2)
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "alice", expiresIn: 5)
+        let before = try await w.idp.stats(client: w.idpClientID)
+
+        let replies = try await withThrowingTaskGroup(of: HTTP.Reply.self) { g in
+            for i in 0..<100 { g.addTask { try await w.token(session, replica: i % 2) } }
+            return try await g.reduce(into: []) { $0.append($1) }
+        }
+        #expect(replies.allSatisfy { $0.status == 200 }, "\(replies.filter { $0.status != 200 }.map(\.text).prefix(3))")
+        let tokens = Set(replies.compactMap { $0["access_token"] as? String })
+        #expect(tokens.count == 1, "every caller gets the same fresh token")
+        #expect(replies.allSatisfy { ($0["expires_in"] as? Int ?? 0) > 3000 })
+
+        let after = try await w.idp.stats(client: w.idpClientID)
+        #expect(after.refreshCalls - before.refreshCalls == 1)
+        #expect(after.refreshesOK - before.refreshesOK == 1)
+        #expect(after.reuseDetected == 0)
+    }
+
+    @Test("an imported grant without an access token is refreshed at once")
+    func importWithoutAccessTokenRefreshes() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let t = try await w.idp.login(client: w.idpClientID, secret: w.idpSecret, redirectURI: w.redirectURI, subject: "dora")
+        let r = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions:import", key: w.workerKey,
+                                    json: ["client": w.client, "subject": "dora", "refresh_token": t.refresh])
+        try expectStatus(r, 201)
+        #expect(r["state"] as? String == "active")
+        #expect(r["access_expires_at"] is String)
+        #expect(r["access_token"] == nil && r["refresh_token"] == nil, "metadata only")
+        #expect(try await w.idp.stats(client: w.idpClientID).refreshesOK == 1)
+    }
+
+    @Test("lookup by subject and client hands out that subject's token")
+    func lookupBySubject() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "erin")
+        let r = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/token", key: w.workerKey,
+                                    json: ["subject": "erin", "client": w.client, "min_ttl": 60])
+        try expectStatus(r, 200)
+        #expect(r["session_id"] as? String == session && r["subject"] as? String == "erin")
+    }
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `make test`: installs what is missing, builds, starts the private PostgreSQL (unless
+# DATABASE_URL is set) with a fresh test database, runs the whole suite (unit, adapter and
+# integration tests against real PostgreSQL and the development IdP over HTTP), then scans
+# every log of the run and a dump of the database for any secret the tests saw. Stops what
+# it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+swift build --build-tests
+
+logs="$PWD/.run/test-logs"
+rm -rf "$logs"
+mkdir -p "$logs"
+
+if [ -z "${DATABASE_URL:-}" ]; then
+  export PGDATABASE_NAME=tokenbroker_test
+  scripts/pg.sh start >/dev/null
+  trap 'scripts/pg.sh stop' EXIT
+  admin="$(PGDATABASE_NAME=postgres scripts/pg.sh url)"
+  psql "$admin" -qc "DROP DATABASE IF EXISTS tokenbroker_test WITH (FORCE)" -c "CREATE DATABASE tokenbroker_test" >/dev/null
+  DATABASE_URL="$(scripts/pg.sh url)"
+fi
+export DATABASE_URL
+export TOKENBROKER_BIN_DIR="$(swift build --show-bin-path)"
+export TOKENBROKER_TEST_LOGS="$logs"
+
+status=0
+swift test --skip-build --no-parallel 2>&1 | tee "$logs/swift-test.out" || status=$?
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# The whole run's logs and the database must not hold any secret the tests handled.
+pg_dump --data-only --dbname "$DATABASE_URL" > "$logs/database.dump"
+python3 scripts/scan-secrets.py "$logs" || status=1
+exit $status
