@@ -23,10 +23,14 @@ enum OpenSSL {
         return out
     }
 
+    /// SHA-256 fetched once: with OpenSSL 3, passing EVP_sha256() makes every call fetch the
+    /// implementation again under a global lock.
+    nonisolated(unsafe) static let sha256MD: OpaquePointer = EVP_MD_fetch(nil, "SHA256", nil)!
+
     static func sha256(_ data: UnsafeRawBufferPointer) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var len: UInt32 = 0
-        precondition(EVP_Digest(data.baseAddress, data.count, &out, &len, EVP_sha256(), nil) == 1)
+        precondition(EVP_Digest(data.baseAddress, data.count, &out, &len, sha256MD, nil) == 1)
         return out
     }
 }

@@ -7,7 +7,7 @@ public struct Router: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPReply
 
     private enum Segment: Sendable, Equatable {
-        case literal(String)
+        case literal([UInt8])
         case capture(String)
     }
 
@@ -27,7 +27,7 @@ public struct Router: Sendable {
 
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
         let segments = pattern.split(separator: "/").map { s -> Segment in
-            s.hasPrefix("{") && s.hasSuffix("}") ? .capture(String(s.dropFirst().dropLast())) : .literal(String(s))
+            s.hasPrefix("{") && s.hasSuffix("}") ? .capture(String(s.dropFirst().dropLast())) : .literal(Array(s.utf8))
         }
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
@@ -39,43 +39,40 @@ public struct Router: Sendable {
     }
 
     public func match(method: String, path: String) -> Match {
-        // Segment boundaries found by bytes once; literals compared by bytes, no allocation
-        // until a route matches.
-        let u = path.utf8
-        guard u.first == UInt8(ascii: "/") else { return .notFound }
-        var segments: [Substring.UTF8View] = []
-        var start = u.index(after: u.startIndex)
-        var i = start
-        while i < u.endIndex {
-            if u[i] == UInt8(ascii: "/") {
-                segments.append(Substring(path)[start..<i].utf8)
-                start = u.index(after: i)
-            }
-            i = u.index(after: i)
-        }
-        segments.append(Substring(path)[start..<u.endIndex].utf8)
-        if path != "/" { for s in segments where s.isEmpty { return .notFound } }
+        var path = path
+        return path.withUTF8 { u -> Match in
+            // Segment boundaries found once by bytes; literals compared by bytes; nothing is
+            // allocated for a route until it matches.
+            guard u.first == UInt8(ascii: "/") else { return .notFound }
+            var cuts: [Int] = [0]
+            cuts.reserveCapacity(8)
+            for i in 1..<u.count where u[i] == UInt8(ascii: "/") { cuts.append(i) }
+            cuts.append(u.count)
+            let count = cuts.count - 1
+            if u.count > 1 { for k in 0..<count where cuts[k + 1] - cuts[k] <= 1 { return .notFound } }
+            func segment(_ k: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: u[(cuts[k] + 1)..<cuts[k + 1]]) }
 
-        var allowed: [String] = []
-        for r in routes where r.segments.count == segments.count {
-            var ok = true
-            for (seg, part) in zip(r.segments, segments) {
-                if case .literal(let l) = seg, !l.utf8.elementsEqual(part) {
-                    ok = false
-                    break
+            var allowed: [String] = []
+            for r in routes where r.segments.count == count {
+                var ok = true
+                for (k, seg) in r.segments.enumerated() {
+                    if case .literal(let l) = seg, !l.elementsEqual(segment(k)) {
+                        ok = false
+                        break
+                    }
                 }
+                guard ok else { continue }
+                guard r.method == method else {
+                    allowed.append(r.method)
+                    continue
+                }
+                var params: [String: String] = [:]
+                for (k, seg) in r.segments.enumerated() {
+                    if case .capture(let name) = seg { params[name] = String(decoding: segment(k), as: UTF8.self) }
+                }
+                return .found(r.handler, params)
             }
-            guard ok else { continue }
-            guard r.method == method else {
-                allowed.append(r.method)
-                continue
-            }
-            var params: [String: String] = [:]
-            for (seg, part) in zip(r.segments, segments) {
-                if case .capture(let name) = seg { params[name] = String(Substring(part)) }
-            }
-            return .found(r.handler, params)
+            return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
         }
-        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }
 }

@@ -13,17 +13,24 @@ import Synchronization
 public final class Authenticator: Sendable {
     public static let prefix = "tbk_"
 
-    private struct Entry: Sendable {
+    private final class Entry: Sendable {
         let principal: Principal?
         let hash: [UInt8]
         let at: Date
+        /// Set on use, cleared when drained: last_used_at is written in bulk without a lock per request.
+        let used = Atomic<Bool>(false)
+
+        init(principal: Principal?, hash: [UInt8], at: Date) {
+            self.principal = principal
+            self.hash = hash
+            self.at = at
+        }
     }
 
     private let store: any RegistryStore
     private let hasher: any SecretHasher
     private let maxAge: TimeInterval
     private let entries = Mutex<[String: Entry]>([:])
-    private let used = Mutex<Set<String>>([])
 
     public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval) {
         self.store = store
@@ -48,30 +55,34 @@ public final class Authenticator: Sendable {
     /// so that a caller learns nothing about which keys exist.
     public func authenticate(_ authorization: String?, now: Date) throws -> Principal {
         let refused = BrokerError.unauthorized("missing, malformed, unknown or revoked API key")
-        guard let header = authorization, header.count > 7,
-              header.prefix(7).lowercased() == "bearer " else { throw refused }
-        let key = header.dropFirst(7)
-        guard key.hasPrefix(Self.prefix) else { throw refused }
-        let rest = key.dropFirst(Self.prefix.count)
-        guard rest.utf8.count > 17 else { throw refused }
-        let id = String(rest.prefix(16))
-        let sep = rest.index(rest.startIndex, offsetBy: 16)
-        guard rest[sep] == "_" else { throw refused }
-        let secret = String(rest[rest.index(after: sep)...])
-
-        let entry = try lookup(id, now: now)
+        guard var header = authorization else { throw refused }
+        // `Bearer tbk_<16 hex>_<secret>`, read as bytes (the scheme is case-insensitive, RFC 7235 §2.1).
+        let parts: (id: String, secret: String)? = header.withUTF8 { u in
+            let pre = Array("bearer tbk_".utf8)
+            guard u.count > pre.count + 17 else { return nil }
+            for i in 0..<7 where (u[i] | (i == 6 ? 0 : 0x20)) != pre[i] { return nil }
+            for i in 7..<pre.count where u[i] != pre[i] { return nil }
+            let idStart = pre.count, sep = idStart + 16
+            for i in idStart..<sep {
+                let c = u[i]
+                guard (c >= 48 && c <= 57) || (c >= 97 && c <= 102) else { return nil }
+            }
+            guard u[sep] == UInt8(ascii: "_") else { return nil }
+            return (String(decoding: UnsafeBufferPointer(rebasing: u[idStart..<sep]), as: UTF8.self),
+                    String(decoding: UnsafeBufferPointer(rebasing: u[(sep + 1)...]), as: UTF8.self))
+        }
+        guard let parts else { throw refused }
+        let entry = try lookup(parts.id, now: now)
         guard let principal = entry.principal, principal.revokedAt == nil,
-              hasher.equal(hasher.hash(secret), entry.hash) else { throw refused }
-        used.withLock { _ = $0.insert(id) }
+              hasher.equal(hasher.hash(parts.secret), entry.hash) else { throw refused }
+        if !entry.used.load(ordering: .relaxed) { entry.used.store(true, ordering: .relaxed) }
         return principal
     }
 
     /// Key ids used since the last call (for last_used_at, written in bulk).
     public func drainUsed() -> [String] {
-        used.withLock { u in
-            defer { u.removeAll(keepingCapacity: true) }
-            return Array(u)
-        }
+        let all = entries.withLock { Array($0) }
+        return all.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil }
     }
 
     public func forget(_ change: Change) {

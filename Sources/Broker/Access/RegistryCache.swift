@@ -46,6 +46,15 @@ public final class RegistryCache: Sendable {
         return .some(hit.value)
     }
 
+    /// The cached client's refresh policy without copying the registration: nil on a miss or a
+    /// cached absence.
+    public func peekPolicy(tenant: String, client: String, now: Date) -> RefreshPolicy? {
+        clients.withLock { c in
+            guard let hit = c[ClientKey(tenant: tenant, id: client)], now.timeIntervalSince(hit.at) < maxAge else { return nil }
+            return hit.value?.refreshPolicy
+        }
+    }
+
     /// The tenant if it exists and is enabled, else `notFound`.
     public func activeTenant(_ id: String, now: Date) throws -> Tenant {
         guard let t = try tenant(id, now: now), !t.disabled else { throw BrokerError.notFound("tenant") }

@@ -130,7 +130,7 @@ extension TokenService {
         case .failure(let e):
             outcome = e.code
         }
-        metrics.tokenRequests.add(outcome)
+        if outcome == "cached" { metrics.cachedHandOuts.add() } else { metrics.tokenRequests.add(outcome) }
         audit.record(AuditEvent(at: now, actor: principal.id, action: "token.issue", tenant: tenant, session: session, outcome: outcome))
         return r
     }

@@ -61,8 +61,8 @@ public final class TokenService: Sendable {
             id = s
         }
         guard let session = cache.get(SessionKey(tenant: tenant, id: id), now: now),
-              let client = registry.peekClient(tenant: tenant, id: session.client, now: now), let client else { return nil }
-        switch TokenDecision.decide(session, request.requirement(policy: client.refreshPolicy), now: now) {
+              let policy = registry.peekPolicy(tenant: tenant, client: session.client, now: now) else { return nil }
+        switch TokenDecision.decide(session, request.requirement(policy: policy), now: now) {
         case .serve:
             metrics.cacheHits.add()
             return finish(.success(issue(session, now: now)), principal, tenant, session.id, now, refreshed: false)

@@ -9,7 +9,7 @@ enum Metrics {
             out += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
             for (k, v) in values.sorted(by: { $0.key < $1.key }) { out += "\(name){\(label)=\"\(k)\"} \(v)\n" }
         }
-        counter("tokenbroker_token_requests_total", "Token requests by outcome.", m.tokenRequests.counts, label: "outcome")
+        counter("tokenbroker_token_requests_total", "Token requests by outcome.", m.tokenRequestsByOutcome, label: "outcome")
         counter("tokenbroker_refreshes_total", "Refresh attempts by outcome.", m.refreshes.counts, label: "outcome")
         out += "# HELP tokenbroker_cache_hits_total Tokens served from memory.\n# TYPE tokenbroker_cache_hits_total counter\n"
         out += "tokenbroker_cache_hits_total \(m.cacheHits.count)\n"

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""tokenbroker benchmarks (make bench). Starts the development IdP and a release broker,
+measures the cached token path with wrk, measures nginx serving the same response bytes as a
+static file with the same wrk settings in the same run, times batches of 1,000, and writes
+bench/results.json. Figures are ratios against the reference measured alongside, since this
+machine (2 cores shared by load generator and server) moves absolute numbers around."""
+import base64, hashlib, json, os, pathlib, re, secrets, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import urllib.error, urllib.parse, urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BIN = ROOT / ".build" / "release"
+OUT = ROOT / "bench" / "results.json"
+DURATION = os.environ.get("BENCH_DURATION", "10s")
+CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
+procs = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *a, **k):
+        return None
+
+
+opener = urllib.request.build_opener(NoRedirect)
+
+
+def http(method, url, key=None, body=None, form=None, basic=None):
+    data, headers = None, {}
+    if body is not None:
+        data, headers["Content-Type"] = json.dumps(body).encode(), "application/json"
+    if form is not None:
+        data, headers["Content-Type"] = urllib.parse.urlencode(form).encode(), "application/x-www-form-urlencoded"
+    if key:
+        headers["Authorization"] = "Bearer " + key
+    if basic:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{basic[0]}:{basic[1]}".encode()).decode()
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with opener.open(req) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def start(args, env=None, log=None):
+    p = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=log or subprocess.DEVNULL, stderr=log or subprocess.DEVNULL)
+    procs.append(p)
+    return p
+
+
+def wait_ready(url):
+    for _ in range(200):
+        try:
+            if http("GET", url)[0] < 500:
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise SystemExit(f"{url} did not come up")
+
+
+def wrk(url, script=None):
+    args = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{DURATION}", "--latency"] + (["-s", script] if script else []) + [url]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    m = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
+    p99 = float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)]
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if non2xx:
+        raise SystemExit(f"wrk saw {non2xx.group(1)} error responses from {url}")
+    return rps, p99
+
+
+def login(idp, client, secret, redirect, subject):
+    verifier = secrets.token_urlsafe(32)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    q = urllib.parse.urlencode({"response_type": "code", "client_id": client, "redirect_uri": redirect, "scope": "openid offline_access",
+                                "state": "s", "code_challenge": challenge, "code_challenge_method": "S256", "login_hint": subject})
+    status, headers, _ = http("GET", f"{idp}/authorize?{q}")
+    code = urllib.parse.parse_qs(urllib.parse.urlparse(headers["Location"]).query)["code"][0]
+    _, _, body = http("POST", f"{idp}/token", form={"grant_type": "authorization_code", "code": code, "redirect_uri": redirect,
+                                                   "code_verifier": verifier}, basic=(client, secret))
+    return json.loads(body)
+
+
+def main():
+    work = pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-bench-"))
+    env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn",
+           "TOKENBROKER_ACCESS_LOG": "false"}
+    subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
+    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
+                        check=True, capture_output=True, text=True).stdout.strip()
+    idp_port, broker_port = free_port(), free_port()
+    idp, broker = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{broker_port}"
+    start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
+    start([BIN / "tokenbroker", "serve"], {**env, "TOKENBROKER_LISTEN": f"127.0.0.1:{broker_port}"}, open(work / "broker.log", "w"))
+    wait_ready(idp + "/jwks")
+    wait_ready(broker + "/healthz")
+
+    redirect = broker + "/v1/callback"
+    http("POST", idp + "/admin/clients", body={"client_id": "bench-app", "client_secret": "bench-secret", "redirect_uris": [redirect]})
+    http("PUT", broker + "/v1/tenants/bench", op, {"name": "Bench"})
+    http("PUT", broker + "/v1/tenants/bench/clients/app", op, {"issuer": idp, "client_id": "bench-app", "auth_method": "client_secret_basic",
+         "client_secret": "bench-secret", "redirect_uri": redirect, "scopes": ["openid", "offline_access"]})
+    key = json.loads(http("POST", broker + "/v1/apikeys", op, {"name": "w", "roles": ["worker", "admin"], "tenants": ["bench"]})[2])["key"]
+
+    # One real session: signed in at the IdP, imported without an access token, so that the
+    # broker refreshes it once; the measured path then serves it from memory.
+    tokens = login(idp, "bench-app", "bench-secret", redirect, "alice")
+    sid = json.loads(http("POST", broker + "/v1/tenants/bench/sessions:import", key,
+                          {"client": "app", "subject": "alice", "refresh_token": tokens["refresh_token"]})[2])["session_id"]
+    token_url = f"{broker}/v1/tenants/bench/sessions/{sid}/token"
+    status, _, sample = http("POST", token_url, key, {"min_ttl": 60})
+    assert status == 200, sample
+
+    script = work / "token.lua"
+    script.write_text(f'wrk.method = "POST"\nwrk.body = \'{{"min_ttl":60}}\'\nwrk.headers["Authorization"] = "Bearer {key}"\n'
+                      'wrk.headers["Content-Type"] = "application/json"\n')
+    # nginx serves the very bytes the broker answers with, as a static file.
+    html = work / "html"
+    html.mkdir()
+    (html / "token.json").write_bytes(sample)
+    for path in (work, html, html / "token.json"):   # nginx workers run unprivileged
+        path.chmod(0o755)
+    ngx_port = free_port()
+    (work / "logs").mkdir()
+    (work / "nginx.conf").write_text(f"""worker_processes 2; pid {work}/nginx.pid; error_log {work}/logs/error.log;
+events {{ worker_connections 1024; }}
+http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; location / {{ default_type application/json; }} }} }}
+""")
+    subprocess.run(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work)], check=True, capture_output=True)
+    try:
+        wait_ready(f"http://127.0.0.1:{ngx_port}/token.json")
+        wrk(token_url, str(script))  # warm-up
+        token_rps, token_p99 = wrk(token_url, str(script))
+        nginx_rps, nginx_p99 = wrk(f"http://127.0.0.1:{ngx_port}/token.json")
+    finally:
+        subprocess.run(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work), "-s", "stop"], capture_output=True)
+
+    # A batch of 1,000 sessions, all cached: imported grants with a valid access token.
+    exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    ids = []
+    for i in range(1000):
+        body = {"client": "app", "subject": f"user-{i}", "refresh_token": secrets.token_urlsafe(32),
+                "access_token": secrets.token_urlsafe(600), "expires_at": exp}
+        ids.append(json.loads(http("POST", broker + "/v1/tenants/bench/sessions:import", key, body)[2])["session_id"])
+    batch = {"min_ttl": 60, "items": [{"session_id": s} for s in ids]}
+    first = http("POST", broker + "/v1/tenants/bench/tokens:batch", key, batch)
+    assert first[0] == 200 and all(r["status"] == 200 for r in json.loads(first[2])["results"])
+    times = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        status, _, _ = http("POST", broker + "/v1/tenants/bench/tokens:batch", key, batch)
+        times.append((time.perf_counter() - t0) * 1000)
+        assert status == 200
+    batch_ms = statistics.median(times)
+
+    results = {
+        "date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} on the same machine",
+        "token_fetch_rps": round(token_rps), "token_fetch_p99_ms": round(token_p99, 2),
+        "nginx_static_rps": round(nginx_rps), "nginx_static_p99_ms": round(nginx_p99, 2),
+        "token_fetch_vs_nginx": round(token_rps / nginx_rps, 3),
+        "batch1000_ms": round(batch_ms, 2), "batch1000_p90_ms": round(sorted(times)[int(len(times) * 0.9)], 2),
+    }
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(results)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    print(f"\n{'measure':34} {'value':>12}")
+    for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
+              "batch1000_ms", "batch1000_p90_ms"]:
+        print(f"{k:34} {results[k]:>12}")
+    print(f"\nwritten to {OUT.relative_to(ROOT)}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+try:
+    main()
+finally:
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()

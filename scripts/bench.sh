@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `make bench`: release build, private PostgreSQL with a fresh bench database, then
+# bench/bench.py (wrk against the broker and against nginx in the same run). Not a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh bench
+swift build -c release
+if [ -z "${DATABASE_URL:-}" ]; then
+  export PGDATABASE_NAME=tokenbroker_bench
+  scripts/pg.sh start >/dev/null
+  trap 'scripts/pg.sh stop' EXIT
+  psql "$(PGDATABASE_NAME=postgres scripts/pg.sh url)" -qc "DROP DATABASE IF EXISTS tokenbroker_bench WITH (FORCE)" -c "CREATE DATABASE tokenbroker_bench" >/dev/null
+  DATABASE_URL="$(scripts/pg.sh url)"
+fi
+export DATABASE_URL
+python3 bench/bench.py "$@"
