@@ -25,6 +25,7 @@ public enum CLI {
           apikey revoke ID           revoke an API key
           sealing-key generate [--id ID]
                                      print a new random AES-256 sealing key entry (id:base64)
+          routes                     print the HTTP route table (METHOD PATTERN), as docs/openapi.yaml lists it
 
         Every command but sealing-key reads the configuration (see README): DATABASE_URL,
         TOKENBROKER_SEALING_KEYS or TOKENBROKER_SEALING_KEY_FILE, ... Pass --config FILE for a
@@ -58,6 +59,9 @@ public enum CLI {
             case "migrate":
                 let applied = try runtime.migrate()
                 logger.info("migrated", ("applied", applied.map(String.init).joined(separator: ",")))
+                return 0
+            case "routes":
+                for r in Routes.router(runtime).table { print("\(r.method) \(r.pattern)") }
                 return 0
             case "tenant": return try Commands.tenant(args, runtime)
             case "client": return try Commands.client(args, runtime)
