@@ -39,7 +39,12 @@ public struct Migrator: Sendable {
         let applied = try appliedVersions(c)
         var done: [Int] = []
         for m in migrations where !applied.contains(m.version) {
-            try c.executeScript("BEGIN;\n\(m.sql)\n;INSERT INTO schema_migrations (version, name) VALUES (\(m.version), '\(m.name.replacingOccurrences(of: "'", with: "''"))');\nCOMMIT;")
+            do {
+                try c.executeScript("BEGIN;\n\(m.sql)\n;INSERT INTO schema_migrations (version, name) VALUES (\(m.version), '\(m.name.replacingOccurrences(of: "'", with: "''"))');\nCOMMIT;")
+            } catch {
+                _ = try? c.executeScript("ROLLBACK")
+                throw PGError(sqlstate: error.sqlstate, message: "migration \(m.name): \(error.message)")
+            }
             done.append(m.version)
         }
         return done

@@ -13,21 +13,21 @@ public final class PostgresRegistryStore: RegistryStore {
     }
 
     public func tenant(_ id: String) throws -> Tenant? {
-        try run { c in
+        try pool.run { c in
             let r = try c.execute("SELECT id, name, disabled, extract(epoch from created_at) FROM tenants WHERE id = \(id)")
             return r.count == 0 ? nil : Tenant(id: r.string(0, 0)!, name: r.string(0, 1)!, disabled: r.bool(0, 2)!, createdAt: r.date(0, 3)!)
         }
     }
 
     public func tenants() throws -> [Tenant] {
-        try run { c in
+        try pool.run { c in
             let r = try c.execute("SELECT id, name, disabled, extract(epoch from created_at) FROM tenants ORDER BY id")
             return (0..<r.count).map { Tenant(id: r.string($0, 0)!, name: r.string($0, 1)!, disabled: r.bool($0, 2)!, createdAt: r.date($0, 3)!) }
         }
     }
 
     public func putTenant(id: String, name: String, now: Date) throws -> (Tenant, created: Bool) {
-        try run { c in
+        try pool.run { c in
             let r = try c.execute("""
                 INSERT INTO tenants (id, name, created_at) VALUES (\(id), \(name), \(now))
                 ON CONFLICT (id) DO UPDATE SET name = excluded.name
@@ -38,7 +38,7 @@ public final class PostgresRegistryStore: RegistryStore {
     }
 
     public func client(tenant: String, id: String) throws -> ClientRegistration? {
-        try run { c in
+        try pool.run { c in
             let r = try c.execute("""
                 SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' '),
                        array_to_string(redirect_after_allowed, ' '), refresh_policy::text, max_concurrent_refreshes
@@ -55,7 +55,7 @@ public final class PostgresRegistryStore: RegistryStore {
     }
 
     public func clientSecret(tenant: String, id: String) throws -> String? {
-        try run { c in
+        try pool.run { c in
             let r = try c.execute("SELECT client_secret FROM clients WHERE tenant_id = \(tenant) AND id = \(id)")
             guard r.count == 1, let sealed = r.bytes(0, 0) else { return nil }
             return try sealer.open(sealed, context: "clients/\(tenant)/\(id)/client_secret")
@@ -65,7 +65,7 @@ public final class PostgresRegistryStore: RegistryStore {
     public func putClient(_ cl: ClientRegistration, secret: String?, now: Date) throws -> (ClientRegistration, created: Bool) {
         let policy = String(decoding: try JSONEncoder().encode(cl.refreshPolicy), as: UTF8.self)
         let sealed = secret.map { sealer.seal($0, context: "clients/\(cl.tenant)/\(cl.id)/client_secret") }
-        return try run { c in
+        return try pool.run { c in
             let r = try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,
                     redirect_after_allowed, refresh_policy, max_concurrent_refreshes, created_at, updated_at)
@@ -83,7 +83,7 @@ public final class PostgresRegistryStore: RegistryStore {
     }
 
     public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])? {
-        try run { c in
+        try pool.run { c in
             let r = try c.execute("""
                 SELECT name, array_to_string(roles, ' '), array_to_string(tenants, ' '), secret_hash,
                        extract(epoch from revoked_at)
@@ -97,7 +97,7 @@ public final class PostgresRegistryStore: RegistryStore {
     }
 
     public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws {
-        try run { c in
+        try pool.run { c in
             try c.execute("""
                 INSERT INTO api_keys (id, name, roles, tenants, secret_hash, created_at)
                 VALUES (\(p.id), \(p.name), \(p.roles.map(\.rawValue).sorted()), \(p.tenants.sorted()), \(secretHash), \(now))
@@ -106,7 +106,7 @@ public final class PostgresRegistryStore: RegistryStore {
     }
 
     public func revokeAPIKey(id: String, now: Date) throws -> Bool {
-        try run { c in
+        try pool.run { c in
             let r = try c.execute("UPDATE api_keys SET revoked_at = coalesce(revoked_at, \(now)) WHERE id = \(id)")
             return r.affected == 1
         }
@@ -114,11 +114,7 @@ public final class PostgresRegistryStore: RegistryStore {
 
     public func touchAPIKeys(_ ids: [String], at: Date) throws {
         guard !ids.isEmpty else { return }
-        try run { c in try c.execute("UPDATE api_keys SET last_used_at = \(at) WHERE id = ANY(\(ids))") }
+        try pool.run { c in try c.execute("UPDATE api_keys SET last_used_at = \(at) WHERE id = ANY(\(ids))") }
     }
 
-    @discardableResult
-    func run<T>(_ body: (PGConnection) throws -> T) throws -> T {
-        do { return try pool.withConnection(body) } catch let e as PGError { throw e.brokerError }
-    }
 }

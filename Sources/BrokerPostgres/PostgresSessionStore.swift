@@ -23,21 +23,21 @@ public final class PostgresSessionStore: SessionStore {
         """
 
     public func session(tenant: String, id: String) throws -> Session? {
-        try run { c in
+        try pool.run { c in
             let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)")
             return try rows.count == 0 ? nil : decode(rows, 0, tenant: tenant)
         }
     }
 
     public func sessions(tenant: String, ids: [String]) throws -> [Session] {
-        try run { c in
+        try pool.run { c in
             let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = ANY(\(ids))")
             return try (0..<rows.count).map { try decode(rows, $0, tenant: tenant) }
         }
     }
 
     public func latestSession(tenant: String, client: String, subject: String) throws -> Session? {
-        try run { c in
+        try pool.run { c in
             let rows = try c.execute("""
                 SELECT \(raw: Self.columns) FROM sessions
                 WHERE tenant_id = \(tenant) AND client_id = \(client) AND subject = \(subject)
@@ -48,7 +48,7 @@ public final class PostgresSessionStore: SessionStore {
     }
 
     public func insert(_ s: Session) throws {
-        try run { c in
+        try pool.run { c in
             try c.execute("""
                 INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, sid, email, auth_time,
                     access_token, access_expires_at, access_lifetime, refresh_token, id_token, state, next_refresh_at,
@@ -64,7 +64,7 @@ public final class PostgresSessionStore: SessionStore {
 
     public func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
                                    _ body: (Session) throws -> (write: Session?, result: T)) throws -> T {
-        try run { c in
+        try pool.run { c in
             try c.execute("BEGIN")
             do {
                 try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
@@ -85,7 +85,7 @@ public final class PostgresSessionStore: SessionStore {
 
     public func touch(_ uses: [SessionUse]) throws {
         guard !uses.isEmpty else { return }
-        try run { c in
+        try pool.run { c in
             try c.execute("""
                 UPDATE sessions s SET last_used_at = greatest(s.last_used_at, to_timestamp(u.at))
                 FROM unnest(\(uses.map(\.tenant)), \(uses.map(\.id)), \(uses.map { $0.at.timeIntervalSince1970 })) AS u(tenant, id, at)
@@ -97,7 +97,7 @@ public final class PostgresSessionStore: SessionStore {
     /// Writes every mutable column; the version must be the locked one plus one.
     private func update(_ c: PGConnection, _ s: Session, expectedVersion: Int64) throws {
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
-        try c.execute("""
+        let updated = try c.execute("""
             UPDATE sessions SET scopes = \(s.scopes), sid = \(s.claims.sid), email = \(s.claims.email),
                 auth_time = \(s.claims.authTime), access_token = \(seal(s.accessToken, s, "access_token")),
                 access_expires_at = \(s.accessExpiresAt), access_lifetime = \(s.accessLifetime),
@@ -106,6 +106,8 @@ public final class PostgresSessionStore: SessionStore {
                 failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt)
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             """)
+        // The row is locked FOR UPDATE, so this cannot miss; if it ever does, write nothing.
+        guard updated.affected == 1 else { throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh") }
     }
 
     private func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {
@@ -134,9 +136,4 @@ public final class PostgresSessionStore: SessionStore {
             lastRefreshedAt: rows.date(r, 21))
     }
 
-    /// Runs store work, turning PostgreSQL errors into the BrokerError callers see.
-    @discardableResult
-    func run<T>(_ body: (PGConnection) throws -> T) throws -> T {
-        do { return try pool.withConnection(body) } catch let e as PGError { throw e.brokerError }
-    }
 }

@@ -132,9 +132,14 @@ struct BadInputTests {
 
 /// Runs one SQL statement through psql against the test database and returns its output.
 func runPSQL(_ sql: String) throws -> String {
+    try runTool("/usr/bin/psql", [try TestEnv.databaseURL(), "-Atqc", sql])
+}
+
+/// Runs a PostgreSQL client tool and returns what it printed.
+func runTool(_ path: String, _ args: [String]) throws -> String {
     let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-    p.arguments = [try TestEnv.databaseURL(), "-Atqc", sql]
+    p.executableURL = URL(fileURLWithPath: path)
+    p.arguments = args
     let out = Pipe()
     p.standardOutput = out
     try p.run()

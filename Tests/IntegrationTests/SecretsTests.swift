@@ -41,13 +41,5 @@ struct SecretsTests {
 
 /// A plain-text dump of the test database's data.
 func pgDump() throws -> String {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/pg_dump")
-    p.arguments = ["--data-only", "--dbname", try TestEnv.databaseURL()]
-    let out = Pipe()
-    p.standardOutput = out
-    try p.run()
-    let d = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return String(decoding: d, as: UTF8.self)
+    try runTool("/usr/bin/pg_dump", ["--data-only", "--dbname", try TestEnv.databaseURL()])
 }
