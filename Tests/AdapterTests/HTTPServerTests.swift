@@ -49,13 +49,13 @@ final class RawClient {
 
 @Suite("HTTP server on libmicrohttpd")
 struct HTTPServerTests {
-    static func server(maxBody: Int = 64) throws -> MHDServer {
+    static func server(maxBody: Int = 64, maxHeader: Int = 32 * 1024) throws -> MHDServer {
         var r = Router()
         r.add("GET", "/now") { _ in .now(.json(200, "{\"ok\":true}")) }
         r.add("POST", "/echo/{id}") { req in .now(.json(200, "{\"id\":\"\(req[param: "id"])\",\"n\":\(req.body.count),\"big\":\(req.bodyTooLarge)}")) }
         r.add("GET", "/later") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { respond(.json(202, "{}")) } } }
         let router = r
-        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2, maxBodyBytes: maxBody)) { req in
+        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2, maxBodyBytes: maxBody, maxHeaderBytes: maxHeader)) { req in
             switch router.match(method: req.method, path: req.path) {
             case .found(let h, let p):
                 var r = req
@@ -110,6 +110,15 @@ struct HTTPServerTests {
         let chunk = String(repeating: "a", count: 100)
         d.send("POST /echo/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n\(chunk)\r\n0\r\n\r\n")
         #expect(d.response()?.status == 413)
+    }
+
+    @Test("headers over the limit are refused with 431 and never reach a handler")
+    func headerLimit() throws {
+        let s = try Self.server(maxHeader: 8192)
+        defer { s.stop() }
+        let c = try RawClient(port: s.port)
+        c.send("GET /now HTTP/1.1\r\nHost: x\r\nX-Filler: \(String(repeating: "a", count: 16_000))\r\n\r\n")
+        #expect(c.response()?.status == 431)
     }
 
     @Test("the caller's sane X-Request-Id is kept, an unsafe one replaced")
