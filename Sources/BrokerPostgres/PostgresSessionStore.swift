@@ -67,8 +67,13 @@ public final class PostgresSessionStore: SessionStore {
         try pool.run { c in
             try c.execute("BEGIN")
             do {
-                try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
-                try c.execute("SELECT pg_advisory_xact_lock(\(LockKey.session(tenant: tenant, id: id)))")
+                let key = LockKey.session(tenant: tenant, id: id)
+                if timeout <= 0 {
+                    guard try c.execute("SELECT pg_try_advisory_xact_lock(\(key))").bool(0, 0) == true else { throw BrokerError.refreshBusy }
+                } else {
+                    try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
+                    try c.execute("SELECT pg_advisory_xact_lock(\(key))")
+                }
                 let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE")
                 guard rows.count == 1 else { throw BrokerError.notFound("session") }
                 let locked = try decode(rows, 0, tenant: tenant)
@@ -91,6 +96,17 @@ public final class PostgresSessionStore: SessionStore {
                 FROM unnest(\(uses.map(\.tenant)), \(uses.map(\.id)), \(uses.map { $0.at.timeIntervalSince1970 })) AS u(tenant, id, at)
                 WHERE s.tenant_id = u.tenant AND s.id = u.id
                 """)
+        }
+    }
+
+    public func dueSessions(before: Date, limit: Int) throws -> [DueSession] {
+        try pool.run { c in
+            let r = try c.execute("""
+                SELECT tenant_id, id, extract(epoch from next_refresh_at) FROM sessions
+                WHERE state = 'active' AND next_refresh_at < \(before)
+                ORDER BY next_refresh_at LIMIT \(limit)
+                """)
+            return (0..<r.count).map { DueSession(tenant: r.string($0, 0)!, id: r.string($0, 1)!, at: r.date($0, 2)!) }
         }
     }
 

@@ -42,7 +42,7 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         locks.lock()
         let deadline = Date().addingTimeInterval(timeout)
         while held.contains(k) {
-            guard locks.wait(until: deadline) else {
+            guard timeout > 0, locks.wait(until: deadline) else {
                 locks.unlock()
                 throw BrokerError.refreshBusy
             }
@@ -62,6 +62,14 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
             rows.withLock { $0[k] = w }
         }
         return result
+    }
+
+    public func dueSessions(before: Date, limit: Int) throws -> [DueSession] {
+        rows.withLock { r in
+            r.values.filter { $0.state == .active && ($0.nextRefreshAt.map { $0 < before } ?? false) }
+                .sorted { $0.nextRefreshAt! < $1.nextRefreshAt! }.prefix(limit)
+                .map { DueSession(tenant: $0.tenant, id: $0.id, at: $0.nextRefreshAt!) }
+        }
     }
 
     public func touch(_ uses: [SessionUse]) throws {

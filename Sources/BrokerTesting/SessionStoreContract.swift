@@ -148,6 +148,53 @@ public enum SessionStoreContract {
         try expect(waiterSaw.withLock { $0 } == "first", "the second holder did not see the first holder's write")
     }
 
+    /// Trying the lock (timeout 0) fails at once while another holder has it.
+    public static func tryLockFailsFastWhenHeld(_ store: any SessionStore, tenants: (String, String)) throws {
+        let s = sample(tenant: tenants.0)
+        try store.insert(s)
+        let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { _ -> (write: Session?, result: Int) in
+                inside.signal()
+                release.wait()
+                return (nil, 0)
+            }
+            done.signal()
+        }
+        inside.wait()
+        let started = Date()
+        do {
+            let _: Int = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 0) { _ in (nil, 0) }
+            throw ContractViolation(description: "a try-lock got a held lock")
+        } catch let e as BrokerError {
+            try expect(e == .refreshBusy, "a held try-lock failed with \(e.code)")
+        }
+        try expect(Date().timeIntervalSince(started) < 1, "a try-lock waited")
+        release.signal()
+        done.wait()
+        let free: Int = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 0) { _ in (nil, 7) }
+        try expect(free == 7, "a free try-lock was not taken")
+    }
+
+    /// The loader sees active sessions due before the horizon, earliest first, in every tenant.
+    public static func dueSessionsAreActiveAndOrdered(_ store: any SessionStore, tenants: (String, String)) throws {
+        let far = Date(timeIntervalSince1970: 1_900_000_000)   // later than any other contract sample
+        var rows: [Session] = []
+        for (i, t) in [tenants.0, tenants.1, tenants.0].enumerated() {
+            var s = sample(tenant: t)
+            s.nextRefreshAt = far.addingTimeInterval(Double(3 - i))
+            rows.append(s)
+        }
+        rows[2].state = .revoked
+        var later = sample(tenant: tenants.1)
+        later.nextRefreshAt = far.addingTimeInterval(100)
+        for s in rows + [later] { try store.insert(s) }
+        let mine = Set((rows + [later]).map(\.id))
+        let due = try store.dueSessions(before: far.addingTimeInterval(50), limit: 1_000_000).filter { mine.contains($0.id) }
+        try expect(due.map(\.id) == [rows[1].id, rows[0].id], "due sessions wrong or out of order: \(due.map(\.id))")
+        try expect(due.map(\.tenant) == [tenants.1, tenants.0], "due sessions lost their tenants")
+    }
+
     /// touch records last use without bumping the version.
     public static func touchRecordsUse(_ store: any SessionStore, tenants: (String, String)) throws {
         let s = sample(tenant: tenants.0)
@@ -162,7 +209,8 @@ public enum SessionStoreContract {
     /// Every case, so that each backend runs them all as one parameterized test.
     public enum Case: String, CaseIterable, Sendable {
         case insertedSessionReadsBackOnlyInItsTenant, duplicateInsertConflicts, latestSessionPrefersNewestActive
-        case refreshLockWritesAtomically, refreshLockIsExclusive, touchRecordsUse
+        case refreshLockWritesAtomically, refreshLockIsExclusive, touchRecordsUse, tryLockFailsFastWhenHeld
+        case dueSessionsAreActiveAndOrdered
 
         public func run(_ store: any SessionStore, tenants: (String, String)) throws {
             switch self {
@@ -172,6 +220,8 @@ public enum SessionStoreContract {
             case .refreshLockWritesAtomically: try SessionStoreContract.refreshLockWritesAtomically(store, tenants: tenants)
             case .refreshLockIsExclusive: try SessionStoreContract.refreshLockIsExclusive(store, tenants: tenants)
             case .touchRecordsUse: try SessionStoreContract.touchRecordsUse(store, tenants: tenants)
+            case .tryLockFailsFastWhenHeld: try SessionStoreContract.tryLockFailsFastWhenHeld(store, tenants: tenants)
+            case .dueSessionsAreActiveAndOrdered: try SessionStoreContract.dueSessionsAreActiveAndOrdered(store, tenants: tenants)
             }
         }
     }

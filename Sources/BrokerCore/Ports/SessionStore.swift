@@ -14,7 +14,8 @@ public protocol SessionStore: Sendable {
     func insert(_ session: Session) throws
 
     /// Runs `body` while holding the session's cross-replica refresh lock, waiting at most
-    /// `timeout` for it, with the row re-read under the lock. `body` returns the session to
+    /// `timeout` for it (0: only try, and fail at once with `refreshBusy` when it is held), with
+    /// the row re-read under the lock. `body` returns the session to
     /// write (or nil to leave the row as it is) and its result; the write, its version bump and
     /// the release of the lock commit together. When `body` throws, nothing is written and the
     /// lock is released.
@@ -26,6 +27,23 @@ public protocol SessionStore: Sendable {
 
     /// Records that sessions were used, in bulk (last_used_at).
     func touch(_ uses: [SessionUse]) throws
+
+    /// Active sessions whose next refresh is before `before`, earliest first, across every
+    /// tenant: the refresh engine's loader, and the one query that is not scoped to a tenant.
+    func dueSessions(before: Date, limit: Int) throws -> [DueSession]
+}
+
+/// DueSession is a session the refresh engine should schedule.
+public struct DueSession: Sendable, Equatable {
+    public let tenant: String
+    public let id: String
+    public let at: Date
+
+    public init(tenant: String, id: String, at: Date) {
+        self.tenant = tenant
+        self.id = id
+        self.at = at
+    }
 }
 
 /// SessionUse says a session was handed out at an instant.
