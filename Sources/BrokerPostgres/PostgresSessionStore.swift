@@ -102,11 +102,17 @@ public final class PostgresSessionStore: SessionStore {
     public func dueSessions(before: Date, limit: Int) throws -> [DueSession] {
         try pool.run { c in
             let r = try c.execute("""
-                SELECT tenant_id, id, extract(epoch from next_refresh_at) FROM sessions
+                SELECT tenant_id, id, client_id, extract(epoch from next_refresh_at) FROM sessions
                 WHERE state = 'active' AND next_refresh_at < \(before)
                 ORDER BY next_refresh_at LIMIT \(limit)
                 """)
-            return (0..<r.count).map { DueSession(tenant: r.string($0, 0)!, id: r.string($0, 1)!, at: r.date($0, 2)!) }
+            return (0..<r.count).map { DueSession(tenant: r.string($0, 0)!, id: r.string($0, 1)!, client: r.string($0, 2)!, at: r.date($0, 3)!) }
+        }
+    }
+
+    public func countGrantedBefore(_ grantedBefore: Date) throws -> Int {
+        try pool.run { c in
+            try c.execute("SELECT count(*) FROM sessions WHERE state = 'active' AND granted_at < \(grantedBefore)").int(0, 0) ?? 0
         }
     }
 

@@ -68,8 +68,12 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         rows.withLock { r in
             r.values.filter { $0.state == .active && ($0.nextRefreshAt.map { $0 < before } ?? false) }
                 .sorted { $0.nextRefreshAt! < $1.nextRefreshAt! }.prefix(limit)
-                .map { DueSession(tenant: $0.tenant, id: $0.id, at: $0.nextRefreshAt!) }
+                .map { DueSession(tenant: $0.tenant, id: $0.id, client: $0.client, at: $0.nextRefreshAt!) }
         }
+    }
+
+    public func countGrantedBefore(_ grantedBefore: Date) throws -> Int {
+        rows.withLock { r in r.values.filter { $0.state == .active && $0.grantedAt < grantedBefore }.count }
     }
 
     public func touch(_ uses: [SessionUse]) throws {

@@ -2,46 +2,73 @@ import Foundation
 import BrokerCore
 
 extension TokenService {
-    /// One refresh flight, run by its leader on the executor: take the session's cross-replica
-    /// lock, re-read, and spend the refresh token only if nobody refreshed since `seenVersion`.
-    func refreshLocked(_ key: SessionKey, seenVersion: Int64, need: TokenRequirement, client: ClientRegistration, actor: String) -> FlightResult {
-        let result: FlightResult
+    /// Why a flight runs: a caller needs a token (wait for the lock, compare versions), or the
+    /// session's timer fired (only try the lock; follow the stored schedule).
+    enum FlightMode {
+        case demand(seenVersion: Int64, need: TokenRequirement)
+        case due
+    }
+
+    /// One refresh flight, run by its leader on a worker thread: take the session's
+    /// cross-replica lock, re-read, and spend the refresh token only if the decision under the
+    /// lock says so. Returns the flight's result and the row as written, if it was.
+    func refreshLocked(_ key: SessionKey, mode: FlightMode, actor: String) -> (FlightResult, written: Session?) {
+        var outcome: (FlightResult, written: Session?)
+        let timeout: TimeInterval
+        if case .due = mode { timeout = 0 } else { timeout = lockTimeout }
         do {
-            result = try store.withRefreshLock(tenant: key.tenant, id: key.id, timeout: lockTimeout) { locked in
+            outcome = try store.withRefreshLock(tenant: key.tenant, id: key.id, timeout: timeout) { locked in
                 let now = clock.now()
-                switch TokenDecision.decideLocked(locked, need, seenVersion: seenVersion, now: now) {
+                let decision: TokenDecision
+                switch mode {
+                case .demand(let seen, let need):
+                    decision = TokenDecision.decideLocked(locked, need, seenVersion: seen, now: now)
+                case .due:
+                    switch DueDecision.decide(locked, now: now) {
+                    case .refresh: decision = .refresh
+                    case .reschedule: decision = .serve
+                    case .drop: decision = .reject(.sessionNotActive(locked.state == .active ? .needsReauth : locked.state))
+                    }
+                }
+                switch decision {
                 case .serve:
                     metrics.refreshes.add("skipped")
-                    return (nil, .success((locked, false)))
-                case .reject(.sessionNotActive(.needsReauth)) where locked.state == .active:
+                    return (nil, (.success((locked, false)), nil))
+                case .reject(.sessionNotActive(.needsReauth)) where locked.state == .active && locked.refreshToken == nil:
                     var s = locked
                     s.version += 1
                     s.state = .needsReauth
                     s.lastError = "no refresh token"
                     s.nextRefreshAt = nil
-                    return (s, .failure(.sessionNotActive(.needsReauth)))
+                    return (s, (.failure(.sessionNotActive(.needsReauth)), s))
                 case .reject(let e):
-                    return (nil, .failure(e))
+                    return (nil, (.failure(e), nil))
                 case .refresh:
-                    return spend(locked, client: client, now: now)
+                    guard let client = try registry.client(tenant: key.tenant, id: locked.client, now: now) else {
+                        return (nil, (.failure(.notFound("client")), nil))
+                    }
+                    let (write, result) = spend(locked, client: client)
+                    return (write, (result, write))
                 }
             }
         } catch {
-            if case .refreshBusy = Self.brokerError(error) { metrics.lockContention.add() }
-            result = .failure(Self.brokerError(error))
+            let e = Self.brokerError(error)
+            if e == .refreshBusy { metrics.lockContention.add() }
+            outcome = (.failure(e), nil)
         }
-        afterFlight(key, result, actor: actor)
-        return result
+        afterFlight(key, outcome.0, written: outcome.written, actor: actor)
+        return outcome
     }
 
     /// Calls the IdP with the locked row's refresh token and says what to write.
-    private func spend(_ locked: Session, client: ClientRegistration, now: Date) -> (write: Session?, result: FlightResult) {
+    private func spend(_ locked: Session, client: ClientRegistration) -> (write: Session, result: FlightResult) {
         let started = clock.now()
         let grant: TokenGrant
         do {
             grant = try endpoint.refresh(client: client, refreshToken: locked.refreshToken ?? "")
         } catch {
-            metrics.refreshLatency.observe(clock.now().timeIntervalSince(started))
+            let now = clock.now()
+            metrics.refreshLatency.observe(now.timeIntervalSince(started))
             var s = locked
             s.version += 1
             s.failureCount += 1
@@ -53,16 +80,19 @@ extension TokenService {
                 return (s, .failure(.sessionNotActive(.needsReauth)))
             }
             metrics.refreshes.add("failed")
+            var retryAfter: Int?
             switch error {
-            case .transient(let reason, let retryAfter):
+            case .transient(let reason, let after):
                 s.lastError = reason
-                return (s, .failure(.idpUnavailable(retryAfter: retryAfter)))
+                retryAfter = after
             case .oauth(let o):
                 s.lastError = "\(o.error) (HTTP \(o.status))"
             case .invalidResponse(let reason), .metadata(let reason):
                 s.lastError = reason
             }
-            return (s, .failure(.idpUnavailable(retryAfter: nil)))
+            // Try again later with backoff; the engine follows this schedule on every replica.
+            s.nextRefreshAt = retry.nextAttempt(after: s.failureCount, retryAfter: retryAfter, now: now, draw: (jitter() + 1) / 2)
+            return (s, .failure(.idpUnavailable(retryAfter: retryAfter)))
         }
         let finished = clock.now()
         metrics.refreshLatency.observe(finished.timeIntervalSince(started))
@@ -92,8 +122,11 @@ extension TokenService {
     }
 
     /// Publishes what other replicas must know and keeps this replica's cache current.
-    private func afterFlight(_ key: SessionKey, _ result: FlightResult, actor: String) {
+    private func afterFlight(_ key: SessionKey, _ result: FlightResult, written: Session?, actor: String) {
         let now = clock.now()
+        if let w = written {
+            feed.publish(.scheduled(tenant: key.tenant, id: key.id, client: w.client, at: w.state == .active ? w.nextRefreshAt : nil))
+        }
         switch result {
         case .success(let (s, refreshed)):
             cache.put(s, now: now)
@@ -106,7 +139,9 @@ extension TokenService {
             audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: state.rawValue))
         case .failure(let e):
             cache.remove(key)
-            audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: e.code))
+            if e != .refreshBusy {
+                audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: e.code))
+            }
         }
     }
 

@@ -28,11 +28,13 @@ public final class TokenService: Sendable {
     public let metrics: TokenMetrics
     let flights = SingleFlight<SessionKey, FlightResult>()
     let lockTimeout: TimeInterval
+    let retry: RetryPolicy
     let jitter: @Sendable () -> Double
 
     public init(store: any SessionStore, registry: RegistryCache, endpoint: any TokenEndpoint, audit: any AuditSink,
                 feed: any ChangeFeed, clock: any Clock, executor: BlockingExecutor, cache: SessionCache,
-                lockTimeout: TimeInterval = 10, jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
+                lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
+                jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
         self.store = store
         self.registry = registry
         self.endpoint = endpoint
@@ -44,6 +46,7 @@ public final class TokenService: Sendable {
         self.usage = UsageRecorder()
         self.metrics = TokenMetrics()
         self.lockTimeout = lockTimeout
+        self.retry = retry
         self.jitter = jitter
     }
 
@@ -96,6 +99,28 @@ public final class TokenService: Sendable {
         for s in found { cache.put(s, now: now) }
     }
 
+    /// Runs a due session's refresh on the calling (engine worker) thread, sharing the flight
+    /// with any on-demand request for it, and says when the session is next due (nil: never).
+    public func refreshDue(_ key: SessionKey) -> DueOutcome {
+        let done = DispatchSemaphore(value: 0)
+        let joined = ResultBox()
+        if flights.join(key, { joined.set($0); done.signal() }) {
+            let (result, written) = refreshLocked(key, mode: .due, actor: "engine")
+            flights.finish(key, result)
+            done.wait()
+            switch result {
+            case .success(let (s, _)): return .next(s.state == .active ? s.nextRefreshAt : nil)
+            case .failure(.refreshBusy): return .busy
+            case .failure(.sessionNotActive), .failure(.notFound): return .next(nil)
+            case .failure: return .next(written?.nextRefreshAt ?? clock.now().addingTimeInterval(retry.cap))
+            }
+        }
+        done.wait()
+        // Joined someone else's flight: its row is now the truth.
+        if case .success(let (s, _)) = joined.get() { return .next(s.state == .active ? s.nextRefreshAt : nil) }
+        return .busy
+    }
+
     /// Drops what the change feed says changed elsewhere.
     public func forget(_ change: Change) {
         switch change {
@@ -105,6 +130,13 @@ public final class TokenService: Sendable {
         case .resync: cache.removeAll()
         default: break
         }
+    }
+
+    final class ResultBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value: FlightResult?
+        func set(_ v: FlightResult) { lock.withLock { value = v } }
+        func get() -> FlightResult? { lock.withLock { value } }
     }
 
     private func resolve(tenant: String, target: TokenTarget, now: Date) throws -> Session {
@@ -147,6 +179,9 @@ public final class TokenService: Sendable {
             let leads = flights.join(key) { [self] result in
                 let now = clock.now()
                 switch result {
+                case .failure(.refreshBusy) where attempt == 0:
+                    // We joined a timer-driven flight that only tried the lock; wait for it ourselves.
+                    executor.submit { self.serveOrRefresh(session, principal: principal, request: request, attempt: 1, completion: completion) }
                 case .failure(let e):
                     completion(finish(.failure(e), principal, tenant, session.id, now))
                 case .success(let (fresh, refreshed)):
@@ -167,7 +202,7 @@ public final class TokenService: Sendable {
             }
             if leads {
                 executor.submit { [self] in
-                    flights.finish(key, refreshLocked(key, seenVersion: session.version, need: need, client: client, actor: principal.id))
+                    flights.finish(key, refreshLocked(key, mode: .demand(seenVersion: session.version, need: need), actor: principal.id).0)
                 }
             }
         }

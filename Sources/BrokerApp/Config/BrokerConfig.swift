@@ -1,3 +1,4 @@
+import Broker
 import BrokerCrypto
 import BrokerHTTP
 import Foundation
@@ -16,6 +17,8 @@ public struct BrokerConfig: Sendable {
     public var cacheCapacity: Int
     public var lockTimeout: TimeInterval
     public var idpTimeout: TimeInterval
+    public var refresh: RefreshEngine.Config
+    public var refreshConcurrency: Int
     public var accessLog: Bool
     public var logLevel: LogLevel
     public var migrationsDirectory: URL?
@@ -73,13 +76,23 @@ public struct BrokerConfig: Sendable {
         guard let logLevel = LogLevel(rawValue: level) else {
             throw Invalid(description: "TOKENBROKER_LOG_LEVEL must be debug, info, warn or error")
         }
+        var refresh = RefreshEngine.Config()
+        refresh.tick = Double(try int("TOKENBROKER_REFRESH_TICK_MS", 100, 10...1000)) / 1000
+        refresh.horizon = TimeInterval(try int("TOKENBROKER_REFRESH_HORIZON_SECONDS", 120, 10...86_400))
+        refresh.loadInterval = TimeInterval(try int("TOKENBROKER_REFRESH_LOAD_SECONDS", 30, 1...3600))
+        guard refresh.loadInterval < refresh.horizon else {
+            throw Invalid(description: "TOKENBROKER_REFRESH_LOAD_SECONDS must be shorter than TOKENBROKER_REFRESH_HORIZON_SECONDS")
+        }
+        refresh.grantLifetime = TimeInterval(try int("TOKENBROKER_GRANT_LIFETIME_SECONDS", 7 * 86_400, 3600...(365 * 86_400)))
+        refresh.grantWarning = min(86_400, refresh.grantLifetime / 7)
         return BrokerConfig(
             databaseURL: db, http: http, sealingKeys: keys, workerThreads: workers,
-            databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 4, 1...1024),
+            databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 16 + 4, 1...1024),
             cacheMaxAge: TimeInterval(try int("TOKENBROKER_CACHE_MAX_AGE_SECONDS", 30, 0...3600)),
             cacheCapacity: try int("TOKENBROKER_CACHE_CAPACITY", 200_000, 100...10_000_000),
             lockTimeout: TimeInterval(try int("TOKENBROKER_LOCK_TIMEOUT_SECONDS", 10, 1...120)),
             idpTimeout: TimeInterval(try int("TOKENBROKER_IDP_TIMEOUT_SECONDS", 10, 1...120)),
+            refresh: refresh, refreshConcurrency: try int("TOKENBROKER_REFRESH_CONCURRENCY", 16, 1...512),
             accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,
             migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) })
     }

@@ -19,8 +19,16 @@ enum Metrics {
         out += "# HELP tokenbroker_refresh_seconds IdP refresh latency.\n# TYPE tokenbroker_refresh_seconds histogram\n"
         for (b, c) in zip(m.refreshLatency.bounds, h.cumulative) { out += "tokenbroker_refresh_seconds_bucket{le=\"\(b)\"} \(c)\n" }
         out += "tokenbroker_refresh_seconds_bucket{le=\"+Inf\"} \(h.count)\ntokenbroker_refresh_seconds_sum \(h.sum)\ntokenbroker_refresh_seconds_count \(h.count)\n"
-        out += "# HELP tokenbroker_cached_sessions Sessions held in memory.\n# TYPE tokenbroker_cached_sessions gauge\n"
-        out += "tokenbroker_cached_sessions \(runtime.tokens.cache.count)\n"
+        func gauge(_ name: String, _ help: String, _ v: Int) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(v)\n"
+        }
+        let load = runtime.engine.pool.load
+        gauge("tokenbroker_cached_sessions", "Sessions held in memory.", runtime.tokens.cache.count)
+        gauge("tokenbroker_timers_scheduled", "Sessions scheduled in this replica's timer wheel.", runtime.engine.scheduled.load(ordering: .relaxed))
+        gauge("tokenbroker_refreshes_in_flight", "Timer-driven refreshes running now.", load.running)
+        gauge("tokenbroker_refreshes_waiting", "Timer-driven refreshes waiting for a global or per-client cap.", load.waiting)
+        gauge("tokenbroker_sessions_near_grant_expiry", "Active sessions within a day of the IdP's absolute refresh-token lifetime.",
+              runtime.engine.nearGrantExpiry.load(ordering: .relaxed))
         return out
     }
 }

@@ -22,6 +22,7 @@ public final class BrokerRuntime: Sendable {
     public let auth: Authenticator
     public let operators: OperatorService
     public let admin: SessionAdmin
+    public let engine: RefreshEngine
     let migrator: Migrator
 
     public init(config: BrokerConfig, logger: Logger, clock: any Clock = SystemClock()) throws {
@@ -48,6 +49,8 @@ public final class BrokerRuntime: Sendable {
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock)
         admin = SessionAdmin(store: sessions, registry: registry, feed: feed, audit: audit, clock: clock)
+        engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,
+                               pool: RefreshPool(globalCap: config.refreshConcurrency))
         migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())
     }
 
@@ -62,14 +65,17 @@ public final class BrokerRuntime: Sendable {
         try pool.withConnection { try migrator.pending($0) }
     }
 
-    /// Starts background work: the change feed and the periodic flush of audit and usage.
+    /// Starts background work: the change feed, the refresh engine, and the periodic flush of
+    /// audit and usage.
     public func startBackground() {
-        let tokens = self.tokens, registry = self.registry, auth = self.auth
+        let tokens = self.tokens, registry = self.registry, auth = self.auth, engine = self.engine
         feed.subscribe { change in
             tokens.forget(change)
             registry.forget(change)
             auth.forget(change)
+            engine.apply(change)
         }
+        engine.start()
         let t = Thread { [self] in
             while true {
                 Thread.sleep(forTimeInterval: 0.25)
@@ -89,8 +95,9 @@ public final class BrokerRuntime: Sendable {
         if !keys.isEmpty { try? registryStore.touchAPIKeys(keys, at: clock.now()) }
     }
 
-    /// Lets queued work finish, flushes, stops listening.
+    /// Stops the engine (running refreshes finish), lets queued work finish, flushes, stops listening.
     public func shutdown() {
+        engine.stop()
         executor.shutdown()
         feed.stop()
         flush()

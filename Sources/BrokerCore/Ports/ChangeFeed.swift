@@ -1,5 +1,7 @@
 /// ChangeFeed carries "this changed, drop your copy" between replicas (LISTEN/NOTIFY in
 /// PostgreSQL). Delivery is at-most-once and fast; caches also expire on their own.
+import Foundation
+
 public protocol ChangeFeed: Sendable {
     func publish(_ change: Change)
     /// Starts delivering changes published by any replica, this one included, to `handler`
@@ -17,4 +19,6 @@ public enum Change: Sendable, Equatable {
     case subject(tenant: String, client: String, subject: String)
     /// Changes may have been missed (the feed reconnected): drop everything cached.
     case resync
+    /// The session's next refresh is now at `at` (nil: never, it is no longer active).
+    case scheduled(tenant: String, id: String, client: String, at: Date?)
 }

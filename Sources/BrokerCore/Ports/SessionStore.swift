@@ -31,17 +31,23 @@ public protocol SessionStore: Sendable {
     /// Active sessions whose next refresh is before `before`, earliest first, across every
     /// tenant: the refresh engine's loader, and the one query that is not scoped to a tenant.
     func dueSessions(before: Date, limit: Int) throws -> [DueSession]
+
+    /// Active sessions whose grant began before `grantedBefore` (near the IdP's absolute
+    /// refresh-token lifetime, spec §8), across every tenant.
+    func countGrantedBefore(_ grantedBefore: Date) throws -> Int
 }
 
 /// DueSession is a session the refresh engine should schedule.
 public struct DueSession: Sendable, Equatable {
     public let tenant: String
     public let id: String
+    public let client: String
     public let at: Date
 
-    public init(tenant: String, id: String, at: Date) {
+    public init(tenant: String, id: String, client: String, at: Date) {
         self.tenant = tenant
         self.id = id
+        self.client = client
         self.at = at
     }
 }
