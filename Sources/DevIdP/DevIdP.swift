@@ -162,6 +162,7 @@ public final class DevIdP: Sendable {
             s.families[rt.family] = family
             s.refreshTokens[next] = .init(family: rt.family, client: clientID, subject: rt.subject, scope: rt.scope)
             s.stats[clientID, default: .init()].refreshesOK += 1
+            s.stats[clientID, default: .init()].refreshTimes[rt.subject, default: []].append(Date().timeIntervalSince1970)
             return (rt.subject, rt.scope)
         }
         guard let outcome else { return json(400, ["error": "invalid_grant", "error_description": "refresh token invalid, revoked or reused"]) }
@@ -203,7 +204,9 @@ public final class DevIdP: Sendable {
         let all = state.withLock { s in clientID.map { [$0: s.stats[$0] ?? .init()] } ?? s.stats }
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0
+        var times: [String: [Double]] = [:]
         for st in all.values {
+            for (k, v) in st.refreshTimes { times[k, default: []] += v }
             for (k, v) in st.calls { calls[k, default: 0] += v }
             ok += st.refreshesOK
             reuse += st.reuseDetected
@@ -211,7 +214,7 @@ public final class DevIdP: Sendable {
             revocations += st.revocations
         }
         return json(200, ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
-                          "revocations": revocations])
+                          "revocations": revocations, "refresh_times": times])
     }
 
     func registerClient(_ req: HTTPRequest) -> HTTPResponse {

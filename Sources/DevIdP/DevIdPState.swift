@@ -41,6 +41,7 @@ struct DevIdPState {
         var reuseDetected = 0
         var familiesRevoked = 0
         var revocations = 0
+        var refreshTimes: [String: [Double]] = [:]   // by subject: when each refresh succeeded
     }
 
     /// A switch that makes the token endpoint misbehave for the next `remaining` requests.

@@ -37,7 +37,9 @@ public struct SessionAdmin: Sendable {
         let session = Session(
             tenant: tenant, id: Identifiers.session(using: &rng), client: client.id, subject: i.subject, issuer: client.issuer,
             scopes: i.scopes ?? client.scopes, accessToken: usable ? i.accessToken : nil, accessExpiresAt: usable ? i.expiresAt : nil,
-            refreshToken: i.refreshToken, state: .active, nextRefreshAt: usable ? i.expiresAt : now, grantedAt: i.grantedAt ?? now,
+            refreshToken: i.refreshToken, state: .active,
+            nextRefreshAt: usable ? client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: i.expiresAt!, jitter: Double.random(in: -1...1)) : now,
+            grantedAt: i.grantedAt ?? now,
             createdAt: now)
         try store.insert(session)
         feed.publish(.subject(tenant: tenant, client: client.id, subject: i.subject))

@@ -57,13 +57,23 @@ final class DevIdPServer: @unchecked Sendable {
         let refreshCalls: Int
         let refreshesOK: Int
         let reuseDetected: Int
+        /// When each subject's refreshes succeeded.
+        let refreshTimes: [String: [Double]]
     }
 
     func stats(client: String) async throws -> Stats {
         let r = try await HTTP.get(issuer + "/stats?client_id=\(client)")
         let calls = r["token_calls"] as? [String: Int] ?? [:]
         return Stats(refreshCalls: calls["refresh_token"] ?? 0, refreshesOK: r["refreshes_ok"] as? Int ?? 0,
-                     reuseDetected: r["reuse_detected"] as? Int ?? 0)
+                     reuseDetected: r["reuse_detected"] as? Int ?? 0,
+                     refreshTimes: (r["refresh_times"] as? [String: [Any]] ?? [:]).mapValues { $0.compactMap { ($0 as? NSNumber)?.doubleValue } })
+    }
+
+    /// Makes the token endpoint answer the next `count` requests with `status` (and Retry-After).
+    func fail(status: Int, retryAfter: Int?, count: Int) async throws {
+        var body: [String: Any] = ["status": status, "count": count]
+        if let retryAfter { body["retry_after"] = retryAfter }
+        _ = try await HTTP.post(issuer + "/admin/failures", json: body)
     }
 
     /// Revokes every grant of `subject` at the IdP (as an IdP admin would): the next refresh gets invalid_grant.
