@@ -39,6 +39,9 @@ let package = Package(
         .target(name: "DevIdP", dependencies: ["BrokerHTTP", "BrokerCrypto"]),
         .executableTarget(name: "dev-idp", dependencies: ["DevIdP"]),
 
+        // Benchmark of the timer wheel (make bench).
+        .executableTarget(name: "wheel-bench", dependencies: ["BrokerCore"]),
+
         // Fakes and the process harness for tests.
         .target(name: "BrokerTesting", dependencies: ["BrokerCore", "Broker"]),
 

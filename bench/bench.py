@@ -174,27 +174,156 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         assert status == 200
     batch_ms = statistics.median(times)
 
-    results = {
+    for p in procs:
+        if p.args[0] == BIN / "tokenbroker":
+            p.send_signal(signal.SIGTERM)
+            p.wait()
+    results = {}
+    results.update(wheel_bench())
+    results.update(storm_bench(env, op, idp))
+    results.update(million_bench(env))
+    results.update({
         "date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians",
         "token_fetch_rps": round(token_rps), "token_fetch_p99_ms": round(token_p99, 2),
         "nginx_static_rps": round(nginx_rps), "nginx_static_p99_ms": round(nginx_p99, 2),
         "token_fetch_vs_nginx": round(statistics.median(ratios), 3),
         "token_fetch_vs_nginx_rounds": [round(r, 3) for r in ratios],
         "batch1000_ms": round(batch_ms, 2), "batch1000_p90_ms": round(sorted(times)[int(len(times) * 0.9)], 2),
-    }
+    })
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
     previous.update(results)
     OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
     print(f"\n{'measure':34} {'value':>12}")
     for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
-              "batch1000_ms", "batch1000_p90_ms"]:
+              "batch1000_ms", "batch1000_p90_ms", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
+              "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
+              "ready_rss_mb_1m_sessions"]:
         print(f"{k:34} {results[k]:>12}")
     print(f"\nwritten to {OUT.relative_to(ROOT)}")
     shutil.rmtree(work, ignore_errors=True)
 
 
+def cpu_ms(pid):
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def psql(sql):
+    return subprocess.run(["psql", os.environ["DATABASE_URL"], "-Atqc", sql], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def wheel_bench():
+    out = subprocess.run([BIN / "wheel-bench"], check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    return {"wheel_ops_per_s": r["wheel_ops_per_s"], "wheel_bytes_per_timer": r["wheel_bytes_per_timer"],
+            "wheel_drain_1m_seconds": r["wheel_drain_1m_seconds"]}
+
+
+def start_brokers(env, n, extra):
+    ports = [free_port() for _ in range(n)]
+    ps = [start([BIN / "tokenbroker", "serve"], {**env, **extra, "TOKENBROKER_LISTEN": f"127.0.0.1:{p}"}) for p in ports]
+    for p in ports:
+        wait_ready(f"http://127.0.0.1:{p}/healthz")
+    return ps, [f"http://127.0.0.1:{p}" for p in ports]
+
+
+def storm_bench(env, op, idp, sessions=10_000):
+    """10,000 sessions due within the same 10 s, three replicas, one IdP. The sessions are
+    imported through one replica, made due in the database, then three replicas start and
+    find them in their first load."""
+    ps, urls = start_brokers(env, 1, {})
+    b = urls[0]
+    http("POST", idp + "/admin/clients", body={"client_id": "storm-app", "client_secret": "storm-secret",
+                                                "redirect_uris": [b + "/v1/callback"], "access_ttl": 3600})
+    http("PUT", b + "/v1/tenants/storm", op, {"name": "Storm"})
+    http("PUT", b + "/v1/tenants/storm/clients/app", op, {"issuer": idp, "client_id": "storm-app", "auth_method": "client_secret_basic",
+         "client_secret": "storm-secret", "redirect_uri": b + "/v1/callback", "scopes": ["openid", "offline_access"],
+         "max_concurrent_refreshes": 16})
+    key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "s", "roles": ["admin"], "tenants": ["storm"]})[2])["key"]
+    subjects = [f"s-{i}" for i in range(sessions)]
+    tokens = json.loads(http("POST", idp + "/admin/grants", body={"client_id": "storm-app", "subjects": subjects})[2])["refresh_tokens"]
+    exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    from concurrent.futures import ThreadPoolExecutor
+
+    def imp(sub):
+        st, _, body = http("POST", b + "/v1/tenants/storm/sessions:import", key, {"client": "app", "subject": sub,
+                            "refresh_token": tokens[sub], "access_token": "storm-" + secrets.token_urlsafe(24), "expires_at": exp})
+        assert st == 201, body
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(imp, subjects))
+    for p in ps:
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+    # All due within the same 10 s, starting 3 s from now (schedule column only).
+    psql("UPDATE sessions SET next_refresh_at = now() + interval '3 seconds' + random() * interval '10 seconds' WHERE tenant_id = 'storm'")
+    t0 = time.time() + 3
+    ps, urls = start_brokers(env, 3, {})
+    before = {p.pid: cpu_ms(p.pid) for p in ps}
+    while time.time() - t0 < 180:
+        stats = json.loads(http("GET", idp + "/stats?client_id=storm-app")[2])
+        if stats["refreshes_ok"] >= sessions:
+            break
+        time.sleep(0.1)
+    drained = time.time() - t0
+    time.sleep(1)   # let anything straggling show up in the counts
+    cpu = sum(cpu_ms(p.pid) - before[p.pid] for p in ps)
+    stats = json.loads(http("GET", idp + "/stats?client_id=storm-app&times=1")[2])
+    twice = sum(1 for t in stats["refresh_times"].values() if len(t) > 1)
+    for p in ps:
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+    return {"refresh_storm_seconds": round(drained, 2), "refresh_storm_idp_calls": stats["token_calls"].get("refresh_token", 0),
+            "refresh_storm_refreshes_ok": stats["refreshes_ok"], "refresh_storm_duplicates": twice + stats["reuse_detected"],
+            "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3)}
+
+
+def million_bench(env, rows=1_000_000):
+    """Start-to-ready with 1,000,000 sessions in the database, and the replica's RSS then."""
+    psql("INSERT INTO tenants (id, name) VALUES ('million', 'Million') ON CONFLICT DO NOTHING")
+    psql("INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, redirect_uri, scopes) VALUES "
+         "('million', 'app', 'https://idp.example', 'app', 'client_secret_basic', 'https://b/cb', '{openid}') ON CONFLICT DO NOTHING")
+    if int(psql("SELECT count(*) FROM sessions WHERE tenant_id = 'million'")) < rows:
+        # Sealed columns hold opaque bytes here: the loader never opens them.
+        psql(f"""INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, access_token, access_expires_at,
+                 refresh_token, state, next_refresh_at, version, granted_at, created_at)
+                 SELECT 'million', 'ses_m' || g, 'app', 'user-' || g, 'https://idp.example', '{{openid}}', '\\x00', now() + interval '1 day',
+                        '\\x00', 'active', now() + random() * interval '1 day', 1, now(), now()
+                 FROM generate_series(1, {rows}) g""")
+        psql("VACUUM ANALYZE sessions")
+    due = int(psql("SELECT count(*) FROM sessions WHERE state = 'active' AND next_refresh_at < now() + interval '120 seconds'"))
+    port = free_port()
+    t0 = time.time()
+    p = start([BIN / "tokenbroker", "serve"], {**env, "TOKENBROKER_LISTEN": f"127.0.0.1:{port}"})
+    while time.time() - t0 < 60:
+        try:
+            if http("GET", f"http://127.0.0.1:{port}/readyz")[0] == 200:
+                break
+        except OSError:
+            pass
+        time.sleep(0.01)
+    ready = time.time() - t0
+    time.sleep(0.5)
+    rss = next(int(l.split()[1]) for l in pathlib.Path(f"/proc/{p.pid}/status").read_text().splitlines() if l.startswith("VmRSS:")) / 1024
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+    return {"ready_seconds_1m_sessions": round(ready, 3), "ready_rss_mb_1m_sessions": round(rss, 1), "ready_due_within_horizon": due}
+
+
+def storm_only():
+    """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
+    env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn"}
+    subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
+    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
+                        check=True, capture_output=True, text=True).stdout.strip()
+    idp_port = free_port()
+    start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
+    wait_ready(f"http://127.0.0.1:{idp_port}/jwks")
+    psql("DELETE FROM sessions WHERE tenant_id = 'storm'")
+    print(json.dumps(storm_bench(env, op, f"http://127.0.0.1:{idp_port}"), indent=2))
+
+
 try:
-    main()
+    storm_only() if sys.argv[1:] == ["storm"] else main()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

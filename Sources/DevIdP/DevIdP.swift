@@ -12,7 +12,7 @@ import Synchronization
 /// no nonce. Codes live 60 s and are single use.
 ///
 /// Test-only endpoints (unauthenticated, loopback only): `POST /admin/clients`,
-/// `POST /admin/failures`, `POST /admin/revoke-subject`, `GET /stats`.
+/// `POST /admin/failures`, `POST /admin/revoke-subject`, `POST /admin/grants`, `GET /stats`.
 public final class DevIdP: Sendable {
     public let issuer: String
     private let signer = JWTSigner(kid: "es256-1")
@@ -30,10 +30,11 @@ public final class DevIdP: Sendable {
         r.add("GET", "/authorize") { [self] req in .now(authorize(req)) }
         r.add("POST", "/token") { [self] req in .now(token(req)) }
         r.add("POST", "/revoke") { [self] req in .now(revoke(req)) }
-        r.add("GET", "/stats") { [self] req in .now(stats(req.queryValue("client_id"))) }
+        r.add("GET", "/stats") { [self] req in .now(stats(req.queryValue("client_id"), times: req.queryValue("times") == "1")) }
         r.add("POST", "/admin/clients") { [self] req in .now(registerClient(req)) }
         r.add("POST", "/admin/failures") { [self] req in .now(setFailure(req)) }
         r.add("POST", "/admin/revoke-subject") { [self] req in .now(revokeSubject(req)) }
+        r.add("POST", "/admin/grants") { [self] req in .now(bulkGrants(req)) }
         return r
     }
 
@@ -200,21 +201,25 @@ public final class DevIdP: Sendable {
 
     // MARK: test controls
 
-    func stats(_ clientID: String?) -> HTTPResponse {
+    /// Counters per client (all clients without `client_id`); `times` adds every refresh's time
+    /// by subject, which is large: tests ask for it once, pollers should not.
+    func stats(_ clientID: String?, times withTimes: Bool) -> HTTPResponse {
         let all = state.withLock { s in clientID.map { [$0: s.stats[$0] ?? .init()] } ?? s.stats }
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0
         var times: [String: [Double]] = [:]
         for st in all.values {
-            for (k, v) in st.refreshTimes { times[k, default: []] += v }
+            if withTimes { for (k, v) in st.refreshTimes { times[k, default: []] += v } }
             for (k, v) in st.calls { calls[k, default: 0] += v }
             ok += st.refreshesOK
             reuse += st.reuseDetected
             revoked += st.familiesRevoked
             revocations += st.revocations
         }
-        return json(200, ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
-                          "revocations": revocations, "refresh_times": times])
+        var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
+                                   "revocations": revocations]
+        if withTimes { body["refresh_times"] = times }
+        return json(200, body)
     }
 
     func registerClient(_ req: HTTPRequest) -> HTTPResponse {
@@ -232,6 +237,26 @@ public final class DevIdP: Sendable {
         }
         state.withLock { $0.failure = .init(status: status, retryAfter: o["retry_after"] as? Int, remaining: (o["count"] as? Int) ?? 1) }
         return json(200, ["ok": true])
+    }
+
+    /// Creates grants without the authorize round trip (benchmarks): one refresh-token family per
+    /// subject, as if each had signed in with `offline_access`.
+    func bulkGrants(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let clientID = o["client_id"] as? String,
+              let subjects = o["subjects"] as? [String], state.withLock({ $0.clients[clientID]?.secret != nil }) else {
+            return json(400, ["error": "invalid_request"])
+        }
+        var rng = SystemRandomNumberGenerator()
+        var tokens: [String: String] = [:]
+        state.withLock { s in
+            for sub in subjects {
+                let family = Identifiers.token(bytes: 16, using: &rng), rt = Identifiers.token(bytes: 32, using: &rng)
+                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: sub, authTime: Date())
+                s.refreshTokens[rt] = .init(family: family, client: clientID, subject: sub, scope: "openid offline_access")
+                tokens[sub] = rt
+            }
+        }
+        return json(201, ["refresh_tokens": tokens])
     }
 
     func revokeSubject(_ req: HTTPRequest) -> HTTPResponse {

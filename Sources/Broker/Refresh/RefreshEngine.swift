@@ -18,6 +18,9 @@ public final class RefreshEngine: @unchecked Sendable {
         public var loadInterval: TimeInterval = 30
         public var loadLimit = 200_000
         public var busyRetry: TimeInterval = 1
+        /// Each replica fires a due session after a random delay in 0...spread, so that usually
+        /// one replica refreshes and the others hear of it before they try.
+        public var spread: TimeInterval = 0.5
         /// The IdP's absolute refresh-token lifetime (XID: 7 days), and how early to report it.
         public var grantLifetime: TimeInterval = 7 * 86_400
         public var grantWarning: TimeInterval = 86_400
@@ -39,12 +42,16 @@ public final class RefreshEngine: @unchecked Sendable {
     private var wheel: TimerWheel<Item>
     private var handles: [SessionKey: TimerWheel<Item>.Handle] = [:]
     private var running: Set<SessionKey> = []
+    /// Schedules announced for sessions while they were running here: they win over a busy retry.
+    private var announced: [SessionKey: Date?] = [:]
     private var timers: [any DispatchSourceTimer] = []
     private var stopped = false
     /// Timers pending, mirrored for metrics.
     public let scheduled = Atomic<Int>(0)
     /// Active sessions whose grant nears the IdP's absolute lifetime (last load).
     public let nearGrantExpiry = Atomic<Int>(0)
+    /// Whether the first load has been scheduled (readiness waits for it).
+    public let loaded = Atomic<Bool>(false)
 
     public init(config: Config, tokens: TokenService, store: any SessionStore, registry: RegistryCache, clock: any Clock, pool: RefreshPool) {
         self.config = config
@@ -86,7 +93,10 @@ public final class RefreshEngine: @unchecked Sendable {
     public func apply(_ change: Change) {
         switch change {
         case .scheduled(let tenant, let id, let client, let at):
-            queue.async { self.schedule(Item(key: SessionKey(tenant: tenant, id: id), client: client), at: at) }
+            queue.async { [self] in
+                let key = SessionKey(tenant: tenant, id: id)
+                if running.contains(key) { announced[key] = .some(at) } else { schedule(Item(key: key, client: client), at: at) }
+            }
         case .resync:
             queue.async { self.load() }
         default:
@@ -99,7 +109,7 @@ public final class RefreshEngine: @unchecked Sendable {
     private func schedule(_ item: Item, at: Date?) {
         if let h = handles.removeValue(forKey: item.key) { wheel.cancel(h) }
         if let at, at < clock.now().addingTimeInterval(config.horizon), !stopped {
-            handles[item.key] = wheel.schedule(item, at: at)
+            handles[item.key] = wheel.schedule(item, at: at.addingTimeInterval(Double.random(in: 0...config.spread)))
         }
         scheduled.store(wheel.count, ordering: .relaxed)
     }
@@ -120,9 +130,11 @@ public final class RefreshEngine: @unchecked Sendable {
             let outcome = tokens.refreshDue(item.key)
             queue.async { [self] in
                 running.remove(item.key)
-                switch outcome {
-                case .next(let at): schedule(item, at: at)
-                case .busy: schedule(item, at: clock.now().addingTimeInterval(config.busyRetry))
+                let notice = announced.removeValue(forKey: item.key)
+                switch (outcome, notice) {
+                case (.next(let at), _): schedule(item, at: at)
+                case (.busy, .some(let at)): schedule(item, at: at)        // the holder already said what it did
+                case (.busy, nil): schedule(item, at: clock.now().addingTimeInterval(config.busyRetry))
                 }
             }
         })
@@ -142,6 +154,7 @@ public final class RefreshEngine: @unchecked Sendable {
                     let key = SessionKey(tenant: d.tenant, id: d.id)
                     if !running.contains(key) { schedule(Item(key: key, client: d.client), at: d.at) }
                 }
+                loaded.store(true, ordering: .releasing)
             }
         }
     }

@@ -18,11 +18,33 @@ public final class RefreshPool: Sendable {
         }
     }
 
+    /// A FIFO whose pops are O(1): a head index into the array, compacted now and then.
+    struct FIFO<Element> {
+        private var items: [Element] = []
+        private var head = 0
+        var isEmpty: Bool { head == items.count }
+        var count: Int { items.count - head }
+        var first: Element? { isEmpty ? nil : items[head] }
+        mutating func append(_ e: Element) { items.append(e) }
+        mutating func popFirst() -> Element? {
+            guard !isEmpty else { return nil }
+            defer {
+                head += 1
+                if head > 64 && head * 2 > items.count {
+                    items.removeFirst(head)
+                    head = 0
+                }
+            }
+            return items[head]
+        }
+    }
+
     private struct State {
         var running = 0
         var perClient: [String: Int] = [:]
-        var waiting: [String: [Job]] = [:]
-        var order: [String] = []          // clients with waiting jobs, round-robin
+        var waiting: [String: FIFO<Job>] = [:]
+        var order = FIFO<String>()          // clients with waiting jobs, round-robin
+        var waitingCount = 0
     }
 
     private let state = Mutex(State())
@@ -42,7 +64,8 @@ public final class RefreshPool: Sendable {
                 return true
             }
             if s.waiting[job.client] == nil { s.order.append(job.client) }
-            s.waiting[job.client, default: []].append(job)
+            s.waiting[job.client, default: FIFO()].append(job)
+            s.waitingCount += 1
             return false
         }
         if start { launch(job) }
@@ -50,7 +73,7 @@ public final class RefreshPool: Sendable {
 
     /// Refreshes running now, and waiting for a cap.
     public var load: (running: Int, waiting: Int) {
-        state.withLock { s in (s.running, s.waiting.values.reduce(0) { $0 + $1.count }) }
+        state.withLock { s in (s.running, s.waitingCount) }
     }
 
     /// Lets running work finish; waiting work is dropped (its sessions stay due in the database).
@@ -63,18 +86,18 @@ public final class RefreshPool: Sendable {
         }
     }
 
-    /// Frees the finished job's slots and takes what may start now.
+    /// Frees the finished job's slots and takes what may start now: clients in round-robin
+    /// order, each queue mutated in place (no copies), so a finish costs O(clients visited).
     private func finished(_ client: String) -> [Job] {
         state.withLock { s in
             s.running -= 1
             s.perClient[client, default: 1] -= 1
             var started: [Job] = []
             var skipped = 0
-            while s.running < globalCap, !s.order.isEmpty, skipped < s.order.count {
-                let c = s.order.removeFirst()
-                guard var queue = s.waiting[c], let job = queue.first else { continue }
-                if s.perClient[c, default: 0] < job.cap {
-                    queue.removeFirst()
+            while s.running < globalCap, skipped < s.order.count, let c = s.order.popFirst() {
+                guard let cap = s.waiting[c]?.first?.cap else { continue }
+                if s.perClient[c, default: 0] < cap, let job = s.waiting[c]!.popFirst() {
+                    s.waitingCount -= 1
                     s.running += 1
                     s.perClient[c, default: 0] += 1
                     started.append(job)
@@ -82,10 +105,7 @@ public final class RefreshPool: Sendable {
                 } else {
                     skipped += 1
                 }
-                if queue.isEmpty { s.waiting[c] = nil } else {
-                    s.waiting[c] = queue
-                    s.order.append(c)
-                }
+                if s.waiting[c]!.isEmpty { s.waiting[c] = nil } else { s.order.append(c) }
             }
             return started
         }

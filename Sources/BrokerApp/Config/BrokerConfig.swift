@@ -79,6 +79,7 @@ public struct BrokerConfig: Sendable {
         var refresh = RefreshEngine.Config()
         refresh.tick = Double(try int("TOKENBROKER_REFRESH_TICK_MS", 100, 10...1000)) / 1000
         refresh.horizon = TimeInterval(try int("TOKENBROKER_REFRESH_HORIZON_SECONDS", 120, 10...86_400))
+        refresh.spread = Double(try int("TOKENBROKER_REFRESH_SPREAD_MS", 500, 0...60_000)) / 1000
         refresh.loadInterval = TimeInterval(try int("TOKENBROKER_REFRESH_LOAD_SECONDS", 30, 1...3600))
         guard refresh.loadInterval < refresh.horizon else {
             throw Invalid(description: "TOKENBROKER_REFRESH_LOAD_SECONDS must be shorter than TOKENBROKER_REFRESH_HORIZON_SECONDS")

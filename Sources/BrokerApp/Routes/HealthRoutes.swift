@@ -1,6 +1,7 @@
 import Broker
 import BrokerHTTP
 import Foundation
+import Synchronization
 
 /// Health and metrics (spec §4.4): no authentication, no tenant data.
 struct HealthRoutes {
@@ -14,6 +15,9 @@ struct HealthRoutes {
                     let pending = try runtime.pendingMigrations()
                     guard pending.isEmpty else {
                         return .json(503, "{\"status\":\"unready\",\"reason\":\"migrations pending\"}")
+                    }
+                    guard runtime.engine.loaded.load(ordering: .acquiring) else {
+                        return .json(503, "{\"status\":\"unready\",\"reason\":\"refresh engine loading\"}")
                     }
                     return .json(200, "{\"status\":\"ready\"}")
                 } catch {

@@ -62,7 +62,7 @@ final class DevIdPServer: @unchecked Sendable {
     }
 
     func stats(client: String) async throws -> Stats {
-        let r = try await HTTP.get(issuer + "/stats?client_id=\(client)")
+        let r = try await HTTP.get(issuer + "/stats?client_id=\(client)&times=1")
         let calls = r["token_calls"] as? [String: Int] ?? [:]
         return Stats(refreshCalls: calls["refresh_token"] ?? 0, refreshesOK: r["refreshes_ok"] as? Int ?? 0,
                      reuseDetected: r["reuse_detected"] as? Int ?? 0,
