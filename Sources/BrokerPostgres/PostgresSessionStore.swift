@@ -68,13 +68,24 @@ public final class PostgresSessionStore: SessionStore {
             try c.execute("BEGIN")
             do {
                 let key = LockKey.session(tenant: tenant, id: id)
+                let rows: PGRows
                 if timeout <= 0 {
-                    guard try c.execute("SELECT pg_try_advisory_xact_lock(\(key))").bool(0, 0) == true else { throw BrokerError.refreshBusy }
+                    // Try the lock and re-read in one round trip: no row means another holder
+                    // (or, rarely, no such session: checked only then).
+                    rows = try c.execute("""
+                        SELECT \(raw: Self.columns) FROM sessions
+                        WHERE tenant_id = \(tenant) AND id = \(id) AND pg_try_advisory_xact_lock(\(key))
+                        FOR UPDATE SKIP LOCKED
+                        """)
+                    if rows.count == 0 {
+                        let exists = try c.execute("SELECT 1 FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
+                        throw exists ? BrokerError.refreshBusy : BrokerError.notFound("session")
+                    }
                 } else {
                     try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
                     try c.execute("SELECT pg_advisory_xact_lock(\(key))")
+                    rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE")
                 }
-                let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE")
                 guard rows.count == 1 else { throw BrokerError.notFound("session") }
                 let locked = try decode(rows, 0, tenant: tenant)
                 let (write, result) = try body(locked)

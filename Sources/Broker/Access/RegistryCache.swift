@@ -19,6 +19,7 @@ public final class RegistryCache: Sendable {
     private let maxAge: TimeInterval
     private let tenants = Mutex<[String: Timed<Tenant?>]>([:])
     private let clients = Mutex<[ClientKey: Timed<ClientRegistration?>]>([:])
+    private let secrets = Mutex<[ClientKey: Timed<String?>]>([:])
 
     public init(store: any RegistryStore, maxAge: TimeInterval) {
         self.store = store
@@ -69,17 +70,29 @@ public final class RegistryCache: Sendable {
         return c
     }
 
+    /// The client's secret, unsealed, cached like the registration (dropped with it on change).
+    public func clientSecret(tenant: String, id: String, now: Date) throws -> String? {
+        let key = ClientKey(tenant: tenant, id: id)
+        if let hit = secrets.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
+        let secret = try store.clientSecret(tenant: tenant, id: id)
+        secrets.withLock { $0[key] = Timed(value: secret, at: now) }
+        return secret
+    }
+
     /// Applies a change published by any replica.
     public func forget(_ change: Change) {
         switch change {
         case .tenant(let id):
             _ = tenants.withLock { $0.removeValue(forKey: id) }
             clients.withLock { c in c = c.filter { $0.key.tenant != id } }
+            secrets.withLock { c in c = c.filter { $0.key.tenant != id } }
         case .client(let tenant, let id):
             _ = clients.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = secrets.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
         case .resync:
             tenants.withLock { $0.removeAll() }
             clients.withLock { $0.removeAll() }
+            secrets.withLock { $0.removeAll() }
         default:
             break
         }

@@ -32,15 +32,15 @@ public final class BrokerRuntime: Sendable {
         let sealer: any Sealer = config.sealingKeys.map { AESGCMSealer(keys: $0) } ?? MissingSealer()
         pool = PGPool(url: config.databaseURL, size: config.databasePoolSize)
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
-        registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)
         feed = PostgresChangeFeed(pool: pool)
         executor = BlockingExecutor(threads: config.workerThreads, name: "broker-worker")
         let http = BlockingHTTP(timeout: config.idpTimeout)
-        let store = registryStore
+        let registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)
+        self.registry = registry
         let endpoint = OIDCTokenEndpoint(http: http, metadata: IssuerMetadataCache(http: http), clock: clock) { client in
-            try store.clientSecret(tenant: client.tenant, id: client.id)
+            try registry.clientSecret(tenant: client.tenant, id: client.id, now: clock.now())
         }
         tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
                               executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
