@@ -73,11 +73,11 @@ struct RefreshEngineTests {
         #expect(Set(inactive) == revoked, "sessions not active: \(inactive.prefix(5))")
     }
 
-    @Test("three replicas, 150 sessions living 4 s, several cycles: one refresh per session per cycle, none expired")
+    @Test("three replicas, 200 sessions living 4 s, several cycles: one refresh per session per cycle, none expired")
     func threeReplicasKeepSessionsFresh() async throws {
         let w = try await World(replicas: 3, accessTTL: Self.lifetime, extraEnv: Self.engineEnv)
         defer { w.stop() }
-        let sessions = try await importSessions(w, count: 150, prefix: "u")
+        let sessions = try await importSessions(w, count: 200, prefix: "u")
         let run = await workers(w, sessions: Array(sessions.values), replicas: { [0, 1, 2] }, until: Date().addingTimeInterval(10))
         #expect(run.fetched > 100)
         #expect(run.expired == 0, "access tokens handed out after their expiry")

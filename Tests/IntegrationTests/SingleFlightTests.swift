@@ -36,6 +36,7 @@ struct SingleFlightTests {
         #expect(r["state"] as? String == "active")
         #expect(r["access_expires_at"] is String)
         #expect(r["access_token"] == nil && r["refresh_token"] == nil, "metadata only")
+        #expect(r["grant_expires_at"] is String)
         #expect(try await w.idp.stats(client: w.idpClientID).refreshesOK == 1)
     }
 

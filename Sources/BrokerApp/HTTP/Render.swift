@@ -1,6 +1,7 @@
 import Broker
 import BrokerCore
 import BrokerHTTP
+import Foundation
 
 /// Render writes the API's JSON documents. Sessions are rendered as metadata only: no function
 /// here can print token material.
@@ -29,7 +30,9 @@ enum Render {
         }
     }
 
-    static func session(_ s: Session) -> String {
+    /// `grantLifetime` is the IdP's absolute refresh-token lifetime: the document shows when the
+    /// grant ends (spec §8), since no token response says so.
+    static func session(_ s: Session, grantLifetime: TimeInterval) -> String {
         JSONText.object([
             ("session_id", JSONText.quote(s.id)), ("tenant", JSONText.quote(s.tenant)), ("client", JSONText.quote(s.client)),
             ("subject", JSONText.quote(s.subject)), ("issuer", JSONText.quote(s.issuer)), ("scope", JSONText.quote(Scopes.format(s.scopes))),
@@ -37,7 +40,8 @@ enum Render {
             ("auth_time", RFC3339.optional(s.claims.authTime)), ("access_expires_at", RFC3339.optional(s.accessExpiresAt)),
             ("next_refresh_at", RFC3339.optional(s.nextRefreshAt)), ("version", String(s.version)),
             ("failure_count", String(s.failureCount)), ("last_error", JSONText.optional(s.lastError)),
-            ("granted_at", RFC3339.optional(s.grantedAt)), ("created_at", RFC3339.optional(s.createdAt)),
+            ("granted_at", RFC3339.optional(s.grantedAt)), ("grant_expires_at", RFC3339.optional(s.grantedAt.addingTimeInterval(grantLifetime))),
+            ("created_at", RFC3339.optional(s.createdAt)),
             ("last_used_at", RFC3339.optional(s.lastUsedAt)), ("last_refreshed_at", RFC3339.optional(s.lastRefreshedAt)),
         ])
     }
