@@ -42,6 +42,28 @@ public enum SessionStoreContract {
             && near(a.createdAt, b.createdAt)
     }
 
+    /// Takes the session's lock on another thread and holds it until `release` is signalled,
+    /// writing `write` (bumped) if given; returns when the lock is held, and a semaphore that
+    /// signals once the holder has finished.
+    static func holdLock(_ store: any SessionStore, _ s: Session, release: DispatchSemaphore,
+                         writing refreshToken: String? = nil) -> DispatchSemaphore {
+        let inside = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? store.withRefreshLock(tenant: s.tenant, id: s.id, timeout: 5) { locked -> (write: Session?, result: Int) in
+                inside.signal()
+                release.wait()
+                guard let refreshToken else { return (nil, 0) }
+                var w = locked
+                w.version += 1
+                w.refreshToken = refreshToken
+                return (w, 0)
+            }
+            done.signal()
+        }
+        inside.wait()
+        return done
+    }
+
     /// What is inserted reads back whole, and only in its own tenant.
     public static func insertedSessionReadsBackOnlyInItsTenant(_ store: any SessionStore, tenants: (String, String)) throws {
         let s = sample(tenant: tenants.0)
@@ -115,19 +137,8 @@ public enum SessionStoreContract {
     public static func refreshLockIsExclusive(_ store: any SessionStore, tenants: (String, String)) throws {
         let s = sample(tenant: tenants.0)
         try store.insert(s)
-        let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            _ = try? store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { locked -> (write: Session?, result: Int) in
-                inside.signal()
-                release.wait()
-                var w = locked
-                w.version += 1
-                w.refreshToken = "first"
-                return (w, 0)
-            }
-            done.signal()
-        }
-        inside.wait()
+        let release = DispatchSemaphore(value: 0)
+        let done = holdLock(store, s, release: release, writing: "first")
         do {
             let _: Int = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 0.3) { _ in (nil, 0) }
             throw ContractViolation(description: "two holders of one session's lock at once")
@@ -152,16 +163,8 @@ public enum SessionStoreContract {
     public static func tryLockFailsFastWhenHeld(_ store: any SessionStore, tenants: (String, String)) throws {
         let s = sample(tenant: tenants.0)
         try store.insert(s)
-        let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            _ = try? store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { _ -> (write: Session?, result: Int) in
-                inside.signal()
-                release.wait()
-                return (nil, 0)
-            }
-            done.signal()
-        }
-        inside.wait()
+        let release = DispatchSemaphore(value: 0)
+        let done = holdLock(store, s, release: release)
         let started = Date()
         do {
             let _: Int = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 0) { _ in (nil, 0) }

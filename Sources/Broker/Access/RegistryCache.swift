@@ -13,7 +13,7 @@ public final class RegistryCache: Sendable {
         let at: Date
     }
 
-    private struct ClientKey: Hashable { let tenant: String, id: String }
+    private struct ClientKey: Hashable, Sendable { let tenant: String, id: String }
 
     public let store: any RegistryStore
     private let maxAge: TimeInterval
@@ -28,10 +28,7 @@ public final class RegistryCache: Sendable {
 
     /// The tenant if it exists (disabled or not).
     public func tenant(_ id: String, now: Date) throws -> Tenant? {
-        if let hit = tenants.withLock({ $0[id] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
-        let t = try store.tenant(id)
-        tenants.withLock { $0[id] = Timed(value: t, at: now) }
-        return t
+        try cached(tenants, id, now: now) { try store.tenant(id) }
     }
 
     /// The cached tenant without loading: `.some(nil)` is a cached absence, nil a miss.
@@ -63,20 +60,21 @@ public final class RegistryCache: Sendable {
     }
 
     public func client(tenant: String, id: String, now: Date) throws -> ClientRegistration? {
-        let key = ClientKey(tenant: tenant, id: id)
-        if let hit = clients.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
-        let c = try store.client(tenant: tenant, id: id)
-        clients.withLock { $0[key] = Timed(value: c, at: now) }
-        return c
+        try cached(clients, ClientKey(tenant: tenant, id: id), now: now) { try store.client(tenant: tenant, id: id) }
     }
 
     /// The client's secret, unsealed, cached like the registration (dropped with it on change).
     public func clientSecret(tenant: String, id: String, now: Date) throws -> String? {
-        let key = ClientKey(tenant: tenant, id: id)
-        if let hit = secrets.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
-        let secret = try store.clientSecret(tenant: tenant, id: id)
-        secrets.withLock { $0[key] = Timed(value: secret, at: now) }
-        return secret
+        try cached(secrets, ClientKey(tenant: tenant, id: id), now: now) { try store.clientSecret(tenant: tenant, id: id) }
+    }
+
+    /// The entry of `map` younger than maxAge, else loaded (outside the lock) and kept.
+    private func cached<K: Hashable & Sendable, V: Sendable>(_ map: borrowing Mutex<[K: Timed<V>]>, _ key: K, now: Date,
+                                                   load: () throws -> V) rethrows -> V {
+        if let hit = map.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
+        let value = try load()
+        map.withLock { $0[key] = Timed(value: value, at: now) }
+        return value
     }
 
     /// Applies a change published by any replica.
