@@ -15,6 +15,9 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // curl_easy_setopt is C-variadic; this shim performs a whole exchange with typed arguments.
+        .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .systemLibrary(name: "CJansson", pkgConfig: "jansson", providers: [.apt(["libjansson-dev"])]),
         // MHD_start_daemon is C-variadic; this shim calls it with typed arguments.
         .target(name: "CMicroHTTPDStart", dependencies: ["CMicroHTTPD"]),
@@ -28,7 +31,7 @@ let package = Package(
         .target(name: "BrokerCrypto", dependencies: ["BrokerCore", "COpenSSL"]),
         .target(name: "BrokerPostgres", dependencies: ["BrokerCore", "CLibPQ"]),
         .target(name: "BrokerHTTP", dependencies: ["CMicroHTTPD", "CMicroHTTPDStart"]),
-        .target(name: "BrokerOIDC", dependencies: ["BrokerCore"]),
+        .target(name: "BrokerOIDC", dependencies: ["BrokerCore", "CCurlShim"]),
         .target(name: "BrokerJSON", dependencies: ["BrokerCore", "CJansson"]),
 
         // Composition root and the one broker executable.

@@ -2,7 +2,7 @@
 # Installs the Debian packages the project needs, and only those that are missing.
 # Usage: scripts/deps.sh [build|bench]   (build: compile, PostgreSQL, tests; bench: + wrk, nginx)
 set -euo pipefail
-want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev libjansson-dev postgresql postgresql-contrib curl ca-certificates)
+want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev postgresql postgresql-contrib curl ca-certificates)
 if [ "${1:-build}" = bench ]; then want+=(wrk nginx-light); fi
 missing=()
 for p in "${want[@]}"; do

@@ -26,7 +26,7 @@ public struct AESGCMSealer: Sealer {
         defer { EVP_CIPHER_CTX_free(ctx) }
         var len: Int32 = 0
         var total = 0
-        precondition(EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1)
+        precondition(EVP_EncryptInit_ex(ctx, OpenSSL.aes256gcm, nil, key, nonce) == 1)
         precondition(EVP_EncryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1)
         ct.withUnsafeMutableBufferPointer { buf in
             precondition(EVP_EncryptUpdate(ctx, buf.baseAddress, &len, pt, Int32(pt.count)) == 1)
@@ -56,7 +56,7 @@ public struct AESGCMSealer: Sealer {
         defer { EVP_CIPHER_CTX_free(ctx) }
         var len: Int32 = 0
         var total = 0
-        guard EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, key, nonce) == 1,
+        guard EVP_DecryptInit_ex(ctx, OpenSSL.aes256gcm, nil, key, nonce) == 1,
               EVP_DecryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1 else { throw failed }
         let ok = pt.withUnsafeMutableBufferPointer { buf -> Bool in
             guard EVP_DecryptUpdate(ctx, buf.baseAddress, &len, ct, Int32(ct.count)) == 1 else { return false }

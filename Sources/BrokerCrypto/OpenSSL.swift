@@ -27,6 +27,9 @@ enum OpenSSL {
     /// implementation again under a global lock.
     nonisolated(unsafe) static let sha256MD: OpaquePointer = EVP_MD_fetch(nil, "SHA256", nil)!
 
+    /// AES-256-GCM fetched once, for the same reason.
+    nonisolated(unsafe) static let aes256gcm: OpaquePointer = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)!
+
     static func sha256(_ data: UnsafeRawBufferPointer) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var len: UInt32 = 0

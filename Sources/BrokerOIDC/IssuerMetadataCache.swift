@@ -1,9 +1,6 @@
 import BrokerCore
 import Foundation
 import Synchronization
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// IssuerMetadataCache fetches `<issuer>/.well-known/openid-configuration` and keeps it for
 /// `maxAge`. The document's `issuer` must equal the configured issuer exactly (Discovery §4.3),
@@ -22,10 +19,8 @@ public final class IssuerMetadataCache: Sendable {
         if let (m, at) = entries.withLock({ $0[issuer] }), now.timeIntervalSince(at) < maxAge { return m }
         let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         guard let discovery = URL(string: base + "/.well-known/openid-configuration") else { throw .metadata("issuer is not a URL") }
-        var request = URLRequest(url: discovery)
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
         let reply: BlockingHTTP.Reply
-        do { reply = try http.send(request) } catch {
+        do { reply = try http.send("GET", discovery, headers: ["Accept: application/json"]) } catch {
             if case .transport(let why) = error { throw .transient(reason: "discovery: \(why)", retryAfter: nil) }
             throw .metadata("discovery document too large")
         }

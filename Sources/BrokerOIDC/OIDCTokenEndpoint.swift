@@ -1,8 +1,5 @@
 import BrokerCore
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// OIDCTokenEndpoint calls a client's IdP token endpoint, found through discovery, with the
 /// client's authentication method (RFC 6749 §2.3): `client_secret_basic` (form-encoded id and
@@ -29,10 +26,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// POSTs a token request with the client's authentication and checks the answer.
     public func post(client: ClientRegistration, fields: [(String, String)]) throws(TokenEndpointError) -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
-        var request = URLRequest(url: meta.tokenEndpoint)
-        request.httpMethod = "POST"
-        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         var form = fields
         let clientSecret: String?
         do { clientSecret = try secret(client) } catch { throw .metadata("client secret unavailable") }
@@ -42,16 +36,15 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         case .clientSecretBasic:
             guard let s = clientSecret else { throw .metadata("client has no secret") }
             let pair = FormEncoding.encode(client.clientID) + ":" + FormEncoding.encode(s)
-            request.setValue("Basic " + Data(pair.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            headers.append("Authorization: Basic " + Data(pair.utf8).base64EncodedString())
         case .clientSecretPost:
             guard let s = clientSecret else { throw .metadata("client has no secret") }
             form += [("client_id", client.clientID), ("client_secret", s)]
         case .privateKeyJWT:
             throw .metadata("private_key_jwt is not supported yet")
         }
-        request.httpBody = Data(FormEncoding.body(form).utf8)
         do {
-            return try TokenResponse.parse(http.send(request))
+            return try TokenResponse.parse(http.send("POST", meta.tokenEndpoint, headers: headers, body: Array(FormEncoding.body(form).utf8)))
         } catch let e as BlockingHTTP.Failure {
             switch e {
             case .transport(let why): throw .transient(reason: "token endpoint: \(why)", retryAfter: nil)

@@ -7,7 +7,7 @@ import Foundation
 enum TokenResponse {
     static func parse(_ reply: BlockingHTTP.Reply) throws(TokenEndpointError) -> TokenGrant {
         if reply.status >= 500 || reply.status == 429 {
-            throw .transient(reason: "token endpoint: HTTP \(reply.status)", retryAfter: reply.headers["retry-after"].flatMap { Int($0) })
+            throw .transient(reason: "token endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
         }
         guard let json = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any] else {
             throw .invalidResponse("token endpoint: response is not a JSON object (HTTP \(reply.status))")

@@ -130,7 +130,12 @@ public final class PostgresSessionStore: SessionStore {
     /// Writes every mutable column; the version must be the locked one plus one.
     private func update(_ c: PGConnection, _ s: Session, expectedVersion: Int64) throws {
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
+        // The schedule is announced in the same statement: NOTIFY is delivered at COMMIT, so
+        // other replicas hear of exactly the writes that happened.
+        let announcement = PostgresChangeFeed.encode(.scheduled(tenant: s.tenant, id: s.id, client: s.client,
+                                                                 at: s.state == .active ? s.nextRefreshAt : nil))
         let updated = try c.execute("""
+            WITH updated AS (
             UPDATE sessions SET scopes = \(s.scopes), sid = \(s.claims.sid), email = \(s.claims.email),
                 auth_time = \(s.claims.authTime), access_token = \(seal(s.accessToken, s, "access_token")),
                 access_expires_at = \(s.accessExpiresAt), access_lifetime = \(s.accessLifetime),
@@ -138,9 +143,11 @@ public final class PostgresSessionStore: SessionStore {
                 state = \(s.state.rawValue), next_refresh_at = \(s.nextRefreshAt), version = \(s.version),
                 failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt)
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
+            RETURNING 1)
+            SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated
             """)
         // The row is locked FOR UPDATE, so this cannot miss; if it ever does, write nothing.
-        guard updated.affected == 1 else { throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh") }
+        guard updated.count == 1 else { throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh") }
     }
 
     private func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {

@@ -56,7 +56,7 @@ extension TokenService {
             if e == .refreshBusy { metrics.lockContention.add() }
             outcome = (.failure(e), nil)
         }
-        afterFlight(key, outcome.0, written: outcome.written, actor: actor)
+        afterFlight(key, outcome.0, actor: actor)
         return outcome
     }
 
@@ -121,12 +121,10 @@ extension TokenService {
         return s
     }
 
-    /// Publishes what other replicas must know and keeps this replica's cache current.
-    private func afterFlight(_ key: SessionKey, _ result: FlightResult, written: Session?, actor: String) {
+    /// Keeps this replica's cache current and tells other replicas what to forget (the new
+    /// schedule was announced by the store with the write).
+    private func afterFlight(_ key: SessionKey, _ result: FlightResult, actor: String) {
         let now = clock.now()
-        if let w = written {
-            feed.publish(.scheduled(tenant: key.tenant, id: key.id, client: w.client, at: w.state == .active ? w.nextRefreshAt : nil))
-        }
         switch result {
         case .success(let (s, refreshed)):
             cache.put(s, now: now)

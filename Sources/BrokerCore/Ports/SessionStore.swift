@@ -21,7 +21,9 @@ public protocol SessionStore: Sendable {
     /// lock is released.
     ///
     /// This is the only way a refresh token may be spent: one holder at a time, across every
-    /// replica, each seeing the previous holder's write.
+    /// replica, each seeing the previous holder's write. A store shared by several replicas
+    /// announces a written session's schedule (`Change.scheduled`) atomically with the write,
+    /// so that a write rolled back is never announced.
     func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
                             _ body: (Session) throws -> (write: Session?, result: T)) throws -> T
 

@@ -1,0 +1,23 @@
+#ifndef CCURL_SHIM_H
+#define CCURL_SHIM_H
+#include <stddef.h>
+
+/* One HTTP exchange on a reusable libcurl easy handle (curl_easy_setopt is C-variadic, which
+ * Swift cannot call). The handle keeps its connections alive between calls; one thread uses it
+ * at a time. Redirects are never followed; the body is capped at max_bytes. */
+typedef struct tb_http_result {
+    long status;            /* HTTP status, 0 when no response */
+    int error;              /* 0 ok, 1 transport failure, 2 timeout, 3 body over the cap */
+    char *body;             /* malloc'd, body_len bytes (+ NUL); free with tb_http_free */
+    size_t body_len;
+    long retry_after;       /* Retry-After in seconds, -1 when absent or not in seconds */
+} tb_http_result;
+
+void tb_http_global_init(void);
+void *tb_http_handle_new(void);
+void tb_http_handle_free(void *handle);
+/* method "GET" or "POST"; headers: n "Name: value" strings; body may be NULL for GET. */
+tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
+                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes);
+void tb_http_free(tb_http_result *result);
+#endif
