@@ -180,7 +180,7 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
             p.wait()
     results = {}
     results.update(wheel_bench())
-    results.update(storm_bench(env, op, idp))
+    results.update(storm_rounds(env, op, idp))
     results.update(million_bench(env))
     results.update({
         "date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians",
@@ -227,26 +227,42 @@ def start_brokers(env, n, extra):
     return ps, [f"http://127.0.0.1:{p}" for p in ports]
 
 
-def storm_bench(env, op, idp, sessions=10_000):
+def storm_rounds(env, op, idp, rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "3"))):
+    """The storm, `rounds` times (fresh tenant and IdP client each), medians and every round."""
+    runs = [storm_bench(env, op, idp, tag=str(r)) for r in range(rounds)]
+    for r in runs:
+        print(f"storm round: {r['refresh_storm_seconds']} s, {r['refresh_storm_idp_calls']} calls, "
+              f"{r['refresh_storm_duplicates']} duplicates, {r['refresh_cpu_ms_per_refresh']} ms CPU/refresh")
+    out = {k: statistics.median(r[k] for r in runs) for k in ["refresh_storm_seconds", "refresh_cpu_ms_per_refresh"]}
+    out["refresh_storm_idp_calls"] = max(r["refresh_storm_idp_calls"] for r in runs)
+    out["refresh_storm_refreshes_ok"] = min(r["refresh_storm_refreshes_ok"] for r in runs)
+    out["refresh_storm_duplicates"] = max(r["refresh_storm_duplicates"] for r in runs)
+    out["refresh_cpu_ms_per_refresh_rounds"] = [r["refresh_cpu_ms_per_refresh"] for r in runs]
+    out["refresh_storm_seconds_rounds"] = [r["refresh_storm_seconds"] for r in runs]
+    return out
+
+
+def storm_bench(env, op, idp, sessions=10_000, tag=""):
     """10,000 sessions due within the same 10 s, three replicas, one IdP. The sessions are
     imported through one replica, made due in the database, then three replicas start and
     find them in their first load."""
     ps, urls = start_brokers(env, 1, {})
     b = urls[0]
-    http("POST", idp + "/admin/clients", body={"client_id": "storm-app", "client_secret": "storm-secret",
+    tenant, app = f"storm{tag}", f"storm-app{tag}"
+    http("POST", idp + "/admin/clients", body={"client_id": app, "client_secret": "storm-secret",
                                                 "redirect_uris": [b + "/v1/callback"], "access_ttl": 3600})
-    http("PUT", b + "/v1/tenants/storm", op, {"name": "Storm"})
-    http("PUT", b + "/v1/tenants/storm/clients/app", op, {"issuer": idp, "client_id": "storm-app", "auth_method": "client_secret_basic",
+    http("PUT", f"{b}/v1/tenants/{tenant}", op, {"name": "Storm"})
+    http("PUT", f"{b}/v1/tenants/{tenant}/clients/app", op, {"issuer": idp, "client_id": app, "auth_method": "client_secret_basic",
          "client_secret": "storm-secret", "redirect_uri": b + "/v1/callback", "scopes": ["openid", "offline_access"],
          "max_concurrent_refreshes": 16})
-    key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "s", "roles": ["admin"], "tenants": ["storm"]})[2])["key"]
+    key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "s", "roles": ["admin"], "tenants": [tenant]})[2])["key"]
     subjects = [f"s-{i}" for i in range(sessions)]
-    tokens = json.loads(http("POST", idp + "/admin/grants", body={"client_id": "storm-app", "subjects": subjects})[2])["refresh_tokens"]
+    tokens = json.loads(http("POST", idp + "/admin/grants", body={"client_id": app, "subjects": subjects})[2])["refresh_tokens"]
     exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
     from concurrent.futures import ThreadPoolExecutor
 
     def imp(sub):
-        st, _, body = http("POST", b + "/v1/tenants/storm/sessions:import", key, {"client": "app", "subject": sub,
+        st, _, body = http("POST", f"{b}/v1/tenants/{tenant}/sessions:import", key, {"client": "app", "subject": sub,
                             "refresh_token": tokens[sub], "access_token": "storm-" + secrets.token_urlsafe(24), "expires_at": exp})
         assert st == 201, body
     with ThreadPoolExecutor(16) as pool:
@@ -255,23 +271,25 @@ def storm_bench(env, op, idp, sessions=10_000):
         p.send_signal(signal.SIGTERM)
         p.wait()
     # All due within the same 10 s, starting 3 s from now (schedule column only).
-    psql("UPDATE sessions SET next_refresh_at = now() + interval '3 seconds' + random() * interval '10 seconds' WHERE tenant_id = 'storm'")
+    psql(f"UPDATE sessions SET next_refresh_at = now() + interval '3 seconds' + random() * interval '10 seconds' WHERE tenant_id = '{tenant}'")
     t0 = time.time() + 3
     ps, urls = start_brokers(env, 3, {})
     before = {p.pid: cpu_ms(p.pid) for p in ps}
     while time.time() - t0 < 180:
-        stats = json.loads(http("GET", idp + "/stats?client_id=storm-app")[2])
+        stats = json.loads(http("GET", f"{idp}/stats?client_id={app}")[2])
         if stats["refreshes_ok"] >= sessions:
             break
         time.sleep(0.1)
     drained = time.time() - t0
     time.sleep(1)   # let anything straggling show up in the counts
     cpu = sum(cpu_ms(p.pid) - before[p.pid] for p in ps)
-    stats = json.loads(http("GET", idp + "/stats?client_id=storm-app&times=1")[2])
+    stats = json.loads(http("GET", f"{idp}/stats?client_id={app}&times=1")[2])
     twice = sum(1 for t in stats["refresh_times"].values() if len(t) > 1)
     for p in ps:
         p.send_signal(signal.SIGTERM)
         p.wait()
+    # The storm's sessions would be due again within the hour: keep later rounds to their own.
+    psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
     return {"refresh_storm_seconds": round(drained, 2), "refresh_storm_idp_calls": stats["token_calls"].get("refresh_token", 0),
             "refresh_storm_refreshes_ok": stats["refreshes_ok"], "refresh_storm_duplicates": twice + stats["reuse_detected"],
             "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3)}
@@ -318,8 +336,7 @@ def storm_only():
     idp_port = free_port()
     start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
     wait_ready(f"http://127.0.0.1:{idp_port}/jwks")
-    psql("DELETE FROM sessions WHERE tenant_id = 'storm'")
-    print(json.dumps(storm_bench(env, op, f"http://127.0.0.1:{idp_port}"), indent=2))
+    print(json.dumps(storm_rounds(env, op, f"http://127.0.0.1:{idp_port}", rounds=1), indent=2))
 
 
 try:

@@ -127,7 +127,10 @@ public final class RefreshEngine: @unchecked Sendable {
     private func dispatch(_ item: Item) {
         let cap = registry.peekClient(tenant: item.key.tenant, id: item.client, now: clock.now())??.maxConcurrentRefreshes ?? 8
         pool.submit(RefreshPool.Job(client: item.key.tenant + "/" + item.client, cap: cap) { [self] in
-            let outcome = tokens.refreshDue(item.key)
+            // While the job waited for a slot, another replica may have refreshed the session and
+            // announced its new schedule: then there is nothing to try.
+            let notice: Date?? = queue.sync { announced[item.key] }
+            let outcome = notice.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key)
             queue.async { [self] in
                 running.remove(item.key)
                 let notice = announced.removeValue(forKey: item.key)

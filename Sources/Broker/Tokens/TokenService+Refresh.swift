@@ -128,7 +128,10 @@ extension TokenService {
         switch result {
         case .success(let (s, refreshed)):
             cache.put(s, now: now)
-            if refreshed {
+            // A routine refresh is recorded on the row (version, last_refreshed_at) and in the
+            // metrics; the audit trail keeps what someone must look at: failures, needs_reauth,
+            // and refreshes a caller forced.
+            if refreshed && actor != "engine" {
                 audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: "ok"))
             }
         case .failure(.sessionNotActive(let state)):
