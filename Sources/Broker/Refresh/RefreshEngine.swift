@@ -10,7 +10,7 @@ import Synchronization
 /// another replica holds it, this one checks back after `busyRetry`.
 ///
 /// Threading contract: the wheel and the handle table belong to `queue`; every method hops onto
-/// it. The DispatchSourceTimer ticks on `queue`. Loads query the database off the queue.
+/// it, except the in-flight table, which sits behind its own mutex. The DispatchSourceTimer ticks on `queue`. Loads query the database off the queue.
 public final class RefreshEngine: @unchecked Sendable {
     public struct Config: Sendable {
         public var tick: TimeInterval = 0.1
@@ -41,9 +41,15 @@ public final class RefreshEngine: @unchecked Sendable {
     private let queue = DispatchQueue(label: "tokenbroker.refresh-engine")
     private var wheel: TimerWheel<Item>
     private var handles: [SessionKey: TimerWheel<Item>.Handle] = [:]
-    private var running: Set<SessionKey> = []
-    /// Schedules announced for sessions while they were running here: they win over a busy retry.
-    private var announced: [SessionKey: Date?] = [:]
+    /// Sessions handed to the pool and not finished, with any schedule announced for them
+    /// meanwhile (it wins over a busy retry, and spares a job that waited its lock attempt).
+    /// Behind a mutex, not the queue, so that a pool thread starting a job never waits for the
+    /// engine's queue to drain.
+    private struct InFlight {
+        var running: Set<SessionKey> = []
+        var announced: [SessionKey: Date?] = [:]
+    }
+    private let inFlight = Mutex(InFlight())
     private var timers: [any DispatchSourceTimer] = []
     private var stopped = false
     /// Timers pending, mirrored for metrics.
@@ -93,10 +99,13 @@ public final class RefreshEngine: @unchecked Sendable {
     public func apply(_ change: Change) {
         switch change {
         case .scheduled(let tenant, let id, let client, let at):
-            queue.async { [self] in
-                let key = SessionKey(tenant: tenant, id: id)
-                if running.contains(key) { announced[key] = .some(at) } else { schedule(Item(key: key, client: client), at: at) }
+            let key = SessionKey(tenant: tenant, id: id)
+            let noted = inFlight.withLock { f -> Bool in
+                guard f.running.contains(key) else { return false }
+                f.announced[key] = .some(at)
+                return true
             }
+            if !noted { queue.async { self.schedule(Item(key: key, client: client), at: at) } }
         case .resync:
             queue.async { self.load() }
         default:
@@ -118,7 +127,7 @@ public final class RefreshEngine: @unchecked Sendable {
         guard !stopped else { return }
         for item in wheel.advance(to: clock.now()) {
             handles[item.key] = nil
-            guard running.insert(item.key).inserted else { continue }
+            guard inFlight.withLock({ $0.running.insert(item.key).inserted }) else { continue }
             dispatch(item)
         }
         scheduled.store(wheel.count, ordering: .relaxed)
@@ -129,11 +138,13 @@ public final class RefreshEngine: @unchecked Sendable {
         pool.submit(RefreshPool.Job(client: item.key.tenant + "/" + item.client, cap: cap) { [self] in
             // While the job waited for a slot, another replica may have refreshed the session and
             // announced its new schedule: then there is nothing to try.
-            let notice: Date?? = queue.sync { announced[item.key] }
-            let outcome = notice.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key)
+            let waited: Date?? = inFlight.withLock { $0.announced[item.key] }
+            let outcome = waited.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key)
+            let notice = inFlight.withLock { f -> Date?? in
+                f.running.remove(item.key)
+                return f.announced.removeValue(forKey: item.key)
+            }
             queue.async { [self] in
-                running.remove(item.key)
-                let notice = announced.removeValue(forKey: item.key)
                 switch (outcome, notice) {
                 case (.next(let at), _): schedule(item, at: at)
                 case (.busy, .some(let at)): schedule(item, at: at)        // the holder already said what it did
@@ -153,6 +164,7 @@ public final class RefreshEngine: @unchecked Sendable {
             }
             queue.async { [self] in
                 // The database is the truth: re-arm every due session (a lost notice is mended here).
+                let running = inFlight.withLock { $0.running }
                 for d in due {
                     let key = SessionKey(tenant: d.tenant, id: d.id)
                     if !running.contains(key) { schedule(Item(key: key, client: d.client), at: d.at) }
