@@ -336,7 +336,7 @@ def storm_only():
     idp_port = free_port()
     start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
     wait_ready(f"http://127.0.0.1:{idp_port}/jwks")
-    print(json.dumps(storm_rounds(env, op, f"http://127.0.0.1:{idp_port}", rounds=1), indent=2))
+    print(json.dumps(storm_rounds(env, op, f"http://127.0.0.1:{idp_port}", rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
 try:
