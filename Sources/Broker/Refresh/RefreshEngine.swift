@@ -159,8 +159,11 @@ public final class RefreshEngine: @unchecked Sendable {
         let now = clock.now()
         DispatchQueue.global().async { [self] in
             guard let due = try? store.dueSessions(before: now.addingTimeInterval(config.horizon), limit: config.loadLimit) else { return }
-            if let near = try? store.countGrantedBefore(now.addingTimeInterval(-(config.grantLifetime - config.grantWarning))) {
-                nearGrantExpiry.store(near, ordering: .relaxed)
+            defer {
+                // Reported, not needed to schedule: counted after the due sessions are armed.
+                if let near = try? store.countGrantedBefore(now.addingTimeInterval(-(config.grantLifetime - config.grantWarning))) {
+                    nearGrantExpiry.store(near, ordering: .relaxed)
+                }
             }
             queue.async { [self] in
                 // The database is the truth: re-arm every due session (a lost notice is mended here).
