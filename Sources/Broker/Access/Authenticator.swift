@@ -81,8 +81,7 @@ public final class Authenticator: Sendable {
 
     /// Key ids used since the last call (for last_used_at, written in bulk).
     public func drainUsed() -> [String] {
-        let all = entries.withLock { Array($0) }
-        return all.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil }
+        entries.withLock { m in m.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
     }
 
     public func forget(_ change: Change) {

@@ -164,20 +164,6 @@ public struct TimerWheel<Payload> {
     /// Advances to the tick `now` has reached.
     public mutating func advance(to now: Date) -> [Payload] { advance(toTick: reached(now)) }
 
-    /// The earliest pending deadline's tick, or nil when empty (for a driver that sleeps).
-    /// O(slots) — for tests and idle drivers, not the hot path.
-    public func nextDeadline() -> Int64? {
-        var best: Int64?
-        for h in heads where h >= 0 {
-            var i = h
-            while i >= 0 {
-                best = min(best ?? .max, deadline[Int(i)])
-                i = next[Int(i)]
-            }
-        }
-        return best
-    }
-
     // MARK: internals
 
     private func bucket(level: Int, tick: Int64) -> Int32 {
