@@ -50,7 +50,7 @@ let package = Package(
 
         .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "BrokerTesting"]),
         .testTarget(name: "BrokerTests", dependencies: ["Broker", "BrokerCore", "BrokerTesting"]),
-        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore"]),
+        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore", "Broker"]),
         .testTarget(name: "IntegrationTests", dependencies: ["BrokerCore", "BrokerCrypto"]),
     ],
     swiftLanguageModes: [.v6]

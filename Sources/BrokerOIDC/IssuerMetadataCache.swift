@@ -5,7 +5,7 @@ import Synchronization
 /// IssuerMetadataCache fetches `<issuer>/.well-known/openid-configuration` and keeps it for
 /// `maxAge`. The document's `issuer` must equal the configured issuer exactly (Discovery §4.3),
 /// or the client is unusable: endpoints are always taken from metadata, never guessed.
-public final class IssuerMetadataCache: Sendable {
+public final class IssuerMetadataCache: IssuerDirectory {
     private let http: BlockingHTTP
     private let maxAge: TimeInterval
     private let entries = Mutex<[String: (IssuerMetadata, Date)]>([:])
@@ -35,7 +35,8 @@ public final class IssuerMetadataCache: Sendable {
         func url(_ k: String) -> URL? { (doc[k] as? String).flatMap(URL.init(string:)) }
         let m = IssuerMetadata(issuer: issuer, tokenEndpoint: token, authorizationEndpoint: url("authorization_endpoint"),
                                jwksURI: url("jwks_uri"), revocationEndpoint: url("revocation_endpoint"),
-                               endSessionEndpoint: url("end_session_endpoint"))
+                               endSessionEndpoint: url("end_session_endpoint"),
+                               issParameterSupported: doc["authorization_response_iss_parameter_supported"] as? Bool == true)
         entries.withLock { $0[issuer] = (m, now) }
         return m
     }

@@ -1,59 +1,86 @@
 import BrokerCore
 import Foundation
 
-/// OIDCTokenEndpoint calls a client's IdP token endpoint, found through discovery, with the
-/// client's authentication method (RFC 6749 §2.3): `client_secret_basic` (form-encoded id and
-/// secret in HTTP Basic), `client_secret_post`, or `none` (client_id in the form).
+/// OIDCTokenEndpoint calls a client's IdP token and revocation endpoints, found through
+/// discovery, with the client's authentication method — one code path for refresh, code
+/// exchange and revocation (RFC 6749 §2.3, OIDC Core §9): `client_secret_basic` (form-encoded id
+/// and secret in HTTP Basic), `client_secret_post`, `private_key_jwt` (a signed assertion, with
+/// `client_id` in the form as XID requires), or `none` (client_id in the form, PKCE only).
 public final class OIDCTokenEndpoint: TokenEndpoint {
     public typealias SecretSource = @Sendable (ClientRegistration) throws -> String?
 
     private let http: BlockingHTTP
-    private let metadata: IssuerMetadataCache
+    private let metadata: any IssuerDirectory
     private let secret: SecretSource
+    private let assertions: (any ClientAssertionSigner)?
     private let clock: any Clock
 
-    public init(http: BlockingHTTP, metadata: IssuerMetadataCache, clock: any Clock, secret: @escaping SecretSource) {
+    public init(http: BlockingHTTP, metadata: any IssuerDirectory, clock: any Clock, assertions: (any ClientAssertionSigner)? = nil,
+                secret: @escaping SecretSource) {
         self.http = http
         self.metadata = metadata
         self.secret = secret
+        self.assertions = assertions
         self.clock = clock
     }
 
     public func refresh(client: ClientRegistration, refreshToken: String) throws(TokenEndpointError) -> TokenGrant {
-        try post(client: client, fields: [("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        return try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]))
     }
 
-    /// POSTs a token request with the client's authentication and checks the answer.
-    public func post(client: ClientRegistration, fields: [(String, String)]) throws(TokenEndpointError) -> TokenGrant {
+    public func exchangeCode(client: ClientRegistration, code: String, verifier: String) throws(TokenEndpointError) -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        return try TokenResponse.parse(call(client, meta.tokenEndpoint, [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI), ("code_verifier", verifier)]))
+    }
+
+    /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying.
+    public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {
+        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        guard let endpoint = meta.revocationEndpoint else { throw .metadata("discovery: no revocation_endpoint") }
+        let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
+        if reply.status == 200 { return }
+        _ = try TokenResponse.parse(reply)
+        throw .invalidResponse("revocation endpoint: HTTP \(reply.status)")
+    }
+
+    /// POSTs a form with the client's authentication; transport failures become TokenEndpointError.
+    private func call(_ client: ClientRegistration, _ endpoint: URL, _ fields: [(String, String)]) throws(TokenEndpointError) -> BlockingHTTP.Reply {
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         var form = fields
-        let clientSecret: String?
-        do { clientSecret = try secret(client) } catch { throw .metadata("client secret unavailable") }
         switch client.authMethod {
         case .none:
             form.append(("client_id", client.clientID))
         case .clientSecretBasic:
-            guard let s = clientSecret else { throw .metadata("client has no secret") }
+            let s = try clientSecret(client)
             let pair = FormEncoding.encode(client.clientID) + ":" + FormEncoding.encode(s)
             headers.append("Authorization: Basic " + Data(pair.utf8).base64EncodedString())
         case .clientSecretPost:
-            guard let s = clientSecret else { throw .metadata("client has no secret") }
-            form += [("client_id", client.clientID), ("client_secret", s)]
+            form += [("client_id", client.clientID), ("client_secret", try clientSecret(client))]
         case .privateKeyJWT:
-            throw .metadata("private_key_jwt is not supported yet")
+            guard let assertions else { throw .metadata("no key to sign client assertions") }
+            let jwt: String
+            do { jwt = try assertions.assertion(for: client, audience: endpoint.absoluteString, now: clock.now()) } catch {
+                throw .metadata("client assertion key unavailable")
+            }
+            form += [("client_id", client.clientID),
+                     ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", jwt)]
         }
         do {
-            return try TokenResponse.parse(http.send("POST", meta.tokenEndpoint, headers: headers, body: Array(FormEncoding.body(form).utf8)))
-        } catch let e as BlockingHTTP.Failure {
-            switch e {
-            case .transport(let why): throw .transient(reason: "token endpoint: \(why)", retryAfter: nil)
-            case .tooLarge: throw .invalidResponse("token endpoint: response too large")
-            }
-        } catch let e as TokenEndpointError {
-            throw e
+            return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8))
         } catch {
-            throw .invalidResponse("token endpoint: unreadable response")
+            switch error {
+            case .transport(let why): throw .transient(reason: "\(endpoint.path): \(why)", retryAfter: nil)
+            case .tooLarge: throw .invalidResponse("\(endpoint.path): response too large")
+            }
         }
+    }
+
+    private func clientSecret(_ client: ClientRegistration) throws(TokenEndpointError) -> String {
+        let s: String?
+        do { s = try secret(client) } catch { throw .metadata("client secret unavailable") }
+        guard let s else { throw .metadata("client has no secret") }
+        return s
     }
 }

@@ -41,7 +41,7 @@ public final class PostgresRegistryStore: RegistryStore {
         try pool.run { c in
             let r = try c.execute("""
                 SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' '),
-                       array_to_string(redirect_after_allowed, ' '), refresh_policy::text, max_concurrent_refreshes
+                       array_to_string(redirect_after_allowed, ' '), refresh_policy::text, max_concurrent_refreshes, assertion_alg
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """)
             guard r.count == 1 else { return nil }
@@ -50,7 +50,7 @@ public final class PostgresRegistryStore: RegistryStore {
                 tenant: tenant, id: id, issuer: r.string(0, 0)!, clientID: r.string(0, 1)!,
                 authMethod: ClientAuthMethod(rawValue: r.string(0, 2)!) ?? .none, redirectURI: r.string(0, 3)!,
                 scopes: r.words(0, 4), redirectAfterAllowed: r.words(0, 5), refreshPolicy: policy,
-                maxConcurrentRefreshes: r.int(0, 7)!)
+                maxConcurrentRefreshes: r.int(0, 7)!, assertionAlgorithm: r.string(0, 8).flatMap(JWSAlgorithm.init(rawValue:)))
         }
     }
 
@@ -62,20 +62,32 @@ public final class PostgresRegistryStore: RegistryStore {
         }
     }
 
-    public func putClient(_ cl: ClientRegistration, secret: String?, now: Date) throws -> (ClientRegistration, created: Bool) {
+    public func assertionKey(tenant: String, id: String) throws -> [UInt8]? {
+        try pool.run { c in
+            let r = try c.execute("SELECT assertion_key FROM clients WHERE tenant_id = \(tenant) AND id = \(id)")
+            guard r.count == 1, let sealed = r.bytes(0, 0) else { return nil }
+            let b64 = try sealer.open(sealed, context: "clients/\(tenant)/\(id)/assertion_key")
+            return Data(base64Encoded: b64).map { [UInt8]($0) }
+        }
+    }
+
+    public func putClient(_ cl: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool) {
         let policy = String(decoding: try JSONEncoder().encode(cl.refreshPolicy), as: UTF8.self)
         let sealed = secret.map { sealer.seal($0, context: "clients/\(cl.tenant)/\(cl.id)/client_secret") }
+        let sealedKey = assertionKey.map { sealer.seal(Data($0).base64EncodedString(), context: "clients/\(cl.tenant)/\(cl.id)/assertion_key") }
         return try pool.run { c in
             let r = try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,
-                    redirect_after_allowed, refresh_policy, max_concurrent_refreshes, created_at, updated_at)
+                    redirect_after_allowed, refresh_policy, max_concurrent_refreshes, assertion_alg, assertion_key, created_at, updated_at)
                 VALUES (\(cl.tenant), \(cl.id), \(cl.issuer), \(cl.clientID), \(cl.authMethod.rawValue), \(sealed),
-                    \(cl.redirectURI), \(cl.scopes), \(cl.redirectAfterAllowed), \(policy)::jsonb, \(cl.maxConcurrentRefreshes), \(now), \(now))
+                    \(cl.redirectURI), \(cl.scopes), \(cl.redirectAfterAllowed), \(policy)::jsonb, \(cl.maxConcurrentRefreshes),
+                    \(cl.assertionAlgorithm?.rawValue), \(sealedKey), \(now), \(now))
                 ON CONFLICT (tenant_id, id) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id,
                     auth_method = excluded.auth_method, client_secret = coalesce(excluded.client_secret, clients.client_secret),
                     redirect_uri = excluded.redirect_uri, scopes = excluded.scopes,
                     redirect_after_allowed = excluded.redirect_after_allowed, refresh_policy = excluded.refresh_policy,
-                    max_concurrent_refreshes = excluded.max_concurrent_refreshes, updated_at = excluded.updated_at
+                    max_concurrent_refreshes = excluded.max_concurrent_refreshes, assertion_alg = excluded.assertion_alg,
+                    assertion_key = coalesce(excluded.assertion_key, clients.assertion_key), updated_at = excluded.updated_at
                 RETURNING (xmax = 0)
                 """)
             return (cl, r.bool(0, 0)!)

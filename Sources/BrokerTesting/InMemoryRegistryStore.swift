@@ -8,6 +8,7 @@ public final class InMemoryRegistryStore: RegistryStore {
         var tenants: [String: Tenant] = [:]
         var clients: [String: (ClientRegistration, String?)] = [:]
         var keys: [String: (Principal, [UInt8])] = [:]
+        var assertionKeys: [String: [UInt8]] = [:]
     }
 
     private let state = Mutex(State())
@@ -32,9 +33,12 @@ public final class InMemoryRegistryStore: RegistryStore {
     public func client(tenant: String, id: String) throws -> ClientRegistration? { state.withLock { $0.clients[tenant + "/" + id]?.0 } }
     public func clientSecret(tenant: String, id: String) throws -> String? { state.withLock { $0.clients[tenant + "/" + id]?.1 } }
 
-    public func putClient(_ c: ClientRegistration, secret: String?, now: Date) throws -> (ClientRegistration, created: Bool) {
+    public func assertionKey(tenant: String, id: String) throws -> [UInt8]? { state.withLock { $0.assertionKeys[tenant + "/" + id] } }
+
+    public func putClient(_ c: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool) {
         state.withLock { s in
             let k = c.tenant + "/" + c.id
+            if let assertionKey { s.assertionKeys[k] = assertionKey }
             let old = s.clients[k]
             s.clients[k] = (c, secret ?? old?.1)
             return (c, old == nil)

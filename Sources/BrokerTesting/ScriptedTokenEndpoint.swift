@@ -26,6 +26,14 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
         return try answer(refreshToken, n)
     }
 
+    /// Codes are not part of these unit tests: the login flow is tested against the development IdP.
+    public func exchangeCode(client: ClientRegistration, code: String, verifier: String) throws(TokenEndpointError) -> TokenGrant {
+        throw .invalidResponse("ScriptedTokenEndpoint does not exchange codes")
+    }
+
+    /// Records nothing: revocation is tested against the development IdP.
+    public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {}
+
     /// Lets `n` held calls proceed.
     public func open(_ n: Int = 1) { for _ in 0..<n { gate?.signal() } }
 

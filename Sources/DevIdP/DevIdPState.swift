@@ -1,3 +1,4 @@
+import BrokerCore
 import Foundation
 
 /// DevIdPState is everything the development provider remembers, in memory, guarded by one lock
@@ -7,6 +8,17 @@ struct DevIdPState {
         var secret: String?
         var redirectURIs: [String]
         var accessTTL: Int
+        /// The algorithm of this client's ID tokens.
+        var idTokenAlg: JWSAlgorithm = .es256
+        /// private_key_jwt: the client's public keys (then it has no secret and is confidential).
+        var jwks: [JSONWebKey] = []
+        var confidential: Bool { secret != nil || !jwks.isEmpty }
+    }
+
+    /// A misbehaviour switched on for a client's next `remaining` responses.
+    struct Switch {
+        let mode: Misbehaviour
+        var remaining: Int
     }
 
     struct Code {
@@ -41,6 +53,9 @@ struct DevIdPState {
         var reuseDetected = 0
         var familiesRevoked = 0
         var revocations = 0
+        var assertions = 0
+        var endSessions = 0
+        var userinfo = 0
         var refreshTimes: [String: [Double]] = [:]   // by subject: when each refresh succeeded
     }
 
@@ -58,4 +73,16 @@ struct DevIdPState {
     var stats: [String: Stats] = [:]           // by client_id
     var failure: Failure?
     var defaultAccessTTL: Int
+    var switches: [String: Switch] = [:]       // by client_id
+    var usedAssertionIDs: Set<String> = []
+    var jwksFetches = 0
+    var keys = DevIdPKeys(generation: 1)
+
+    /// Takes the client's switch for one response, if one is on and fits `authorize`.
+    mutating func take(_ clientID: String, atAuthorize: Bool) -> Misbehaviour? {
+        guard var s = switches[clientID], s.mode.atAuthorize == atAuthorize else { return nil }
+        s.remaining -= 1
+        switches[clientID] = s.remaining > 0 ? s : nil
+        return s.mode
+    }
 }

@@ -37,7 +37,7 @@ enum TestDatabase {
             _ = try registry.putTenant(id: t, name: t, now: Date())
             _ = try registry.putClient(ClientRegistration(tenant: t, id: "app", issuer: "https://idp.example", clientID: "app",
                                                           authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"]),
-                                       secret: "s", now: Date())
+                                       secret: "s", assertionKey: nil, now: Date())
         }
         return names
     }

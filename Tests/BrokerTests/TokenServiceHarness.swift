@@ -21,7 +21,7 @@ struct TokenServiceHarness {
         for t in ["t1", "t2"] {
             _ = try registry.putClient(ClientRegistration(tenant: t, id: "app", issuer: "https://idp.example", clientID: "app",
                                                           authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"]),
-                                       secret: "s", now: clock.now())
+                                       secret: "s", assertionKey: nil, now: clock.now())
         }
         service = TokenService(store: store, registry: RegistryCache(store: registry, maxAge: 60), endpoint: endpoint, audit: audit,
                                feed: feed, clock: clock, executor: BlockingExecutor(threads: 8, name: "test"),

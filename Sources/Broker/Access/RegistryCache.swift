@@ -20,6 +20,7 @@ public final class RegistryCache: Sendable {
     private let tenants = Mutex<[String: Timed<Tenant?>]>([:])
     private let clients = Mutex<[ClientKey: Timed<ClientRegistration?>]>([:])
     private let secrets = Mutex<[ClientKey: Timed<String?>]>([:])
+    private let assertionKeys = Mutex<[ClientKey: Timed<[UInt8]?>]>([:])
 
     public init(store: any RegistryStore, maxAge: TimeInterval) {
         self.store = store
@@ -68,6 +69,11 @@ public final class RegistryCache: Sendable {
         try cached(secrets, ClientKey(tenant: tenant, id: id), now: now) { try store.clientSecret(tenant: tenant, id: id) }
     }
 
+    /// The client's private_key_jwt key (DER), unsealed, cached like the secret.
+    public func assertionKey(tenant: String, id: String, now: Date) throws -> [UInt8]? {
+        try cached(assertionKeys, ClientKey(tenant: tenant, id: id), now: now) { try store.assertionKey(tenant: tenant, id: id) }
+    }
+
     /// The entry of `map` younger than maxAge, else loaded (outside the lock) and kept.
     private func cached<K: Hashable & Sendable, V: Sendable>(_ map: borrowing Mutex<[K: Timed<V>]>, _ key: K, now: Date,
                                                    load: () throws -> V) rethrows -> V {
@@ -84,13 +90,16 @@ public final class RegistryCache: Sendable {
             _ = tenants.withLock { $0.removeValue(forKey: id) }
             clients.withLock { c in c = c.filter { $0.key.tenant != id } }
             secrets.withLock { c in c = c.filter { $0.key.tenant != id } }
+            assertionKeys.withLock { c in c = c.filter { $0.key.tenant != id } }
         case .client(let tenant, let id):
             _ = clients.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
             _ = secrets.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = assertionKeys.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
         case .resync:
             tenants.withLock { $0.removeAll() }
             clients.withLock { $0.removeAll() }
             secrets.withLock { $0.removeAll() }
+            assertionKeys.withLock { $0.removeAll() }
         default:
             break
         }

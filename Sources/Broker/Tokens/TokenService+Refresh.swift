@@ -96,9 +96,46 @@ extension TokenService {
         }
         let finished = clock.now()
         metrics.refreshLatency.observe(finished.timeIntervalSince(started))
+        if let refused = checkRefreshedIDToken(grant, locked, client: client, now: finished) { return refused }
         metrics.refreshes.add("ok")
         let s = Self.apply(grant, to: locked, policy: client.refreshPolicy, now: finished, jitter: jitter())
         return (s, .success((s, true)))
+    }
+
+    /// A refreshed ID token must come from the same issuer, for the same subject and client
+    /// (OIDC Core §12.2; no nonce). When it does not, nothing of the answer is kept or handed
+    /// out and the session needs a new sign-in. When the issuer's keys cannot be fetched, the
+    /// rotated refresh token is kept (the grant must not be lost) but not the access token,
+    /// and the refresh is retried later. Nil: the answer may be used.
+    private func checkRefreshedIDToken(_ grant: TokenGrant, _ locked: Session, client: ClientRegistration, now: Date) -> (write: Session, result: FlightResult)? {
+        guard let token = grant.idToken, let idTokens else { return nil }
+        let expect = IDTokenExpectation(issuer: locked.issuer, clientID: client.clientID, nonce: nil, subject: locked.subject)
+        do {
+            _ = try idTokens.verify(token, expect, now: now)
+            return nil
+        } catch {
+            var s = locked
+            s.version += 1
+            s.failureCount += 1
+            s.accessToken = nil
+            s.accessExpiresAt = nil
+            switch error {
+            case .rejected(let why):
+                metrics.refreshes.add("needs_reauth")
+                s.refreshToken = nil
+                s.idToken = nil
+                s.state = .needsReauth
+                s.nextRefreshAt = nil
+                s.lastError = "refreshed ID token rejected: \(why.reason)"
+                return (s, .failure(.sessionNotActive(.needsReauth)))
+            case .keysUnavailable:
+                metrics.refreshes.add("failed")
+                s.refreshToken = grant.refreshToken ?? locked.refreshToken
+                s.lastError = "refreshed ID token: issuer keys unavailable"
+                s.nextRefreshAt = retry.nextAttempt(after: s.failureCount, retryAfter: nil, now: now, draw: (jitter() + 1) / 2)
+                return (s, .failure(.idpUnavailable(retryAfter: nil)))
+            }
+        }
     }
 
     /// The session after a successful refresh (spec §8: keep the old refresh token when no new

@@ -30,10 +30,13 @@ public final class TokenService: Sendable {
     let lockTimeout: TimeInterval
     let retry: RetryPolicy
     let jitter: @Sendable () -> Double
+    /// Checks ID tokens that come back with a refresh (OIDC Core §12.2); nil in unit tests
+    /// whose IdP returns none.
+    let idTokens: IDTokenVerifier?
 
     public init(store: any SessionStore, registry: RegistryCache, endpoint: any TokenEndpoint, audit: any AuditSink,
                 feed: any ChangeFeed, clock: any Clock, executor: BlockingExecutor, cache: SessionCache,
-                lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
+                idTokens: IDTokenVerifier? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
         self.store = store
         self.registry = registry
@@ -48,6 +51,7 @@ public final class TokenService: Sendable {
         self.lockTimeout = lockTimeout
         self.retry = retry
         self.jitter = jitter
+        self.idTokens = idTokens
     }
 
     /// Answers from memory when it can: the tenant, client and session are cached and the

@@ -44,10 +44,14 @@ enum Commands {
         let reg = ClientRegistration(
             tenant: try a.required("tenant"), id: try a.required("id"), issuer: try a.required("issuer"), clientID: try a.required("client-id"),
             authMethod: method, redirectURI: try a.required("redirect-uri"), scopes: Scopes.parse(try a.required("scopes")),
-            redirectAfterAllowed: a.values("redirect-after-allowed"), refreshPolicy: policy)
+            redirectAfterAllowed: a.values("redirect-after-allowed"), refreshPolicy: policy,
+            assertionAlgorithm: try a.value("assertion-alg").map { name in
+                guard let alg = JWSAlgorithm(rawValue: name) else { throw Arguments.Invalid(description: "--assertion-alg must be ES256, RS256 or PS256") }
+                return alg
+            })
         let (c, created) = try rt.operators.putClient(reg, secret: secret, actor: "cli")
-        print(Render.client(c, hasSecret: c.authMethod.needsSecret))
-        FileHandle.standardError.write(Data("client \(c.tenant)/\(c.id) \(created ? "created" : "updated")\n".utf8))
+        print(Render.client(c))
+        FileHandle.standardError.write(Data("client \(c.client.tenant)/\(c.client.id) \(created ? "created" : "updated")\n".utf8))
         rt.flush()
         return 0
     }

@@ -51,18 +51,25 @@ enum Render {
                          ("created_at", RFC3339.optional(t.createdAt))])
     }
 
-    static func client(_ c: ClientRegistration, hasSecret: Bool) -> String {
-        let p = c.refreshPolicy
+    static func client(_ v: OperatorService.ClientView) -> String {
+        let c = v.client, p = c.refreshPolicy
+        var assertion: [(String, String)] = []
+        if let alg = c.assertionAlgorithm { assertion.append(("assertion_alg", JSONText.quote(alg.rawValue))) }
+        if let k = v.publicKey {
+            // The public half of the broker's private_key_jwt key, to register at the IdP.
+            let members = k.members.sorted { $0.key < $1.key }.map { ($0.key, JSONText.quote($0.value)) }
+            assertion.append(("jwks", JSONText.object([("keys", "[" + JSONText.object(members) + "]")])))
+        }
         return JSONText.object([
             ("tenant", JSONText.quote(c.tenant)), ("id", JSONText.quote(c.id)), ("issuer", JSONText.quote(c.issuer)),
             ("client_id", JSONText.quote(c.clientID)), ("auth_method", JSONText.quote(c.authMethod.rawValue)),
-            ("has_secret", hasSecret ? "true" : "false"), ("redirect_uri", JSONText.quote(c.redirectURI)),
+            ("has_secret", c.authMethod.needsSecret ? "true" : "false"), ("redirect_uri", JSONText.quote(c.redirectURI)),
             ("scopes", JSONText.strings(c.scopes)), ("redirect_after_allowed", JSONText.strings(c.redirectAfterAllowed)),
             ("refresh_policy", JSONText.object([
                 ("lead_seconds", p.leadSeconds.map { String(Int($0)) } ?? "null"), ("lead_fraction", String(p.leadFraction)),
                 ("lead_cap_seconds", String(Int(p.leadCap))), ("jitter_seconds", String(Int(p.jitterSeconds))),
                 ("min_ttl", String(Int(p.minTTL)))])),
             ("max_concurrent_refreshes", String(c.maxConcurrentRefreshes)),
-        ])
+        ] + assertion)
     }
 }

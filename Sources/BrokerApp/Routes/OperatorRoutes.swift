@@ -28,7 +28,13 @@ struct OperatorRoutes {
         let reg = ClientRegistration(
             tenant: tenant, id: id, issuer: try b.requiredString("issuer"), clientID: try b.requiredString("client_id"), authMethod: method,
             redirectURI: try b.requiredString("redirect_uri"), scopes: scopes, redirectAfterAllowed: try b.strings("redirect_after_allowed") ?? [],
-            refreshPolicy: policy, maxConcurrentRefreshes: try b.int("max_concurrent_refreshes") ?? 8)
+            refreshPolicy: policy, maxConcurrentRefreshes: try b.int("max_concurrent_refreshes") ?? 8,
+            assertionAlgorithm: try b.string("assertion_alg").map { name throws(BrokerError) -> JWSAlgorithm in
+                guard let alg = JWSAlgorithm(rawValue: name) else {
+                    throw .badRequest(code: "invalid_request", message: "'assertion_alg' must be ES256, RS256 or PS256")
+                }
+                return alg
+            })
         return (reg, try b.string("client_secret"))
     }
 
@@ -49,8 +55,14 @@ struct OperatorRoutes {
                 let (reg, secret) = try Self.registration(try JSONObject.parse(req.body), tenant: tenant, id: req[param: "c"])
                 return runtime.later(req) {
                     let (c, created) = try runtime.operators.putClient(reg, secret: secret, actor: p.id)
-                    return .json(created ? 201 : 200, Render.client(c, hasSecret: c.authMethod.needsSecret))
+                    return .json(created ? 201 : 200, Render.client(c))
                 }
+            }
+        }
+        r.add("GET", "/v1/tenants/{t}/clients/{c}") { req in
+            let tenant = req[param: "t"]
+            return runtime.guarded(req, .operator, tenant: tenant) { _ in
+                runtime.later(req) { .json(200, Render.client(try runtime.operators.clientView(tenant: tenant, id: req[param: "c"]))) }
             }
         }
         r.add("POST", "/v1/apikeys") { req in

@@ -7,6 +7,7 @@ enum Routes {
         HealthRoutes(runtime: runtime).register(&r)
         TokenRoutes(runtime: runtime).register(&r)
         SessionRoutes(runtime: runtime).register(&r)
+        EnrolmentRoutes(runtime: runtime).register(&r)
         OperatorRoutes(runtime: runtime).register(&r)
         return r
     }

@@ -22,6 +22,7 @@ public final class BrokerRuntime: Sendable {
     public let auth: Authenticator
     public let operators: OperatorService
     public let admin: SessionAdmin
+    public let logins: LoginService
     public let engine: RefreshEngine
     let migrator: Migrator
 
@@ -39,16 +40,23 @@ public final class BrokerRuntime: Sendable {
         let http = BlockingHTTP(timeout: config.idpTimeout)
         let registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)
         self.registry = registry
-        let endpoint = OIDCTokenEndpoint(http: http, metadata: IssuerMetadataCache(http: http), clock: clock) { client in
+        let digest = OpenSSLDigest()
+        let directory = IssuerMetadataCache(http: http)
+        let assertionKeys = AssertionKeys(registry: registry, digest: digest)
+        let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys) { client in
             try registry.clientSecret(tenant: client.tenant, id: client.id, now: clock.now())
         }
+        let idTokens = IDTokenVerifier(keys: JWKSCache(http: http, directory: directory), signatures: OpenSSLSignatureVerifier())
         tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
                               executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
-                              lockTimeout: config.lockTimeout)
+                              idTokens: idTokens, lockTimeout: config.lockTimeout)
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
-        operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock)
+        operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys)
         admin = SessionAdmin(store: sessions, registry: registry, feed: feed, audit: audit, clock: clock)
+        logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
+                              directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
+                              clock: clock)
         engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,
                                pool: RefreshPool(globalCap: config.refreshConcurrency))
         migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())
@@ -77,9 +85,12 @@ public final class BrokerRuntime: Sendable {
         }
         engine.start()
         let t = Thread { [self] in
+            var ticks = 0
             while true {
                 Thread.sleep(forTimeInterval: 0.25)
                 flush()
+                ticks += 1
+                if ticks % 240 == 0 { _ = try? logins.purgeExpired() }   // once a minute
             }
         }
         t.name = "housekeeper"

@@ -1,5 +1,6 @@
 import Broker
 import BrokerCore
+import BrokerCrypto
 import Foundation
 
 /// OperatorService manages tenants, client registrations and API keys for both the operator
@@ -11,6 +12,7 @@ public struct OperatorService: Sendable {
     let feed: any ChangeFeed
     let audit: any AuditSink
     let clock: any Clock
+    let assertionKeys: AssertionKeys
 
     public func putTenant(id: String, name: String, actor: String) throws -> (Tenant, created: Bool) {
         guard Tenant.isValidID(id) else {
@@ -24,9 +26,17 @@ public struct OperatorService: Sendable {
         return r
     }
 
+    /// A client registration as the operator sees it: never a secret, but the public key the
+    /// broker signs its client assertions with (to register at the IdP) when it has one.
+    public struct ClientView: Sendable {
+        public let client: ClientRegistration
+        public let publicKey: JSONWebKey?
+    }
+
     /// Creates or replaces a client registration. A secret method needs a secret, given now or
-    /// stored before.
-    public func putClient(_ c: ClientRegistration, secret: String?, actor: String) throws -> (ClientRegistration, created: Bool) {
+    /// stored before; `private_key_jwt` gets a key made here (kept while its algorithm stays).
+    public func putClient(_ reg: ClientRegistration, secret: String?, actor: String) throws -> (ClientView, created: Bool) {
+        var c = reg
         func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
         guard Slug.isValid(c.id) else { throw bad("client id must match [a-z0-9][a-z0-9-]{0,62}") }
         guard try store.tenant(c.tenant) != nil else { throw BrokerError.notFound("tenant") }
@@ -37,17 +47,37 @@ public struct OperatorService: Sendable {
         guard c.scopes.allSatisfy({ !$0.isEmpty && !$0.contains(" ") }) else { throw bad("'scopes' must be scope tokens") }
         if let p = c.refreshPolicy.problem { throw bad("refresh_policy: \(p)") }
         guard (1...1000).contains(c.maxConcurrentRefreshes) else { throw bad("'max_concurrent_refreshes' must be 1...1000") }
-        if c.authMethod == .privateKeyJWT {
-            throw BrokerError.unprocessable(code: "unsupported_auth_method", message: "private_key_jwt is not supported yet")
-        }
         if let s = secret, s.isEmpty || s.count > 4096 { throw bad("'client_secret' must be 1...4096 characters") }
         if c.authMethod.needsSecret, secret == nil, try store.clientSecret(tenant: c.tenant, id: c.id) == nil {
             throw bad("auth_method \(c.authMethod.rawValue) needs a client_secret")
         }
-        let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, now: clock.now())
+        var newKey: SigningKey?
+        if c.authMethod == .privateKeyJWT {
+            let alg = c.assertionAlgorithm ?? .es256
+            c.assertionAlgorithm = alg
+            let oldAlg = try store.client(tenant: c.tenant, id: c.id)?.assertionAlgorithm
+            let oldKey = try store.assertionKey(tenant: c.tenant, id: c.id)
+            if oldAlg != alg || oldKey == nil {
+                newKey = SigningKey.generate(alg)
+            }
+        } else {
+            c.assertionAlgorithm = nil
+        }
+        let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, assertionKey: newKey?.der, now: clock.now())
         feed.publish(.client(tenant: c.tenant, id: c.id))
         audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? "client.create" : "client.update", tenant: c.tenant, session: nil, outcome: "ok"))
-        return r
+        let publicKey = try newKey.map { assertionKeys.publicKey($0) } ?? (try clientView(tenant: c.tenant, id: c.id).publicKey)
+        return (ClientView(client: c, publicKey: publicKey), r.created)
+    }
+
+    /// The registration and its public assertion key, read from the store (not the cache).
+    public func clientView(tenant: String, id: String) throws -> ClientView {
+        guard let c = try store.client(tenant: tenant, id: id) else { throw BrokerError.notFound("client") }
+        var key: JSONWebKey?
+        if let alg = c.assertionAlgorithm, let der = try store.assertionKey(tenant: tenant, id: id), let k = SigningKey.load(der: der, alg: alg) {
+            key = assertionKeys.publicKey(k)
+        }
+        return ClientView(client: c, publicKey: key)
     }
 
     /// Creates an API key; returns the principal and the key, which is shown this once only.

@@ -16,10 +16,14 @@ public struct ClientRegistration: Sendable, Equatable {
     public var refreshPolicy: RefreshPolicy
     /// Cap on refreshes running at once against this client's IdP.
     public var maxConcurrentRefreshes: Int
+    /// With `private_key_jwt`: the algorithm of the broker's key for this client (its private
+    /// part sealed in the store, its public JWK shown to the operator to register at the IdP).
+    public var assertionAlgorithm: JWSAlgorithm?
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
-                refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8) {
+                refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8,
+                assertionAlgorithm: JWSAlgorithm? = nil) {
         self.tenant = tenant
         self.id = id
         self.issuer = issuer
@@ -30,5 +34,6 @@ public struct ClientRegistration: Sendable, Equatable {
         self.redirectAfterAllowed = redirectAfterAllowed
         self.refreshPolicy = refreshPolicy
         self.maxConcurrentRefreshes = maxConcurrentRefreshes
+        self.assertionAlgorithm = assertionAlgorithm
     }
 }

@@ -11,8 +11,10 @@ public protocol RegistryStore: Sendable {
     func client(tenant: String, id: String) throws -> ClientRegistration?
     /// The stored client secret, unsealed; nil when the client has none.
     func clientSecret(tenant: String, id: String) throws -> String?
-    /// Creates or replaces the registration. A nil `secret` keeps the stored one.
-    func putClient(_ client: ClientRegistration, secret: String?, now: Date) throws -> (ClientRegistration, created: Bool)
+    /// The client's private_key_jwt signing key (DER), unsealed; nil when it has none.
+    func assertionKey(tenant: String, id: String) throws -> [UInt8]?
+    /// Creates or replaces the registration. A nil `secret` or `assertionKey` keeps the stored one.
+    func putClient(_ client: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool)
 
     /// The key with this id, and the SHA-256 of its secret.
     func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])?

@@ -19,9 +19,11 @@ final class DevIdPServer: @unchecked Sendable {
         try await waitReady("http://127.0.0.1:\(port)/.well-known/openid-configuration", process)
     }
 
-    func registerClient(_ id: String, secret: String?, redirectURI: String, accessTTL: Int = 3600) async throws {
-        var body: [String: Any] = ["client_id": id, "redirect_uris": [redirectURI], "access_ttl": accessTTL]
+    func registerClient(_ id: String, secret: String?, redirectURI: String, accessTTL: Int = 3600, idTokenAlg: String = "ES256",
+                        jwks: Any? = nil) async throws {
+        var body: [String: Any] = ["client_id": id, "redirect_uris": [redirectURI], "access_ttl": accessTTL, "id_token_alg": idTokenAlg]
         if let secret { body["client_secret"] = secret; TestEnv.secret(secret) }
+        if let jwks { body["jwks"] = jwks }
         let r = try await HTTP.post(issuer + "/admin/clients", json: body)
         precondition(r.status == 201)
     }
@@ -74,6 +76,22 @@ final class DevIdPServer: @unchecked Sendable {
         var body: [String: Any] = ["status": status, "count": count]
         if let retryAfter { body["retry_after"] = retryAfter }
         _ = try await HTTP.post(issuer + "/admin/failures", json: body)
+    }
+
+    /// Makes the client's next `count` responses misbehave in one way (see the IdP's Misbehaviour).
+    func misbehave(_ client: String, _ mode: String, count: Int = 1) async throws {
+        let r = try await HTTP.post(issuer + "/admin/misbehave", json: ["client_id": client, "mode": mode, "count": count])
+        precondition(r.status == 200, "unknown misbehaviour \(mode)")
+    }
+
+    /// New signing keys at the IdP; the old ones leave the JWKS.
+    func rotateKeys() async throws {
+        _ = try await HTTP.post(issuer + "/admin/rotate-keys", json: [:])
+    }
+
+    /// The raw counters of one client (token_calls, jwks_fetches, client_assertions, …).
+    func counters(client: String) async throws -> [String: Any] {
+        try await HTTP.get(issuer + "/stats?client_id=\(client)").json
     }
 
     /// Revokes every grant of `subject` at the IdP (as an IdP admin would): the next refresh gets invalid_grant.

@@ -14,7 +14,10 @@ final class World: @unchecked Sendable {
     let idpSecret: String
     let operatorKey: String
     var workerKey: String = ""
-    var redirectURI: String { "http://127.0.0.1:1/v1/callback" }
+    /// The broker's callback, registered at the IdP (any replica serves it).
+    var redirectURI: String { brokers[0].url + "/v1/callback" }
+    /// Where the broker sends the browser after a login (in the client's allowlist).
+    let appURL = "https://app.example/after-login"
 
     init(replicas: Int = 1, accessTTL: Int = 3600, extraEnv: [String: String] = [:]) async throws {
         idp = try await DevIdPServer()
@@ -39,8 +42,8 @@ final class World: @unchecked Sendable {
         try await expectStatus(HTTP.put(b + "/v1/tenants/\(tenant)", key: operatorKey, json: ["name": "Test tenant"]), 201)
         try await expectStatus(HTTP.put(b + "/v1/tenants/\(tenant)/clients/\(client)", key: operatorKey, json: [
             "issuer": idp.issuer, "client_id": idpClientID, "auth_method": "client_secret_basic", "client_secret": idpSecret,
-            "redirect_uri": redirectURI, "scopes": ["openid", "offline_access"]]), 201)
-        workerKey = try await newKey(roles: ["worker", "admin"], tenants: [tenant])
+            "redirect_uri": redirectURI, "scopes": ["openid", "offline_access"], "redirect_after_allowed": [appURL]]), 201)
+        workerKey = try await newKey(roles: ["worker", "admin", "enrol"], tenants: [tenant])
     }
 
     func newKey(roles: [String], tenants: [String]) async throws -> String {

@@ -19,7 +19,22 @@ public final class ES256PrivateKey: @unchecked Sendable {
         pkey = key!
     }
 
+    /// A key stored before with `der` (SEC 1 ECPrivateKey DER); nil when it is not one.
+    public init?(der: [UInt8]) {
+        guard let k = PrivateKeyDER.decode(der, type: EVP_PKEY_EC) else { return nil }
+        pkey = k
+    }
+
     deinit { EVP_PKEY_free(pkey) }
+
+    /// The private key as DER, to be sealed at rest.
+    public var der: [UInt8] { PrivateKeyDER.encode(pkey) }
+
+    /// The public key as a JWK (RFC 7518 §6.2.1).
+    public func jwk(kid: String) -> JSONWebKey {
+        let (x, y) = publicCoordinates
+        return JSONWebKey(kty: "EC", kid: kid, alg: "ES256", crv: "P-256", x: x, y: y)
+    }
 
     /// The public point as JWK coordinates (RFC 7518 §6.2.1): base64url `x` and `y`.
     public var publicCoordinates: (x: String, y: String) {

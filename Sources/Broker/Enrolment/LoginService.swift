@@ -1,0 +1,235 @@
+import BrokerCore
+import Foundation
+
+/// LoginService signs users in the way the XID SDK does, server-side (spec §4.2): it starts an
+/// authorization-code request with PKCE S256 and fresh state and nonce, and completes it at the
+/// callback — state consumed once, `iss` checked (RFC 9207), code exchanged with the verifier,
+/// ID token verified (spec §7) — before a session is stored. Any refusal stores nothing.
+///
+/// Thread-safety: a value; its dependencies are thread-safe. Calls block (database, IdP): run
+/// them on worker threads.
+public struct LoginService: Sendable {
+    let logins: any LoginStore
+    let sessions: any SessionStore
+    let registry: RegistryCache
+    let directory: any IssuerDirectory
+    let endpoint: any TokenEndpoint
+    let idTokens: IDTokenVerifier
+    let digest: any Digest
+    let feed: any ChangeFeed
+    let audit: any AuditSink
+    let clock: any Clock
+    /// How long a started login may wait for its callback (spec §3: 10 minutes).
+    public static let lifetime: TimeInterval = 600
+
+    public init(logins: any LoginStore, sessions: any SessionStore, registry: RegistryCache, directory: any IssuerDirectory,
+                endpoint: any TokenEndpoint, idTokens: IDTokenVerifier, digest: any Digest, feed: any ChangeFeed,
+                audit: any AuditSink, clock: any Clock) {
+        self.logins = logins
+        self.sessions = sessions
+        self.registry = registry
+        self.directory = directory
+        self.endpoint = endpoint
+        self.idTokens = idTokens
+        self.digest = digest
+        self.feed = feed
+        self.audit = audit
+        self.clock = clock
+    }
+
+    public struct Request: Sendable {
+        public var client: String
+        public var redirectAfter: String?
+        public var loginHint: String?
+        public var scopes: [String]?
+
+        public init(client: String, redirectAfter: String?, loginHint: String?, scopes: [String]?) {
+            self.client = client
+            self.redirectAfter = redirectAfter
+            self.loginHint = loginHint
+            self.scopes = scopes
+        }
+    }
+
+    public struct Started: Sendable {
+        public let id: String
+        public let authorizationURL: String
+        public let expiresAt: Date
+    }
+
+    /// Starts a login: stores it (verifier and nonce sealed, state hashed) and returns the URL to
+    /// send the user's browser to.
+    public func start(_ r: Request, tenant: String, actor: String) throws -> Started {
+        func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
+        let now = clock.now()
+        _ = try registry.activeTenant(tenant, now: now)
+        guard let client = try registry.client(tenant: tenant, id: r.client, now: now) else { throw BrokerError.notFound("client") }
+        if let after = r.redirectAfter, !client.redirectAfterAllowed.contains(after) {
+            // Exact match only: no prefix, no pattern, so that a login cannot be turned into an open redirect.
+            throw bad("'redirect_after' is not in the client's redirect_after_allowed list")
+        }
+        if let hint = r.loginHint, hint.isEmpty || hint.utf8.count > 255 { throw bad("'login_hint' must be 1...255 bytes") }
+        var scopes = r.scopes ?? client.scopes
+        guard scopes.count <= 50, scopes.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 100 }) else { throw bad("'scope' must be at most 50 scope tokens") }
+        if !scopes.contains("openid") { scopes.insert("openid", at: 0) }
+        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: client.issuer, now: now) }
+        guard let authorize = meta.authorizationEndpoint else {
+            throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer's metadata has no authorization_endpoint")
+        }
+        var rng = SystemRandomNumberGenerator()
+        // 256 bits each (RFC 7636 §4.1 asks at least 43 characters of the verifier; ≥ 128 bits for state and nonce).
+        let verifier = Identifiers.token(bytes: 32, using: &rng)
+        let state = Identifiers.token(bytes: 32, using: &rng)
+        let nonce = Identifiers.token(bytes: 32, using: &rng)
+        let login = PendingLogin(id: "lgn_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, client: client.id, issuer: client.issuer,
+                                 stateHash: digest.sha256(Array(state.utf8)), verifier: verifier, nonce: nonce, scopes: scopes,
+                                 redirectAfter: r.redirectAfter, createdAt: now, expiresAt: now.addingTimeInterval(Self.lifetime))
+        try logins.insert(login)
+        var query = [("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", client.redirectURI),
+                     ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
+                     ("code_challenge", Base64URL.encode(digest.sha256(Array(verifier.utf8)))), ("code_challenge_method", "S256")]
+        if let hint = r.loginHint { query.append(("login_hint", hint)) }
+        if scopes.contains("offline_access") { query.append(("prompt", "consent")) }   // OIDC Core §11
+        audit.record(AuditEvent(at: now, actor: actor, action: "login.start", tenant: tenant, session: nil, outcome: "ok"))
+        return Started(id: login.id, authorizationURL: Self.url(authorize, adding: query), expiresAt: login.expiresAt)
+    }
+
+    /// The callback's parameters (RFC 6749 §4.1.2, §4.1.2.1; RFC 9207 §2).
+    public struct Callback: Sendable {
+        public var state: String?
+        public var code: String?
+        public var iss: String?
+        public var error: String?
+
+        public init(state: String?, code: String?, iss: String?, error: String?) {
+            self.state = state
+            self.code = code
+            self.iss = iss
+            self.error = error
+        }
+    }
+
+    public enum Completion: Sendable {
+        case signedIn(Session, redirectAfter: String?)
+        /// The IdP answered with an error code (kept as it came when it is a plain token).
+        case refused(error: String, redirectAfter: String?)
+    }
+
+    /// Completes a login. The login is consumed first, so whatever fails afterwards, it cannot
+    /// be replayed; nothing is stored unless every check passed.
+    public func complete(_ cb: Callback) throws -> Completion {
+        func bad(_ code: String, _ m: String) -> BrokerError { .badRequest(code: code, message: m) }
+        guard let state = cb.state, !state.isEmpty, state.utf8.count <= 512 else { throw bad("invalid_request", "the callback has no state") }
+        guard let login = try logins.consume(stateHash: digest.sha256(Array(state.utf8))) else {
+            throw bad("invalid_state", "unknown or already used state")
+        }
+        let now = clock.now()
+        guard login.expiresAt > now else { return try refuse(login, "invalid_state", "the login expired; start a new one", now) }
+        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: login.issuer, now: now) }
+        // RFC 9207 §2.4: compare before anything else, errors included; required when advertised.
+        if let iss = cb.iss {
+            guard iss == login.issuer else { return try refuse(login, "issuer_mismatch", "the iss parameter is not the login's issuer", now) }
+        } else if meta.issParameterSupported {
+            return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now)
+        }
+        if let e = cb.error {
+            let code = Self.isToken(e) ? e : "invalid_request"
+            audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: "idp:" + code))
+            return .refused(error: code, redirectAfter: login.redirectAfter)
+        }
+        guard let code = cb.code, !code.isEmpty, code.utf8.count <= 2048 else {
+            return try refuse(login, "invalid_request", "the callback has neither code nor error", now)
+        }
+        guard let client = try registry.client(tenant: login.tenant, id: login.client, now: now), client.issuer == login.issuer else {
+            return try refuse(login, "invalid_state", "the login's client changed since it started", now)
+        }
+        let grant: TokenGrant
+        do { grant = try endpoint.exchangeCode(client: client, code: code, verifier: login.verifier) } catch {
+            let (status, reason) = Self.describe(error)
+            return try refuse(login, status, reason, now)
+        }
+        guard let idToken = grant.idToken else { return try refuse(login, "invalid_token_response", "the token response has no id_token", now) }
+        let verified: VerifiedIDToken
+        do {
+            verified = try idTokens.verify(idToken, IDTokenExpectation(issuer: login.issuer, clientID: client.clientID, nonce: login.nonce), now: now)
+        } catch {
+            switch error {
+            case .rejected(let why): return try refuse(login, "invalid_id_token", "ID token rejected: \(why.reason)", now)
+            case .keysUnavailable: throw BrokerError.idpUnavailable(retryAfter: nil)
+            }
+        }
+        let session = Self.session(from: grant, verified, login: login, client: client, now: now)
+        try sessions.insert(session)
+        feed.publish(.subject(tenant: login.tenant, client: client.id, subject: verified.subject))
+        feed.publish(.scheduled(tenant: login.tenant, id: session.id, client: client.id, at: session.nextRefreshAt))
+        audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: session.id, outcome: "ok"))
+        return .signedIn(session, redirectAfter: login.redirectAfter)
+    }
+
+    /// Purges logins that expired (called by the housekeeper).
+    public func purgeExpired() throws -> Int { try logins.purge(expiredBefore: clock.now()) }
+
+    /// The new session: tokens from the grant, claims from the verified ID token, the grant's
+    /// start now (spec §8). Without a refresh token the session lives until its access token
+    /// expires, then needs re-authentication.
+    static func session(from g: TokenGrant, _ v: VerifiedIDToken, login: PendingLogin, client: ClientRegistration, now: Date) -> Session {
+        var rng = SystemRandomNumberGenerator()
+        let lifetime = g.expiresIn ?? 300
+        let expires = now.addingTimeInterval(lifetime)
+        let next = g.refreshToken == nil ? expires : client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: expires, jitter: Double.random(in: -1...1))
+        return Session(tenant: login.tenant, id: Identifiers.session(using: &rng), client: client.id, subject: v.subject, issuer: login.issuer,
+                       scopes: g.scope ?? login.scopes, claims: v.claims, accessToken: g.accessToken, accessExpiresAt: expires,
+                       accessLifetime: lifetime, refreshToken: g.refreshToken, idToken: g.idToken, state: .active, nextRefreshAt: next,
+                       grantedAt: now, createdAt: now, lastRefreshedAt: now)
+    }
+
+    /// Audits a refused callback and throws the refusal.
+    private func refuse(_ login: PendingLogin, _ code: String, _ message: String, _ now: Date) throws -> Completion {
+        audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: code))
+        if code == "idp_unavailable" { throw BrokerError.idpUnavailable(retryAfter: nil) }
+        throw BrokerError.badRequest(code: code, message: message)
+    }
+
+    /// A code and a sentence for a failed code exchange; never the IdP's description.
+    static func describe(_ e: TokenEndpointError) -> (String, String) {
+        switch e {
+        case .oauth(let o): (isToken(o.error) ? o.error : "invalid_grant", "the identity provider refused the code (\(isToken(o.error) ? o.error : "error"))")
+        case .transient: ("idp_unavailable", "the identity provider is unavailable")
+        case .invalidResponse(let why): ("invalid_token_response", why)
+        case .metadata(let why): ("idp_misconfigured", why)
+        }
+    }
+
+    /// An RFC 6749 error code is a short token of letters and underscores; anything else is not echoed.
+    static func isToken(_ s: String) -> Bool {
+        (1...64).contains(s.utf8.count) && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || $0 == 95 || ($0 >= 48 && $0 <= 57) }
+    }
+
+    static func mapped<T>(_ body: () throws(TokenEndpointError) -> T) throws(BrokerError) -> T {
+        do { return try body() } catch {
+            switch error {
+            case .transient(_, let after): throw .idpUnavailable(retryAfter: after)
+            case .metadata(let why), .invalidResponse(let why): throw .unprocessable(code: "idp_misconfigured", message: why)
+            case .oauth: throw .idpUnavailable(retryAfter: nil)
+            }
+        }
+    }
+
+    /// `base` with `query` appended (form-encoded), keeping a query it already has.
+    static func url(_ base: URL, adding query: [(String, String)]) -> String {
+        let s = base.absoluteString
+        return s + (s.contains("?") ? "&" : "?") + query.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
+    }
+
+    private static func escape(_ s: String) -> String {
+        var out = ""
+        for b in s.utf8 {
+            if (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 45 || b == 46 || b == 95 || b == 126 {
+                out.unicodeScalars.append(Unicode.Scalar(b))
+            } else {
+                out += String(format: "%%%02X", b)
+            }
+        }
+        return out
+    }
+}

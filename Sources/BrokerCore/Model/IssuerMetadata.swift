@@ -1,0 +1,25 @@
+import Foundation
+
+/// IssuerMetadata is the part of an OpenID Provider's discovery document the broker uses
+/// (OpenID Connect Discovery 1.0 §3, RFC 8414 §2, RFC 9207 §3).
+public struct IssuerMetadata: Sendable, Equatable {
+    public let issuer: String
+    public let tokenEndpoint: URL
+    public let authorizationEndpoint: URL?
+    public let jwksURI: URL?
+    public let revocationEndpoint: URL?
+    public let endSessionEndpoint: URL?
+    /// The IdP sends `iss` in every authorization response (RFC 9207): a callback without it is refused.
+    public let issParameterSupported: Bool
+
+    public init(issuer: String, tokenEndpoint: URL, authorizationEndpoint: URL?, jwksURI: URL?, revocationEndpoint: URL?,
+                endSessionEndpoint: URL?, issParameterSupported: Bool) {
+        self.issuer = issuer
+        self.tokenEndpoint = tokenEndpoint
+        self.authorizationEndpoint = authorizationEndpoint
+        self.jwksURI = jwksURI
+        self.revocationEndpoint = revocationEndpoint
+        self.endSessionEndpoint = endSessionEndpoint
+        self.issParameterSupported = issParameterSupported
+    }
+}

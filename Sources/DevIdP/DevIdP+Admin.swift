@@ -1,0 +1,120 @@
+import BrokerCore
+import BrokerHTTP
+import Foundation
+
+/// Test controls of the development IdP (unauthenticated: it listens on loopback only).
+extension DevIdP {
+
+    /// Counters per client (all clients without `client_id`); `times` adds every refresh's time
+    /// by subject, which is large: tests ask for it once, pollers should not.
+    func stats(_ clientID: String?, times withTimes: Bool) -> HTTPResponse {
+        let all = state.withLock { s in clientID.map { [$0: s.stats[$0] ?? .init()] } ?? s.stats }
+        var calls: [String: Int] = [:]
+        var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
+        var times: [String: [Double]] = [:]
+        for st in all.values {
+            if withTimes { for (k, v) in st.refreshTimes { times[k, default: []] += v } }
+            for (k, v) in st.calls { calls[k, default: 0] += v }
+            ok += st.refreshesOK
+            reuse += st.reuseDetected
+            revoked += st.familiesRevoked
+            revocations += st.revocations
+            assertions += st.assertions
+            endSessions += st.endSessions
+            userinfo += st.userinfo
+        }
+        var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
+                                   "revocations": revocations, "client_assertions": assertions, "end_sessions": endSessions,
+                                   "userinfo_calls": userinfo, "jwks_fetches": state.withLock { $0.jwksFetches }]
+        if withTimes { body["refresh_times"] = times }
+        return json(200, body)
+    }
+
+    /// `{"client_id", "redirect_uris", "client_secret"?, "jwks"? (private_key_jwt), "access_ttl"?,
+    /// "id_token_alg"? (ES256, RS256, PS256)}`: registers or replaces a client.
+    func registerClient(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let id = o["client_id"] as? String,
+              let uris = o["redirect_uris"] as? [String] else { return json(400, ["error": "invalid_request"]) }
+        let alg = (o["id_token_alg"] as? String).map { JWSAlgorithm(rawValue: $0) } ?? .es256
+        guard let alg else { return json(400, ["error": "invalid_request", "error_description": "id_token_alg"]) }
+        let keys = ((o["jwks"] as? [String: Any])?["keys"] as? [[String: Any]] ?? []).compactMap(JSONWebKey.init(json:))
+        let client = DevIdPState.Client(secret: o["client_secret"] as? String, redirectURIs: uris,
+                                        accessTTL: (o["access_ttl"] as? Int) ?? state.withLock { $0.defaultAccessTTL },
+                                        idTokenAlg: alg, jwks: keys)
+        state.withLock { $0.clients[id] = client }
+        return json(201, ["client_id": id])
+    }
+
+    func setFailure(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let status = o["status"] as? Int else {
+            return json(400, ["error": "invalid_request"])
+        }
+        state.withLock { $0.failure = .init(status: status, retryAfter: o["retry_after"] as? Int, remaining: (o["count"] as? Int) ?? 1) }
+        return json(200, ["ok": true])
+    }
+
+    /// Creates grants without the authorize round trip (benchmarks): one refresh-token family per
+    /// subject, as if each had signed in with `offline_access`.
+    func bulkGrants(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let clientID = o["client_id"] as? String,
+              let subjects = o["subjects"] as? [String], state.withLock({ $0.clients[clientID]?.confidential == true }) else {
+            return json(400, ["error": "invalid_request"])
+        }
+        var rng = SystemRandomNumberGenerator()
+        var tokens: [String: String] = [:]
+        state.withLock { s in
+            for sub in subjects {
+                let family = Identifiers.token(bytes: 16, using: &rng), rt = Identifiers.token(bytes: 32, using: &rng)
+                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: sub, authTime: Date())
+                s.refreshTokens[rt] = .init(family: family, client: clientID, subject: sub, scope: "openid offline_access")
+                tokens[sub] = rt
+            }
+        }
+        return json(201, ["refresh_tokens": tokens])
+    }
+
+    func revokeSubject(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let sub = o["sub"] as? String else {
+            return json(400, ["error": "invalid_request"])
+        }
+        let n = state.withLock { s -> Int in
+            var n = 0
+            for (k, f) in s.families where f.subject == sub && !f.revoked {
+                s.families[k]?.revoked = true
+                n += 1
+            }
+            return n
+        }
+        return json(200, ["revoked_families": n])
+    }
+
+
+
+    /// `{"client_id", "mode", "count"?}`: the client's next `count` responses misbehave as
+    /// `mode` (see Misbehaviour); `"mode": null` switches it off.
+    func misbehave(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let id = o["client_id"] as? String else {
+            return json(400, ["error": "invalid_request"])
+        }
+        guard let name = o["mode"] as? String else {
+            state.withLock { $0.switches[id] = nil }
+            return json(200, ["ok": true])
+        }
+        guard let mode = Misbehaviour(rawValue: name) else {
+            return json(400, ["error": "invalid_request", "modes": Misbehaviour.allCases.map(\.rawValue)])
+        }
+        state.withLock { $0.switches[id] = .init(mode: mode, remaining: (o["count"] as? Int) ?? 1) }
+        return json(200, ["ok": true])
+    }
+
+    /// `{"keep_old"?: bool}`: new signing keys of a new generation; the JWKS then publishes
+    /// only them (or the old ones too with keep_old).
+    func rotateKeys(_ req: HTTPRequest) -> HTTPResponse {
+        let keepOld = ((try? JSONSerialization.jsonObject(with: Data(req.body))) as? [String: Any])?["keep_old"] as? Bool ?? false
+        let generation = state.withLock { s -> Int in
+            s.keys = DevIdPKeys(generation: s.keys.generation + 1, keepingOld: keepOld ? s.keys : nil)
+            return s.keys.generation
+        }
+        return json(200, ["generation": generation])
+    }
+}

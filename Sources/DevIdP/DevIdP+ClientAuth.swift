@@ -1,0 +1,49 @@
+import BrokerCore
+import BrokerCrypto
+import BrokerHTTP
+import Foundation
+
+/// Client authentication at the token and revocation endpoints (RFC 6749 §2.3, OIDC Core §9):
+/// client_secret_basic, client_secret_post, private_key_jwt (RFC 7523 §3), or a public client
+/// sending only its client_id.
+extension DevIdP {
+    static let jwtBearer = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+    /// The authenticated client_id, or nil.
+    func authenticate(_ req: HTTPRequest, _ form: [String: String]) -> String? {
+        var id = form["client_id"], secret = form["client_secret"]
+        if let h = req.header("authorization"), h.hasPrefix("Basic "),
+           let raw = Data(base64Encoded: String(h.dropFirst(6))), let pair = String(data: raw, encoding: .utf8),
+           let colon = pair.firstIndex(of: ":") {
+            id = Form.unescape(Array(pair[..<colon].utf8))
+            secret = Form.unescape(Array(pair[pair.index(after: colon)...].utf8))
+        }
+        guard let id, let client = state.withLock({ $0.clients[id] }) else { return nil }
+        if !client.jwks.isEmpty {
+            guard secret == nil, form["client_assertion_type"] == Self.jwtBearer, let jwt = form["client_assertion"],
+                  verifyAssertion(jwt, clientID: id, keys: client.jwks, endpoint: req.path) else { return nil }
+            return id
+        }
+        if let expected = client.secret { return secret == expected ? id : nil }
+        return secret == nil && form["client_assertion"] == nil ? id : nil
+    }
+
+    /// RFC 7523 §3: signed by one of the client's keys; iss = sub = client_id; aud the endpoint
+    /// or the issuer; not expired; jti never seen before.
+    private func verifyAssertion(_ jwt: String, clientID: String, keys: [JSONWebKey], endpoint: String) -> Bool {
+        guard let jws = try? CompactJWS.parse(jwt), let alg = JWSAlgorithm(rawValue: jws.algorithm) else { return false }
+        let verifier = OpenSSLSignatureVerifier()
+        guard keys.contains(where: { (jws.kid == nil || $0.kid == jws.kid)
+                && verifier.verify(alg, key: $0, input: jws.signingInput, signature: jws.signature) }) else { return false }
+        let c = jws.claims, now = Date().timeIntervalSince1970
+        let audiences = (c["aud"] as? [String]) ?? [(c["aud"] as? String) ?? ""]
+        guard c["iss"] as? String == clientID, c["sub"] as? String == clientID,
+              audiences.contains(where: { $0 == issuer || $0 == issuer + endpoint }),
+              let exp = (c["exp"] as? NSNumber)?.doubleValue, exp > now, exp < now + 600,
+              let jti = c["jti"] as? String else { return false }
+        return state.withLock { s in
+            s.stats[clientID, default: .init()].assertions += 1
+            return s.usedAssertionIDs.insert(jti).inserted
+        }
+    }
+}

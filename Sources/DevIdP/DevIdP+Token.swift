@@ -1,0 +1,149 @@
+import BrokerCore
+import BrokerCrypto
+import BrokerHTTP
+import Foundation
+
+/// The token endpoint (RFC 6749 §3.2): code exchange with PKCE, refresh with rotation and
+/// family revocation on reuse, and the misbehaviours that break one check of the broker's each.
+extension DevIdP {
+    func token(_ req: HTTPRequest) -> HTTPResponse {
+        let form = Form.decode(req.body)
+        let grantType = form["grant_type"] ?? ""
+        guard let clientID = authenticate(req, form) else {
+            return json(401, ["error": "invalid_client"], ["WWW-Authenticate": "Basic"])
+        }
+        let injected = state.withLock { s -> DevIdPState.Failure? in
+            s.stats[clientID, default: .init()].calls[grantType, default: 0] += 1
+            guard var f = s.failure, f.remaining > 0 else { return nil }
+            f.remaining -= 1
+            s.failure = f.remaining > 0 ? f : nil
+            return f
+        }
+        if let f = injected {
+            return json(f.status, ["error": "temporarily_unavailable"], f.retryAfter.map { ["Retry-After": String($0)] } ?? [:])
+        }
+        switch grantType {
+        case "authorization_code": return exchangeCode(form, clientID: clientID)
+        case "refresh_token": return refresh(form, clientID: clientID)
+        default: return json(400, ["error": "unsupported_grant_type"])
+        }
+    }
+
+    private func exchangeCode(_ form: [String: String], clientID: String) -> HTTPResponse {
+        guard let code = form["code"], let grant = state.withLock({ $0.codes.removeValue(forKey: code) }),
+              grant.client == clientID, grant.expires > Date(), grant.redirectURI == form["redirect_uri"] else {
+            return json(400, ["error": "invalid_grant", "error_description": "code unknown, used, expired or not yours"])
+        }
+        guard let verifier = form["code_verifier"], Base64URL.encode(SHA256.hash(verifier)) == grant.challenge else {
+            return json(400, ["error": "invalid_grant", "error_description": "PKCE verification failed"])
+        }
+        let confidential = state.withLock { $0.clients[clientID]?.confidential == true }
+        var rng = SystemRandomNumberGenerator()
+        var refresh: String?
+        if confidential && grant.scope.split(separator: " ").contains("offline_access") {
+            let family = Identifiers.token(bytes: 16, using: &rng)
+            let rt = Identifiers.token(bytes: 32, using: &rng)
+            state.withLock { s in
+                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: grant.subject, authTime: Date())
+                s.refreshTokens[rt] = .init(family: family, client: clientID, subject: grant.subject, scope: grant.scope)
+            }
+            refresh = rt
+        }
+        return issue(clientID: clientID, subject: grant.subject, scope: grant.scope, nonce: grant.nonce, refresh: refresh)
+    }
+
+    private func refresh(_ form: [String: String], clientID: String) -> HTTPResponse {
+        guard let presented = form["refresh_token"] else { return json(400, ["error": "invalid_request"]) }
+        var rng = SystemRandomNumberGenerator()
+        let next = Identifiers.token(bytes: 32, using: &rng)
+        let outcome = state.withLock { s -> (subject: String, scope: String)? in
+            guard let rt = s.refreshTokens[presented], rt.client == clientID, var family = s.families[rt.family] else { return nil }
+            guard !family.revoked else { return nil }
+            guard family.current == presented else {
+                // Reuse of a rotated token: revoke the whole family, no grace period.
+                family.revoked = true
+                s.families[rt.family] = family
+                s.stats[clientID, default: .init()].reuseDetected += 1
+                s.stats[clientID, default: .init()].familiesRevoked += 1
+                return nil
+            }
+            family.current = next
+            s.families[rt.family] = family
+            s.refreshTokens[next] = .init(family: rt.family, client: clientID, subject: rt.subject, scope: rt.scope)
+            s.stats[clientID, default: .init()].refreshesOK += 1
+            s.stats[clientID, default: .init()].refreshTimes[rt.subject, default: []].append(Date().timeIntervalSince1970)
+            return (rt.subject, rt.scope)
+        }
+        guard let outcome else { return json(400, ["error": "invalid_grant", "error_description": "refresh token invalid, revoked or reused"]) }
+        return issue(clientID: clientID, subject: outcome.subject, scope: outcome.scope, nonce: nil, refresh: next)
+    }
+
+    private func issue(clientID: String, subject: String, scope: String, nonce: String?, refresh: String?) -> HTTPResponse {
+        let (ttl, alg, secret, mode, keys) = state.withLock { s in
+            (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.clients[clientID]?.idTokenAlg ?? .es256, s.clients[clientID]?.secret,
+             s.take(clientID, atAuthorize: false), s.keys)
+        }
+        let now = Int(Date().timeIntervalSince1970)
+        var rng = SystemRandomNumberGenerator()
+        let access = keys.sign(["iss": issuer, "sub": subject, "aud": clientID, "client_id": clientID, "scope": scope,
+                                "iat": now, "exp": now + ttl, "jti": Identifiers.token(bytes: 16, using: &rng)], alg: .es256, type: "at+jwt")
+        var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "iat": now, "exp": now + 600, "auth_time": now,
+                                     "sid": "sid-" + subject, "email": subject + "@example.test"]
+        if let nonce { claims["nonce"] = nonce }
+        var body: [String: Any] = ["access_token": access, "token_type": "Bearer", "expires_in": ttl, "scope": scope]
+        if let refresh { body["refresh_token"] = refresh }
+        if let id = idToken(claims, clientID: clientID, alg: alg, secret: secret, mode: mode, keys: keys) { body["id_token"] = id }
+        switch mode {
+        case .noAccessToken: body["access_token"] = nil
+        case .unknownTokenType: body["token_type"] = "MAC"
+        case .notJSON: return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html>ok</html>".utf8))
+        case .oversize: body["padding"] = String(repeating: "x", count: 300 * 1024)
+        default: break
+        }
+        return json(200, body, ["Cache-Control": "no-store"])
+    }
+
+    /// The ID token, made wrong in exactly the way `mode` says (nil: none at all).
+    private func idToken(_ claims: [String: Any], clientID: String, alg: JWSAlgorithm, secret: String?, mode: Misbehaviour?,
+                         keys: DevIdPKeys) -> String? {
+        var c = claims
+        let now = claims["iat"] as! Int
+        switch mode {
+        case .idTokenMissing: return nil
+        case .idTokenWrongIss: c["iss"] = issuer + "/other"
+        case .idTokenWrongAud: c["aud"] = "someone-else"
+        case .idTokenMultiAudNoAzp: c["aud"] = [clientID, "someone-else"]
+        case .idTokenMultiAudAzp: c["aud"] = [clientID, "someone-else"]; c["azp"] = clientID
+        case .idTokenWrongAzp: c["aud"] = [clientID, "someone-else"]; c["azp"] = "someone-else"
+        case .idTokenExpired: c["iat"] = now - 7200; c["exp"] = now - 3600
+        case .idTokenIatFuture: c["iat"] = now + 3600; c["exp"] = now + 7200
+        case .idTokenWrongNonce: c["nonce"] = "not-the-login-nonce"
+        case .idTokenNoNonce: c["nonce"] = nil
+        case .idTokenNoSub: c["sub"] = nil
+        case .idTokenOtherSub: c["sub"] = "someone-else"
+        default: break
+        }
+        switch mode {
+        case .idTokenBadSignature:
+            let good = keys.sign(c, alg: alg, type: "JWT")
+            let cut = good.lastIndex(of: ".")!
+            var sig = Base64URL.decode(String(good[good.index(after: cut)...]))!
+            sig[sig.count / 2] ^= 0x01
+            return String(good[...cut]) + Base64URL.encode(sig)
+        case .idTokenAlgNone:
+            return CompactJWS.make(header: ["alg": "none", "typ": "JWT"], claims: c) { _ in [] }
+        case .idTokenAlgHS256:
+            // "Signed" with the client secret, a classic confusion attack (RFC 8725 §2.1).
+            return CompactJWS.make(header: ["alg": "HS256", "typ": "JWT", "kid": keys.kid(alg)], claims: c) {
+                HMACSHA256.mac(key: Array((secret ?? "").utf8), $0)
+            }
+        case .idTokenUnknownKid:
+            let stranger = SigningKey.generate(alg)
+            return stranger.jws(c, kid: "unknown-\(now)-\(Int.random(in: 0...1_000_000))", type: "JWT")
+        case .idTokenAccessTokenType:
+            return keys.sign(c, alg: alg, type: "at+jwt")
+        default:
+            return keys.sign(c, alg: alg, type: "JWT")
+        }
+    }
+}
