@@ -42,8 +42,10 @@ let package = Package(
         .target(name: "DevIdP", dependencies: ["BrokerHTTP", "BrokerCrypto"]),
         .executableTarget(name: "dev-idp", dependencies: ["DevIdP"]),
 
-        // Benchmark of the timer wheel (make bench).
+        // Benchmarks (make bench): the timer wheel; ID-token verification.
         .executableTarget(name: "wheel-bench", dependencies: ["BrokerCore"]),
+        // Benchmark of ID-token verification (make bench).
+        .executableTarget(name: "jose-bench", dependencies: ["Broker", "BrokerCore", "BrokerCrypto"]),
 
         // Fakes and the process harness for tests.
         .target(name: "BrokerTesting", dependencies: ["BrokerCore", "Broker"]),

@@ -6,6 +6,7 @@ bench/results.json. Figures are ratios against the reference measured alongside,
 machine (2 cores shared by load generator and server) moves absolute numbers around."""
 import base64, hashlib, json, os, pathlib, re, secrets, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 import urllib.error, urllib.parse, urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BIN = ROOT / ".build" / "release"
@@ -174,11 +175,15 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         assert status == 200
     batch_ms = statistics.median(times)
 
+    callbacks = callback_bench(broker, idp, op, redirect)
+
     for p in procs:
         if p.args[0] == BIN / "tokenbroker":
             p.send_signal(signal.SIGTERM)
             p.wait()
     results = {}
+    results.update(callbacks)
+    results.update(jose_bench())
     results.update(wheel_bench())
     results.update(storm_rounds(env, op, idp))
     results.update(million_bench(env))
@@ -195,7 +200,9 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
     OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
     print(f"\n{'measure':34} {'value':>12}")
     for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
-              "batch1000_ms", "batch1000_p90_ms", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
+              "batch1000_ms", "batch1000_p90_ms", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
+              "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
+              "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
               "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
               "ready_rss_mb_1m_sessions"]:
         print(f"{k:34} {results[k]:>12}")
@@ -210,6 +217,48 @@ def cpu_ms(pid):
 
 def psql(sql):
     return subprocess.run(["psql", os.environ["DATABASE_URL"], "-Atqc", sql], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def jose_bench():
+    """ID-token verification in process (jose-bench), against `openssl speed` verifying the same
+    signatures with the same library on the same machine: the ratio is what our parsing, key
+    lookup and claim checks cost on top of the bare signature check."""
+    r = json.loads(subprocess.run([BIN / "jose-bench"], check=True, capture_output=True, text=True).stdout)
+    speed = subprocess.run(["openssl", "speed", "-seconds", "2", "ecdsap256", "rsa2048"], capture_output=True, text=True).stdout
+    rsa = float(re.search(r"^rsa 2048 bits\s+\S+\s+\S+\s+\S+\s+([\d.]+)", speed, re.M).group(1))
+    ec = float(re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+\S+\s+([\d.]+)", speed).group(1))
+    r.update({"openssl_speed_verify_per_s_es256": round(ec), "openssl_speed_verify_per_s_rs256": round(rsa),
+              "es256_vs_openssl_speed": round(r["id_token_verify_per_s_es256"] / ec, 3),
+              "rs256_vs_openssl_speed": round(r["id_token_verify_per_s_rs256"] / rsa, 3)})
+    return r
+
+
+def callback_bench(broker, idp, op, redirect, logins=int(os.environ.get("BENCH_LOGINS", "1000")), workers=16):
+    """The OAuth callback end to end against the development IdP: `logins` logins are started
+    and authorized at the IdP first (its codes live 60 s), then their callbacks run 16 at a time:
+    consume the login, exchange the code (HTTP to the IdP), verify the ES256 ID token, store the
+    session. Also the whole flow (start, authorize, callback) per second."""
+    key = json.loads(http("POST", broker + "/v1/apikeys", op, {"name": "e", "roles": ["enrol"], "tenants": ["bench"]})[2])["key"]
+
+    def start_and_authorize(i):
+        _, _, body = http("POST", broker + "/v1/tenants/bench/logins", key, {"client": "app", "login_hint": f"cb-{i}"})
+        return http("GET", json.loads(body)["authorization_url"])[1]["Location"]
+
+    def callback(url):
+        status, _, body = http("GET", url)
+        assert status == 200, body
+        return status
+
+    with ThreadPoolExecutor(workers) as pool:
+        t0 = time.perf_counter()
+        urls = list(pool.map(start_and_authorize, range(logins)))
+        prepare = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        list(pool.map(callback, urls))
+        callbacks = time.perf_counter() - t0
+    flows = logins / (prepare + callbacks)
+    print(f"callbacks: {logins / callbacks:.0f}/s ({logins} logins, {workers} at a time); whole login flows: {flows:.0f}/s")
+    return {"callbacks_per_s": round(logins / callbacks), "login_flows_per_s": round(flows), "callback_bench_logins": logins}
 
 
 def wheel_bench():

@@ -15,22 +15,27 @@ public struct CompactJWS {
     public let signature: [UInt8]
 
     public static func parse(_ token: String, maxBytes: Int = 16 * 1024) throws(JOSEError) -> CompactJWS {
-        guard token.utf8.count <= maxBytes else { throw JOSEError("token larger than \(maxBytes) bytes") }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw JOSEError("not a compact JWS (three dot-separated parts)") }
-        guard let h = Base64URL.decode(String(parts[0])),
-              let header = try? JSONSerialization.jsonObject(with: Data(h)) as? [String: Any] else {
+        var token = token
+        return try token.withUTF8 { bytes in Result { () throws(JOSEError) in try parse(bytes, maxBytes: maxBytes) } }.get()
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxBytes: Int) throws(JOSEError) -> CompactJWS {
+        guard bytes.count <= maxBytes else { throw JOSEError("token larger than \(maxBytes) bytes") }
+        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
+        guard dots.count == 2 else { throw JOSEError("not a compact JWS (three dot-separated parts)") }
+        let raw = UnsafeRawBufferPointer(bytes)
+        func part(_ from: Int, _ to: Int) -> [UInt8]? { Base64URL.decode(UnsafeRawBufferPointer(rebasing: raw[from..<to])) }
+        guard let h = part(0, dots[0]), let header = try? JSONSerialization.jsonObject(with: Data(h)) as? [String: Any] else {
             throw JOSEError("header is not base64url JSON")
         }
-        guard let p = Base64URL.decode(String(parts[1])),
-              let claims = try? JSONSerialization.jsonObject(with: Data(p)) as? [String: Any] else {
+        guard let p = part(dots[0] + 1, dots[1]), let claims = try? JSONSerialization.jsonObject(with: Data(p)) as? [String: Any] else {
             throw JOSEError("payload is not a base64url JSON object")
         }
-        guard let sig = Base64URL.decode(String(parts[2])) else { throw JOSEError("signature is not base64url") }
+        guard let sig = part(dots[1] + 1, bytes.count) else { throw JOSEError("signature is not base64url") }
         guard let alg = header["alg"] as? String else { throw JOSEError("header has no alg") }
         guard header["crit"] == nil else { throw JOSEError("header has crit extensions") }
         return CompactJWS(algorithm: alg, kid: header["kid"] as? String, type: header["typ"] as? String, claims: claims,
-                          signingInput: Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)), signature: sig)
+                          signingInput: Array(bytes[..<dots[1]]), signature: sig)
     }
 
     /// Serializes and signs: `sign` gets the signing input and returns the JWS signature bytes.
