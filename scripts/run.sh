@@ -42,8 +42,10 @@ An operator key is in .run/operator.key. Try (the README walks through the same 
   curl -s -XPOST \$I/admin/clients -d '{"client_id":"acme-app","client_secret":"dev-secret","redirect_uris":["http://127.0.0.1:8080/v1/callback"]}'
   curl -s -XPUT \$B/v1/tenants/acme/clients/app -H "Authorization: Bearer \$OP" \\
     -d '{"issuer":"http://127.0.0.1:9000","client_id":"acme-app","auth_method":"client_secret_basic","client_secret":"dev-secret","redirect_uri":"http://127.0.0.1:8080/v1/callback","scopes":["openid","offline_access"]}'
-  KEY=\$(curl -s -XPOST \$B/v1/apikeys -H "Authorization: Bearer \$OP" -d '{"name":"acme","roles":["admin","worker"],"tenants":["acme"]}' | sed -E 's/.*"key":"([^"]+)".*/\1/')
-  # ... sign a user in at the IdP and import the grant: see README, "A walk through with curl".
+  KEY=\$(curl -s -XPOST \$B/v1/apikeys -H "Authorization: Bearer \$OP" -d '{"name":"acme","roles":["admin","worker","enrol"],"tenants":["acme"]}' | sed -E 's/.*"key":"([^"]+)".*/\1/')
+  URL=\$(curl -s -XPOST \$B/v1/tenants/acme/logins -H "Authorization: Bearer \$KEY" -d '{"client":"app","login_hint":"alice"}' | sed -E 's/.*"authorization_url":"([^"]+)".*/\1/')
+  SID=\$(curl -s -L "\$URL" | sed -E 's/.*"session_id":"([^"]+)".*/\1/')     # the browser's part: IdP, then the callback
+  curl -s -XPOST \$B/v1/tenants/acme/sessions/\$SID/token -H "Authorization: Bearer \$KEY" -d '{"min_ttl":60}'
 
 Ctrl-C stops the broker, the IdP and the database.
 TXT

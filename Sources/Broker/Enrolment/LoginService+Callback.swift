@@ -1,0 +1,114 @@
+import BrokerCore
+import Foundation
+
+/// The callback half of the login flow (spec §4.2, §7; RFC 6749 §4.1.2, RFC 9207).
+extension LoginService {
+    /// The callback's parameters (RFC 6749 §4.1.2, §4.1.2.1; RFC 9207 §2).
+    public struct Callback: Sendable {
+        public var state: String?
+        public var code: String?
+        public var iss: String?
+        public var error: String?
+
+        public init(state: String?, code: String?, iss: String?, error: String?) {
+            self.state = state
+            self.code = code
+            self.iss = iss
+            self.error = error
+        }
+    }
+
+    public enum Completion: Sendable {
+        case signedIn(Session, redirectAfter: String?)
+        /// The IdP answered with an error code (kept as it came when it is a plain token).
+        case refused(error: String, redirectAfter: String?)
+    }
+
+    /// Completes a login. The login is consumed first, so whatever fails afterwards, it cannot
+    /// be replayed; nothing is stored unless every check passed.
+    public func complete(_ cb: Callback) throws -> Completion {
+        func bad(_ code: String, _ m: String) -> BrokerError { .badRequest(code: code, message: m) }
+        guard let state = cb.state, !state.isEmpty, state.utf8.count <= 512 else { throw bad("invalid_request", "the callback has no state") }
+        guard let login = try logins.consume(stateHash: digest.sha256(Array(state.utf8))) else {
+            throw bad("invalid_state", "unknown or already used state")
+        }
+        let now = clock.now()
+        guard login.expiresAt > now else { return try refuse(login, "invalid_state", "the login expired; start a new one", now) }
+        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: login.issuer, now: now) }
+        // RFC 9207 §2.4: compare before anything else, errors included; required when advertised.
+        if let iss = cb.iss {
+            guard iss == login.issuer else { return try refuse(login, "issuer_mismatch", "the iss parameter is not the login's issuer", now) }
+        } else if meta.issParameterSupported {
+            return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now)
+        }
+        if let e = cb.error {
+            let code = Self.isToken(e) ? e : "invalid_request"
+            audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: "idp:" + code))
+            return .refused(error: code, redirectAfter: login.redirectAfter)
+        }
+        guard let code = cb.code, !code.isEmpty, code.utf8.count <= 2048 else {
+            return try refuse(login, "invalid_request", "the callback has neither code nor error", now)
+        }
+        guard let client = try registry.client(tenant: login.tenant, id: login.client, now: now), client.issuer == login.issuer else {
+            return try refuse(login, "invalid_state", "the login's client changed since it started", now)
+        }
+        let grant: TokenGrant
+        do { grant = try endpoint.exchangeCode(client: client, code: code, verifier: login.verifier) } catch {
+            let (status, reason) = Self.describe(error)
+            return try refuse(login, status, reason, now)
+        }
+        guard let idToken = grant.idToken else { return try refuse(login, "invalid_token_response", "the token response has no id_token", now) }
+        let verified: VerifiedIDToken
+        do {
+            verified = try idTokens.verify(idToken, IDTokenExpectation(issuer: login.issuer, clientID: client.clientID, nonce: login.nonce), now: now)
+        } catch {
+            switch error {
+            case .rejected(let why): return try refuse(login, "invalid_id_token", "ID token rejected: \(why.reason)", now)
+            case .keysUnavailable: throw BrokerError.idpUnavailable(retryAfter: nil)
+            }
+        }
+        let session = Self.session(from: grant, verified, login: login, client: client, now: now)
+        try sessions.insert(session)
+        feed.publish(.subject(tenant: login.tenant, client: client.id, subject: verified.subject))
+        feed.publish(.scheduled(tenant: login.tenant, id: session.id, client: client.id, at: session.nextRefreshAt))
+        audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: session.id, outcome: "ok"))
+        return .signedIn(session, redirectAfter: login.redirectAfter)
+    }
+
+    /// The new session: tokens from the grant, claims from the verified ID token, the grant's
+    /// start now (spec §8). Without a refresh token the session lives until its access token
+    /// expires, then needs re-authentication.
+    static func session(from g: TokenGrant, _ v: VerifiedIDToken, login: PendingLogin, client: ClientRegistration, now: Date) -> Session {
+        var rng = SystemRandomNumberGenerator()
+        let lifetime = g.expiresIn ?? 300
+        let expires = now.addingTimeInterval(lifetime)
+        let next = g.refreshToken == nil ? expires : client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: expires, jitter: Double.random(in: -1...1))
+        return Session(tenant: login.tenant, id: Identifiers.session(using: &rng), client: client.id, subject: v.subject, issuer: login.issuer,
+                       scopes: g.scope ?? login.scopes, claims: v.claims, accessToken: g.accessToken, accessExpiresAt: expires,
+                       accessLifetime: lifetime, refreshToken: g.refreshToken, idToken: g.idToken, state: .active, nextRefreshAt: next,
+                       grantedAt: now, createdAt: now, lastRefreshedAt: now)
+    }
+
+    /// Audits a refused callback and throws the refusal.
+    private func refuse(_ login: PendingLogin, _ code: String, _ message: String, _ now: Date) throws -> Completion {
+        audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: code))
+        if code == "idp_unavailable" { throw BrokerError.idpUnavailable(retryAfter: nil) }
+        throw BrokerError.badRequest(code: code, message: message)
+    }
+
+    /// A code and a sentence for a failed code exchange; never the IdP's description.
+    static func describe(_ e: TokenEndpointError) -> (String, String) {
+        switch e {
+        case .oauth(let o): (isToken(o.error) ? o.error : "invalid_grant", "the identity provider refused the code (\(isToken(o.error) ? o.error : "error"))")
+        case .transient: ("idp_unavailable", "the identity provider is unavailable")
+        case .invalidResponse(let why): ("invalid_token_response", why)
+        case .metadata(let why): ("idp_misconfigured", why)
+        }
+    }
+
+    /// An RFC 6749 error code is a short token of letters and underscores; anything else is not echoed.
+    static func isToken(_ s: String) -> Bool {
+        (1...64).contains(s.utf8.count) && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || $0 == 95 || ($0 >= 48 && $0 <= 57) }
+    }
+
+}
