@@ -14,7 +14,8 @@ struct LoginTests {
         #expect(q["code_challenge_method"] == "S256" && q["code_challenge"]?.count == 43)
         #expect((q["state"]?.count ?? 0) >= 22 && (q["nonce"]?.count ?? 0) >= 22 && q["state"] != q["nonce"])
         #expect(q["login_hint"] == "alice" && q["redirect_uri"] == w.redirectURI)
-        #expect(Set((q["scope"] ?? "").split(separator: " ")) == ["openid", "offline_access"])
+        // Form encoding (RFC 6749 §4.1.1, Appendix B): a space is "+", which URLComponents leaves as is.
+        #expect(Set((q["scope"] ?? "").split(whereSeparator: { $0 == " " || $0 == "+" })) == ["openid", "offline_access"])
         #expect(try w.count("logins") == 1)
 
         let back = try expectStatus(try await w.callback(try await w.authorize(url.url!.absoluteString)), 303)

@@ -28,6 +28,9 @@ extension LoginService {
     /// be replayed; nothing is stored unless every check passed.
     public func complete(_ cb: Callback) throws -> Completion {
         func bad(_ code: String, _ m: String) -> BrokerError { .badRequest(code: code, message: m) }
+        func refuse(_ login: PendingLogin, _ code: String, _ m: String, _ now: Date) throws -> Completion {
+            try self.refuse(login, bad(code, m), now)
+        }
         guard let state = cb.state, !state.isEmpty, state.utf8.count <= 512 else { throw bad("invalid_request", "the callback has no state") }
         guard let login = try logins.consume(stateHash: digest.sha256(Array(state.utf8))) else {
             throw bad("invalid_state", "unknown or already used state")
@@ -54,8 +57,7 @@ extension LoginService {
         }
         let grant: TokenGrant
         do { grant = try endpoint.exchangeCode(client: client, code: code, verifier: login.verifier) } catch {
-            let (status, reason) = Self.describe(error)
-            return try refuse(login, status, reason, now)
+            return try self.refuse(login, Self.refusal(error), now)
         }
         guard let idToken = grant.idToken else { return try refuse(login, "invalid_token_response", "the token response has no id_token", now) }
         let verified: VerifiedIDToken
@@ -64,7 +66,7 @@ extension LoginService {
         } catch {
             switch error {
             case .rejected(let why): return try refuse(login, "invalid_id_token", "ID token rejected: \(why.reason)", now)
-            case .keysUnavailable: throw BrokerError.idpUnavailable(retryAfter: nil)
+            case .keysUnavailable: return try self.refuse(login, .idpUnavailable(retryAfter: nil), now)
             }
         }
         let session = Self.session(from: grant, verified, login: login, client: client, now: now)
@@ -90,19 +92,20 @@ extension LoginService {
     }
 
     /// Audits a refused callback and throws the refusal.
-    private func refuse(_ login: PendingLogin, _ code: String, _ message: String, _ now: Date) throws -> Completion {
-        audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: code))
-        if code == "idp_unavailable" { throw BrokerError.idpUnavailable(retryAfter: nil) }
-        throw BrokerError.badRequest(code: code, message: message)
+    private func refuse(_ login: PendingLogin, _ e: BrokerError, _ now: Date) throws -> Completion {
+        audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: e.code))
+        throw e
     }
 
-    /// A code and a sentence for a failed code exchange; never the IdP's description.
-    static func describe(_ e: TokenEndpointError) -> (String, String) {
+    /// The refusal of a failed code exchange: the IdP's RFC 6749 code kept, never its description.
+    static func refusal(_ e: TokenEndpointError) -> BrokerError {
         switch e {
-        case .oauth(let o): (isToken(o.error) ? o.error : "invalid_grant", "the identity provider refused the code (\(isToken(o.error) ? o.error : "error"))")
-        case .transient: ("idp_unavailable", "the identity provider is unavailable")
-        case .invalidResponse(let why): ("invalid_token_response", why)
-        case .metadata(let why): ("idp_misconfigured", why)
+        case .oauth(let o):
+            let code = isToken(o.error) ? o.error : "invalid_grant"
+            return .badRequest(code: code, message: "the identity provider refused the code (\(code))")
+        case .transient(_, let after): return .idpUnavailable(retryAfter: after)
+        case .invalidResponse(let why): return .badRequest(code: "invalid_token_response", message: why)
+        case .metadata(let why): return .unprocessable(code: "idp_misconfigured", message: why)
         }
     }
 

@@ -110,18 +110,6 @@ public struct LoginService: Sendable {
     /// `base` with `query` appended (form-encoded), keeping a query it already has.
     static func url(_ base: URL, adding query: [(String, String)]) -> String {
         let s = base.absoluteString
-        return s + (s.contains("?") ? "&" : "?") + query.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
-    }
-
-    private static func escape(_ s: String) -> String {
-        var out = ""
-        for b in s.utf8 {
-            if (b >= 48 && b <= 57) || (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || b == 45 || b == 46 || b == 95 || b == 126 {
-                out.unicodeScalars.append(Unicode.Scalar(b))
-            } else {
-                out += String(format: "%%%02X", b)
-            }
-        }
-        return out
+        return s + (s.contains("?") ? "&" : "?") + FormEncoding.body(query)
     }
 }

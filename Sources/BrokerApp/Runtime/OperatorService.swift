@@ -51,14 +51,16 @@ public struct OperatorService: Sendable {
         if c.authMethod.needsSecret, secret == nil, try store.clientSecret(tenant: c.tenant, id: c.id) == nil {
             throw bad("auth_method \(c.authMethod.rawValue) needs a client_secret")
         }
-        var newKey: SigningKey?
+        var newKey: SigningKey?, key: SigningKey?     // the key made now; the key in force after the write
         if c.authMethod == .privateKeyJWT {
             let alg = c.assertionAlgorithm ?? .es256
             c.assertionAlgorithm = alg
-            let oldAlg = try store.client(tenant: c.tenant, id: c.id)?.assertionAlgorithm
-            let oldKey = try store.assertionKey(tenant: c.tenant, id: c.id)
-            if oldAlg != alg || oldKey == nil {
+            if try store.client(tenant: c.tenant, id: c.id)?.assertionAlgorithm == alg,
+               let der = try store.assertionKey(tenant: c.tenant, id: c.id), let old = SigningKey.load(der: der, alg: alg) {
+                key = old
+            } else {
                 newKey = SigningKey.generate(alg)
+                key = newKey
             }
         } else {
             c.assertionAlgorithm = nil
@@ -66,7 +68,7 @@ public struct OperatorService: Sendable {
         let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, assertionKey: newKey?.der, now: clock.now())
         feed.publish(.client(tenant: c.tenant, id: c.id))
         audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? "client.create" : "client.update", tenant: c.tenant, session: nil, outcome: "ok"))
-        let publicKey = try newKey.map { assertionKeys.publicKey($0) } ?? (try clientView(tenant: c.tenant, id: c.id).publicKey)
+        let publicKey = key.map { assertionKeys.publicKey($0) }
         return (ClientView(client: c, publicKey: publicKey), r.created)
     }
 

@@ -1,5 +1,6 @@
-/// FormEncoding writes application/x-www-form-urlencoded bodies (HTML 4.01 §17.13.4.1, as RFC
-/// 6749 §2.3.1 and Appendix B require for client credentials too).
+/// FormEncoding writes application/x-www-form-urlencoded bodies and query strings (HTML 4.01
+/// §17.13.4.1, as RFC 6749 §2.3.1, §4.1.1 and Appendix B require for token requests, client
+/// credentials and authorization requests).
 public enum FormEncoding {
     private static let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._*".utf8)
 
