@@ -41,8 +41,28 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         guard let endpoint = meta.revocationEndpoint else { throw .metadata("discovery: no revocation_endpoint") }
         let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
         if reply.status == 200 { return }
-        _ = try TokenResponse.parse(reply)
+        if reply.status >= 500 || reply.status == 429 {
+            throw .transient(reason: "revocation endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
+        }
+        _ = try TokenResponse.parse(reply)   // an RFC 6749 §5.2 error, kept as it came
         throw .invalidResponse("revocation endpoint: HTTP \(reply.status)")
+    }
+
+    /// A server-side GET of end_session_endpoint; any 2xx or 3xx means the IdP took it.
+    public func endSession(client: ClientRegistration, idTokenHint: String) throws(TokenEndpointError) {
+        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        guard let endpoint = meta.endSessionEndpoint else { throw .metadata("discovery: no end_session_endpoint") }
+        let s = endpoint.absoluteString
+        guard let url = URL(string: s + (s.contains("?") ? "&" : "?")
+                            + FormEncoding.body([("id_token_hint", idTokenHint), ("client_id", client.clientID)])) else {
+            throw .metadata("end_session_endpoint is not a URL")
+        }
+        let reply: BlockingHTTP.Reply
+        do { reply = try http.send("GET", url, headers: []) } catch {
+            if case .transport(let why) = error { throw .transient(reason: "end_session: \(why)", retryAfter: nil) }
+            throw .invalidResponse("end_session: response too large")
+        }
+        guard (200..<400).contains(reply.status) else { throw .transient(reason: "end_session: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
     }
 
     /// POSTs a form with the client's authentication; transport failures become TokenEndpointError.

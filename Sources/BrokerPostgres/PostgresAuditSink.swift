@@ -19,7 +19,7 @@ public final class PostgresAuditSink: AuditSink {
         var count: Int
     }
 
-    private let pool: PGPool
+    let pool: PGPool
     private let buffer = Mutex<[Key: Tally]>([:])
     private let capacity: Int
     public let dropped = Atomic<Int>(0)
@@ -80,6 +80,33 @@ public final class PostgresAuditSink: AuditSink {
                     }
                 }
             }
+        }
+    }
+}
+
+extension PostgresAuditSink: AuditLog {
+    public func events(tenant: String, matching q: AuditQuery) throws -> (records: [AuditRecord], next: Int64?) {
+        try pool.run { c in
+            let r = try c.execute("""
+                SELECT id, extract(epoch from at), extract(epoch from last_at), count, actor, action, session_id, outcome
+                FROM audit_events
+                WHERE tenant_id = \(tenant)
+                  AND (\(q.action)::text IS NULL OR action = \(q.action))
+                  AND (\(q.session)::text IS NULL OR session_id = \(q.session))
+                  AND (\(q.actor)::text IS NULL OR actor = \(q.actor))
+                  AND (\(q.since)::timestamptz IS NULL OR last_at >= \(q.since))
+                  AND (\(q.until)::timestamptz IS NULL OR at < \(q.until))
+                  AND (\(q.before.map(Int.init))::bigint IS NULL OR id < \(q.before.map(Int.init)))
+                ORDER BY id DESC
+                LIMIT \(q.limit + 1)
+                """)
+            let n = min(r.count, q.limit)
+            let records = (0..<n).map { i in
+                AuditRecord(id: r.int64(i, 0)!, event: AuditEvent(at: r.date(i, 1)!, actor: r.string(i, 4)!, action: r.string(i, 5)!, tenant: tenant,
+                                                                  session: r.string(i, 6), outcome: r.string(i, 7)!),
+                            lastAt: r.date(i, 2)!, count: r.int(i, 3)!)
+            }
+            return (records, r.count > q.limit ? records.last?.id : nil)
         }
     }
 }

@@ -82,9 +82,7 @@ public final class PostgresSessionStore: SessionStore {
                         throw exists ? BrokerError.refreshBusy : BrokerError.notFound("session")
                     }
                 } else {
-                    try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
-                    try c.execute("SELECT pg_advisory_xact_lock(\(key))")
-                    rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE")
+                    rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
                 }
                 guard rows.count == 1 else { throw BrokerError.notFound("session") }
                 let locked = try decode(rows, 0, tenant: tenant)
@@ -97,6 +95,14 @@ public final class PostgresSessionStore: SessionStore {
                 throw error
             }
         }
+    }
+
+    /// Inside a transaction: waits at most `timeout` for the session's refresh lock, then reads
+    /// the row FOR UPDATE.
+    func lockAndRead(_ c: PGConnection, tenant: String, id: String, timeout: TimeInterval) throws -> PGRows {
+        try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
+        try c.execute("SELECT pg_advisory_xact_lock(\(LockKey.session(tenant: tenant, id: id)))")
+        return try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE")
     }
 
     public func touch(_ uses: [SessionUse]) throws {
@@ -128,7 +134,7 @@ public final class PostgresSessionStore: SessionStore {
     }
 
     /// Writes every mutable column; the version must be the locked one plus one.
-    private func update(_ c: PGConnection, _ s: Session, expectedVersion: Int64) throws {
+    func update(_ c: PGConnection, _ s: Session, expectedVersion: Int64) throws {
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
         // The schedule is announced in the same statement: NOTIFY is delivered at COMMIT, so
         // other replicas hear of exactly the writes that happened.
@@ -150,7 +156,7 @@ public final class PostgresSessionStore: SessionStore {
         guard updated.count == 1 else { throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh") }
     }
 
-    private func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {
+    func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {
         value.map { sealer.seal($0, context: "sessions/\(s.tenant)/\(s.id)/\(column)") }
     }
 
@@ -161,7 +167,7 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
-    private func decode(_ rows: PGRows, _ r: Int, tenant: String) throws -> Session {
+    func decode(_ rows: PGRows, _ r: Int, tenant: String) throws -> Session {
         let id = rows.string(r, 0)!
         return Session(
             tenant: tenant, id: id, client: rows.string(r, 1)!, subject: rows.string(r, 2)!, issuer: rows.string(r, 3)!,

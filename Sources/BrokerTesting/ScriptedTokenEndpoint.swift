@@ -34,6 +34,8 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
     /// Records nothing: revocation is tested against the development IdP.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {}
 
+    public func endSession(client: ClientRegistration, idTokenHint: String) throws(TokenEndpointError) {}
+
     /// Lets `n` held calls proceed.
     public func open(_ n: Int = 1) { for _ in 0..<n { gate?.signal() } }
 

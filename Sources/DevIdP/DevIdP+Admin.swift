@@ -8,7 +8,10 @@ extension DevIdP {
     /// Counters per client (all clients without `client_id`); `times` adds every refresh's time
     /// by subject, which is large: tests ask for it once, pollers should not.
     func stats(_ clientID: String?, times withTimes: Bool) -> HTTPResponse {
-        let all = state.withLock { s in clientID.map { [$0: s.stats[$0] ?? .init()] } ?? s.stats }
+        let (all, activeFamilies) = state.withLock { s in
+            (clientID.map { [$0: s.stats[$0] ?? .init()] } ?? s.stats,
+             s.families.values.filter { !$0.revoked && (clientID == nil || $0.client == clientID) }.count)
+        }
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
         var times: [String: [Double]] = [:]
@@ -25,7 +28,8 @@ extension DevIdP {
         }
         var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
                                    "revocations": revocations, "client_assertions": assertions, "end_sessions": endSessions,
-                                   "userinfo_calls": userinfo, "jwks_fetches": state.withLock { $0.jwksFetches }]
+                                   "userinfo_calls": userinfo, "jwks_fetches": state.withLock { $0.jwksFetches },
+                                   "active_families": activeFamilies]
         if withTimes { body["refresh_times"] = times }
         return json(200, body)
     }
@@ -45,11 +49,16 @@ extension DevIdP {
         return json(201, ["client_id": id])
     }
 
+    /// `{"status", "count"?, "retry_after"?, "endpoint"? ("token" or "revoke"), "delay_ms"?}`:
+    /// the endpoint's next `count` requests fail with `status` (0: succeed, `delay_ms` late).
     func setFailure(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let status = o["status"] as? Int else {
             return json(400, ["error": "invalid_request"])
         }
-        state.withLock { $0.failure = .init(status: status, retryAfter: o["retry_after"] as? Int, remaining: (o["count"] as? Int) ?? 1) }
+        state.withLock {
+            $0.failure = .init(endpoint: (o["endpoint"] as? String) ?? "token", status: status, retryAfter: o["retry_after"] as? Int,
+                               remaining: (o["count"] as? Int) ?? 1, delayMS: (o["delay_ms"] as? Int) ?? 0)
+        }
         return json(200, ["ok": true])
     }
 

@@ -9,6 +9,7 @@ extension DevIdP {
     func revoke(_ req: HTTPRequest) -> HTTPResponse {
         let form = Form.decode(req.body)
         guard let clientID = authenticate(req, form) else { return json(401, ["error": "invalid_client"]) }
+        if let f = state.withLock({ $0.takeFailure("revoke") }), let failed = failing(f) { return failed }
         if let t = form["token"] {
             state.withLock { s in
                 s.stats[clientID, default: .init()].revocations += 1

@@ -14,19 +14,21 @@ extension DevIdP {
         }
         let injected = state.withLock { s -> DevIdPState.Failure? in
             s.stats[clientID, default: .init()].calls[grantType, default: 0] += 1
-            guard var f = s.failure, f.remaining > 0 else { return nil }
-            f.remaining -= 1
-            s.failure = f.remaining > 0 ? f : nil
-            return f
+            return s.takeFailure("token")
         }
-        if let f = injected {
-            return json(f.status, ["error": "temporarily_unavailable"], f.retryAfter.map { ["Retry-After": String($0)] } ?? [:])
-        }
+        if let f = injected, let failed = failing(f) { return failed }
         switch grantType {
         case "authorization_code": return exchangeCode(form, clientID: clientID)
         case "refresh_token": return refresh(form, clientID: clientID)
         default: return json(400, ["error": "unsupported_grant_type"])
         }
+    }
+
+    /// The injected failure's answer, or nil after its delay (status 0: only late).
+    func failing(_ f: DevIdPState.Failure) -> HTTPResponse? {
+        if f.delayMS > 0 { usleep(useconds_t(f.delayMS * 1000)) }
+        guard f.status != 0 else { return nil }
+        return json(f.status, ["error": "temporarily_unavailable"], f.retryAfter.map { ["Retry-After": String($0)] } ?? [:])
     }
 
     private func exchangeCode(_ form: [String: String], clientID: String) -> HTTPResponse {

@@ -59,11 +59,14 @@ struct DevIdPState {
         var refreshTimes: [String: [Double]] = [:]   // by subject: when each refresh succeeded
     }
 
-    /// A switch that makes the token endpoint misbehave for the next `remaining` requests.
+    /// A switch that makes an endpoint (`token` or `revoke`) fail — or, with status 0, answer
+    /// `delayMS` late — for the next `remaining` requests.
     struct Failure {
+        var endpoint: String = "token"
         var status: Int
         var retryAfter: Int?
         var remaining: Int
+        var delayMS: Int = 0
     }
 
     var clients: [String: Client] = [:]
@@ -77,6 +80,14 @@ struct DevIdPState {
     var usedAssertionIDs: Set<String> = []
     var jwksFetches = 0
     var keys = DevIdPKeys(generation: 1)
+
+    /// Takes one use of the failure switch when it is set for `endpoint`.
+    mutating func takeFailure(_ endpoint: String) -> Failure? {
+        guard var f = failure, f.endpoint == endpoint, f.remaining > 0 else { return nil }
+        f.remaining -= 1
+        failure = f.remaining > 0 ? f : nil
+        return f
+    }
 
     /// Takes the client's switch for one response, if one is on and fits `authorize`.
     mutating func take(_ clientID: String, atAuthorize: Bool) -> Misbehaviour? {

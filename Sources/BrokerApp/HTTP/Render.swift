@@ -46,6 +46,20 @@ enum Render {
         ])
     }
 
+    /// A revocation's answer: the session now, and whether the IdP confirmed.
+    static func revocation(_ o: RevocationService.Outcome, grantLifetime: TimeInterval) -> String {
+        let doc = session(o.after, grantLifetime: grantLifetime)
+        return String(doc.dropLast()) + ",\"idp_revocation\":" + JSONText.quote(o.pendingAtIdP == 0 ? "confirmed" : "pending") + "}"
+    }
+
+    static func audit(_ r: AuditRecord) -> String {
+        let e = r.event
+        return JSONText.object([
+            ("id", String(r.id)), ("at", RFC3339.optional(e.at)), ("last_at", RFC3339.optional(r.lastAt)), ("count", String(r.count)),
+            ("actor", JSONText.quote(e.actor)), ("action", JSONText.quote(e.action)), ("session_id", JSONText.optional(e.session)),
+            ("outcome", JSONText.quote(e.outcome))])
+    }
+
     static func tenant(_ t: Tenant) -> String {
         JSONText.object([("id", JSONText.quote(t.id)), ("name", JSONText.quote(t.name)), ("disabled", t.disabled ? "true" : "false"),
                          ("created_at", RFC3339.optional(t.createdAt))])

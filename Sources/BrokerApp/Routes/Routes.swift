@@ -8,6 +8,7 @@ enum Routes {
         TokenRoutes(runtime: runtime).register(&r)
         SessionRoutes(runtime: runtime).register(&r)
         EnrolmentRoutes(runtime: runtime).register(&r)
+        AdminRoutes(runtime: runtime).register(&r)
         OperatorRoutes(runtime: runtime).register(&r)
         return r
     }

@@ -23,6 +23,9 @@ public final class BrokerRuntime: Sendable {
     public let operators: OperatorService
     public let admin: SessionAdmin
     public let logins: LoginService
+    public let revocations: RevocationService
+    var catalog: any SessionCatalog { sessions }
+    var auditLog: any AuditLog { audit }
     public let engine: RefreshEngine
     let migrator: Migrator
 
@@ -54,6 +57,8 @@ public final class BrokerRuntime: Sendable {
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys)
         admin = SessionAdmin(store: sessions, registry: registry, feed: feed, audit: audit, clock: clock)
+        revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
+                                        lockTimeout: config.lockTimeout)
         logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
                               directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
                               clock: clock)
@@ -95,6 +100,15 @@ public final class BrokerRuntime: Sendable {
         }
         t.name = "housekeeper"
         t.start()
+        // Revocations the IdP has not confirmed yet, from every replica's outbox share.
+        let revoker = Thread { [revocations] in
+            while true {
+                Thread.sleep(forTimeInterval: 1)
+                revocations.deliverDue()
+            }
+        }
+        revoker.name = "revoker"
+        revoker.start()
     }
 
     /// Writes buffered audit events, last_used_at marks and key usage.

@@ -11,4 +11,8 @@ public protocol TokenEndpoint: Sendable {
 
     /// Revokes a token (RFC 7009 §2.1); `hint` is `refresh_token` or `access_token`.
     func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError)
+
+    /// Ends the user's session at the IdP (OpenID Connect RP-Initiated Logout 1.0 §2) with the
+    /// ID token as hint. It does not revoke refresh tokens (spec §8): revocation does.
+    func endSession(client: ClientRegistration, idTokenHint: String) throws(TokenEndpointError)
 }

@@ -72,8 +72,8 @@ final class DevIdPServer: @unchecked Sendable {
     }
 
     /// Makes the token endpoint answer the next `count` requests with `status` (and Retry-After).
-    func fail(status: Int, retryAfter: Int?, count: Int) async throws {
-        var body: [String: Any] = ["status": status, "count": count]
+    func fail(status: Int, retryAfter: Int?, count: Int, endpoint: String = "token", delayMS: Int = 0) async throws {
+        var body: [String: Any] = ["status": status, "count": count, "endpoint": endpoint, "delay_ms": delayMS]
         if let retryAfter { body["retry_after"] = retryAfter }
         _ = try await HTTP.post(issuer + "/admin/failures", json: body)
     }

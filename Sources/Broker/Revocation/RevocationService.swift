@@ -1,0 +1,101 @@
+import BrokerCore
+import Foundation
+
+/// RevocationService ends sessions so that they are dead at the IdP, not just here (spec §4.3):
+/// the store marks the session revoked, erases its tokens and queues them in a durable outbox in
+/// one transaction (so from its COMMIT no replica hands out a token of the session); then the
+/// tokens are revoked at the IdP (RFC 7009, with the client's authentication) — at once when it
+/// answers, otherwise by `deliverDue`, which every replica runs, until it does.
+///
+/// Thread-safety: a value; calls block (database, IdP): run them on worker threads.
+public struct RevocationService: Sendable {
+    let store: any RevocationStore
+    let registry: RegistryCache
+    let endpoint: any TokenEndpoint
+    let tokens: TokenService
+    let audit: any AuditSink
+    let clock: any Clock
+    let lockTimeout: TimeInterval
+    let retry: RetryPolicy
+
+    public init(store: any RevocationStore, registry: RegistryCache, endpoint: any TokenEndpoint, tokens: TokenService,
+                audit: any AuditSink, clock: any Clock, lockTimeout: TimeInterval, retry: RetryPolicy = RetryPolicy(base: 2, cap: 600)) {
+        self.store = store
+        self.registry = registry
+        self.endpoint = endpoint
+        self.tokens = tokens
+        self.audit = audit
+        self.clock = clock
+        self.lockTimeout = lockTimeout
+        self.retry = retry
+    }
+
+    public struct Outcome: Sendable {
+        /// The session as it was before (its tokens in memory only; callers render metadata).
+        public let before: Session
+        /// The session now: revoked, no token material.
+        public let after: Session
+        /// False when this call found the session already revoked (idempotent repeat).
+        public let revokedNow: Bool
+        /// Revocations the IdP has not confirmed yet (0: dead at the IdP).
+        public let pendingAtIdP: Int
+    }
+
+    /// Revokes the session; with `endSession`, also ends the user's session at the IdP (best
+    /// effort: it does not revoke anything by itself).
+    public func revoke(tenant: String, id: String, actor: String, endSession: Bool = false) throws -> Outcome {
+        let now = clock.now()
+        let (before, after, queued) = try store.revoke(tenant: tenant, id: id, timeout: lockTimeout, now: now)
+        // The revoked version goes into this replica's cache rather than leaving a hole: a
+        // refresh that finished just before cannot put its older version back.
+        tokens.cache.put(after, now: now)
+        let revokedNow = before.state != .revoked
+        var pending = 0
+        for p in queued where !deliver(p) { pending += 1 }
+        if !revokedNow { pending = try store.pendingRevocations(tenant: tenant, session: id) }
+        if endSession, revokedNow, let hint = before.idToken, let client = try? registry.client(tenant: tenant, id: before.client, now: now) {
+            let ended = (try? endpoint.endSession(client: client, idTokenHint: hint)) != nil
+            audit.record(AuditEvent(at: now, actor: actor, action: "session.end_session", tenant: tenant, session: id, outcome: ended ? "ok" : "failed"))
+        }
+        let outcome = !revokedNow ? "already_revoked" : pending == 0 ? "ok" : "idp_pending"
+        audit.record(AuditEvent(at: now, actor: actor, action: "session.revoke", tenant: tenant, session: id, outcome: outcome))
+        return Outcome(before: before, after: after, revokedNow: revokedNow, pendingAtIdP: pending)
+    }
+
+    /// Delivers revocations that are due (claimed with a lease, so replicas share the work);
+    /// returns how many the IdP confirmed.
+    @discardableResult
+    public func deliverDue(limit: Int = 100) -> Int {
+        guard let due = try? store.claimDueRevocations(now: clock.now(), lease: 60, limit: limit) else { return 0 }
+        return due.filter(deliver).count
+    }
+
+    /// One RFC 7009 call; the outcome is written to the outbox. True when the IdP confirmed.
+    private func deliver(_ p: PendingRevocation) -> Bool {
+        let now = clock.now()
+        do {
+            guard let client = try registry.client(tenant: p.tenant, id: p.client, now: now) else {
+                try store.revocationFailed(id: p.id, next: retry.nextAttempt(after: p.attempts + 1, retryAfter: nil, now: now, draw: 1),
+                                           reason: "client not found")
+                return false
+            }
+            try endpoint.revoke(client: client, token: p.token, hint: p.hint)
+            try store.revocationDelivered(id: p.id)
+            audit.record(AuditEvent(at: now, actor: "broker", action: "session.revoke_at_idp", tenant: p.tenant, session: p.session, outcome: p.hint))
+            return true
+        } catch {
+            var retryAfter: Int?
+            var reason = "store unavailable"
+            if let e = error as? TokenEndpointError {
+                switch e {
+                case .transient(let why, let after): reason = why; retryAfter = after
+                case .oauth(let o): reason = "\(o.error) (HTTP \(o.status))"
+                case .invalidResponse(let why), .metadata(let why): reason = why
+                }
+            }
+            let next = retry.nextAttempt(after: p.attempts + 1, retryAfter: retryAfter, now: now, draw: Double.random(in: 0.5...1))
+            try? store.revocationFailed(id: p.id, next: next, reason: reason)
+            return false
+        }
+    }
+}

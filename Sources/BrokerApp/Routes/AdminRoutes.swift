@@ -1,0 +1,73 @@
+import Broker
+import BrokerCore
+import BrokerHTTP
+import Foundation
+
+/// Session administration beyond import (spec §4.3): the listing, revocation, the audit trail.
+struct AdminRoutes {
+    let runtime: BrokerRuntime
+
+    func register(_ r: inout Router) {
+        r.add("GET", "/v1/tenants/{t}/sessions", list)
+        r.add("DELETE", "/v1/tenants/{t}/sessions/{id}", revoke)
+        r.add("GET", "/v1/tenants/{t}/audit", audit)
+    }
+
+    private func list(_ req: HTTPRequest) -> HTTPReply {
+        let tenant = req[param: "t"]
+        return runtime.guarded(req, .admin, tenant: tenant) { _ in
+            let q = try QueryParameters(req, allowed: ["subject", "client", "state", "created_before", "created_after", "idle_since", "limit", "cursor"])
+            var query = SessionQuery(subject: try q.string("subject"), client: try q.string("client"), createdBefore: try q.time("created_before"),
+                                     createdAfter: try q.time("created_after"), idleSince: try q.time("idle_since"), limit: try q.limit())
+            if let s = try q.string("state") {
+                guard let state = SessionState(rawValue: s) else { throw QueryParameters.bad("'state' must be active, needs_reauth or revoked") }
+                query.state = state
+            }
+            if let c = try q.string("cursor") {
+                guard let cursor = SessionQuery.Cursor(text: c) else { throw QueryParameters.bad("'cursor' is not a cursor of this listing") }
+                query.after = cursor
+            }
+            let filter = query
+            return runtime.later(req) {
+                _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
+                let (page, next) = try runtime.catalog.sessions(tenant: tenant, matching: filter)
+                let lifetime = runtime.config.refresh.grantLifetime
+                return .json(200, JSONText.object([("sessions", JSONText.array(page.map { Render.session($0, grantLifetime: lifetime) })),
+                                                   ("next_cursor", JSONText.optional(next?.text))]))
+            }
+        }
+    }
+
+    private func revoke(_ req: HTTPRequest) -> HTTPReply {
+        let tenant = req[param: "t"], id = req[param: "id"]
+        return runtime.guarded(req, .admin, tenant: tenant) { p in
+            let endSession = try QueryParameters(req, allowed: ["end_session"]).bool("end_session")
+            return runtime.later(req) {
+                _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
+                let o = try runtime.revocations.revoke(tenant: tenant, id: id, actor: p.id, endSession: endSession)
+                return .json(200, Render.revocation(o, grantLifetime: runtime.config.refresh.grantLifetime))
+            }
+        }
+    }
+
+    private func audit(_ req: HTTPRequest) -> HTTPReply {
+        let tenant = req[param: "t"]
+        return runtime.guarded(req, .admin, tenant: tenant) { _ in
+            let q = try QueryParameters(req, allowed: ["action", "session", "actor", "since", "until", "limit", "cursor"])
+            var query = AuditQuery(action: try q.string("action"), session: try q.string("session"), actor: try q.string("actor"),
+                                   since: try q.time("since"), until: try q.time("until"), limit: try q.limit())
+            if let c = try q.string("cursor") {
+                guard let before = Int64(c), before > 0 else { throw QueryParameters.bad("'cursor' is not a cursor of this listing") }
+                query.before = before
+            }
+            let filter = query
+            return runtime.later(req) {
+                _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
+                runtime.flush()   // what this replica buffered is part of the answer
+                let (records, next) = try runtime.auditLog.events(tenant: tenant, matching: filter)
+                return .json(200, JSONText.object([("events", JSONText.array(records.map(Render.audit))),
+                                                   ("next_cursor", JSONText.optional(next.map(String.init)))]))
+            }
+        }
+    }
+}

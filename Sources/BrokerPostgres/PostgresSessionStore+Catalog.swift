@@ -1,0 +1,35 @@
+import BrokerCore
+import Foundation
+
+/// The admin listing: keyset pagination on (created_at, id), newest first, token columns never
+/// selected (so never unsealed).
+extension PostgresSessionStore: SessionCatalog {
+    static let metadataColumns = columns
+        .replacingOccurrences(of: "access_token,", with: "NULL::bytea,")
+        .replacingOccurrences(of: "refresh_token,", with: "NULL::bytea,")
+        .replacingOccurrences(of: "id_token,", with: "NULL::bytea,")
+
+    public func sessions(tenant: String, matching q: SessionQuery) throws -> (sessions: [Session], next: SessionQuery.Cursor?) {
+        try pool.run { c in
+            let r = try c.execute("""
+                SELECT \(raw: Self.metadataColumns), (extract(epoch from created_at) * 1000000)::bigint
+                FROM sessions
+                WHERE tenant_id = \(tenant)
+                  AND (\(q.subject)::text IS NULL OR subject = \(q.subject))
+                  AND (\(q.client)::text IS NULL OR client_id = \(q.client))
+                  AND (\(q.state?.rawValue)::text IS NULL OR state = \(q.state?.rawValue))
+                  AND (\(q.createdBefore)::timestamptz IS NULL OR created_at < \(q.createdBefore))
+                  AND (\(q.createdAfter)::timestamptz IS NULL OR created_at >= \(q.createdAfter))
+                  AND (\(q.idleSince)::timestamptz IS NULL OR coalesce(last_used_at, created_at) < \(q.idleSince))
+                  AND (\(q.after?.id)::text IS NULL OR (created_at, id) <
+                       ('epoch'::timestamptz + \(q.after?.createdMicros ?? 0)::bigint * interval '1 microsecond', \(q.after?.id)))
+                ORDER BY created_at DESC, id DESC
+                LIMIT \(q.limit + 1)
+                """)
+            let n = min(r.count, q.limit)
+            let page = try (0..<n).map { try decode(r, $0, tenant: tenant) }
+            guard r.count > q.limit, let last = page.last else { return (page, nil) }
+            return (page, SessionQuery.Cursor(createdMicros: r.int64(n - 1, 22)!, id: last.id))
+        }
+    }
+}
