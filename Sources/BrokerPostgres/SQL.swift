@@ -54,6 +54,25 @@ public struct SQL: ExpressibleByStringInterpolation, Sendable {
         public mutating func appendInterpolation(_ v: [String?]) { bind(PGText.arrayLiteral(v), cast: "::text[]") }
         public mutating func appendInterpolation(_ v: [Double]) { bind(PGText.arrayLiteral(v.map { String($0) }), cast: "::float8[]") }
 
+        /// Splices another query's text with its parameters, renumbered after ours: a fragment
+        /// (a shared WHERE clause) keeps its values as binds.
+        public mutating func appendInterpolation(_ fragment: SQL) {
+            let offset = binds.count
+            var out = "", digits = ""
+            var inParameter = false
+            for ch in fragment.text + " " {
+                if inParameter, ch.isASCII, ch.isNumber { digits.append(ch); continue }
+                if inParameter {
+                    out += "$" + (Int(digits).map { String($0 + offset) } ?? "")
+                    inParameter = false
+                    digits = ""
+                }
+                if ch == "$" { inParameter = true } else { out.append(ch) }
+            }
+            text += String(out.dropLast())
+            binds += fragment.binds
+        }
+
         /// Splices trusted SQL text (a fragment built by the store itself, never user input).
         public mutating func appendInterpolation(raw: String) { text += raw }
     }

@@ -25,6 +25,11 @@ public enum CLI {
           apikey revoke ID           revoke an API key
           sealing-key generate [--id ID]
                                      print a new random AES-256 sealing key entry (id:base64)
+          signout --tenant T [--subject S] [--client C] [--created-before TIME] [--idle-since TIME]
+                  [--all] [--dry-run] [--wait]
+                                     bulk sign-out through the API (for cron: admin key from
+                                     --key-file or TOKENBROKER_API_KEY, API at --url or TOKENBROKER_URL);
+                                     exit 0 all revoked, 3 some failed or IdP-pending, 2 could not run
           routes                     print the HTTP route table (METHOD PATTERN), as docs/openapi.yaml lists it
 
         Every command but sealing-key reads the configuration (see README): DATABASE_URL,
@@ -37,6 +42,8 @@ public enum CLI {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return 2
         }
+        // signout talks to the API, not the database, and has flags of its own.
+        if command == "signout" { return SignoutCommand.run(Array(argv.dropFirst())) }
         do {
             let args = try Arguments(Array(argv.dropFirst()))
             switch command {

@@ -19,6 +19,8 @@ public struct BrokerConfig: Sendable {
     public var idpTimeout: TimeInterval
     public var refresh: RefreshEngine.Config
     public var refreshConcurrency: Int
+    /// Bulk sign-out: sessions revoked per second and client, per replica (0: unlimited).
+    public var signoutRatePerClient: Int
     public var accessLog: Bool
     public var logLevel: LogLevel
     public var migrationsDirectory: URL?
@@ -94,6 +96,7 @@ public struct BrokerConfig: Sendable {
             lockTimeout: TimeInterval(try int("TOKENBROKER_LOCK_TIMEOUT_SECONDS", 10, 1...120)),
             idpTimeout: TimeInterval(try int("TOKENBROKER_IDP_TIMEOUT_SECONDS", 10, 1...120)),
             refresh: refresh, refreshConcurrency: try int("TOKENBROKER_REFRESH_CONCURRENCY", 16, 1...512),
+            signoutRatePerClient: try int("TOKENBROKER_SIGNOUT_RATE_PER_CLIENT", 50, 0...100_000),
             accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,
             migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) })
     }

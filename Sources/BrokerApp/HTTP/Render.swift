@@ -52,6 +52,19 @@ enum Render {
         return String(doc.dropLast()) + ",\"idp_revocation\":" + JSONText.quote(o.pendingAtIdP == 0 ? "confirmed" : "pending") + "}"
     }
 
+    static func signout(_ j: SignoutJob) -> String {
+        let f = j.filter
+        return JSONText.object([
+            ("job_id", JSONText.quote(j.id)), ("tenant", JSONText.quote(j.tenant)), ("state", JSONText.quote(j.state.rawValue)),
+            ("dry_run", j.dryRun ? "true" : "false"),
+            ("filter", JSONText.object([("subject", JSONText.optional(f.subject)), ("client", JSONText.optional(f.client)),
+                                        ("created_before", RFC3339.optional(f.createdBefore)), ("idle_since", RFC3339.optional(f.idleSince)),
+                                        ("all", f.all ? "true" : "false")])),
+            ("total", String(j.total)), ("revoked", String(j.revoked)), ("idp_pending", String(j.idpPending)), ("failed", String(j.failed)),
+            ("created_by", JSONText.quote(j.createdBy)), ("created_at", RFC3339.optional(j.createdAt)),
+            ("finished_at", RFC3339.optional(j.finishedAt))])
+    }
+
     static func audit(_ r: AuditRecord) -> String {
         let e = r.event
         return JSONText.object([

@@ -9,6 +9,7 @@ enum Routes {
         SessionRoutes(runtime: runtime).register(&r)
         EnrolmentRoutes(runtime: runtime).register(&r)
         AdminRoutes(runtime: runtime).register(&r)
+        SignoutRoutes(runtime: runtime).register(&r)
         OperatorRoutes(runtime: runtime).register(&r)
         return r
     }

@@ -24,6 +24,7 @@ public final class BrokerRuntime: Sendable {
     public let admin: SessionAdmin
     public let logins: LoginService
     public let revocations: RevocationService
+    public let signouts: SignoutService
     var catalog: any SessionCatalog { sessions }
     var auditLog: any AuditLog { audit }
     public let engine: RefreshEngine
@@ -59,6 +60,8 @@ public final class BrokerRuntime: Sendable {
         admin = SessionAdmin(store: sessions, registry: registry, feed: feed, audit: audit, clock: clock)
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout)
+        signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
+                                  clock: clock, ratePerClient: Double(config.signoutRatePerClient))
         logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
                               directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
                               clock: clock)
@@ -109,6 +112,14 @@ public final class BrokerRuntime: Sendable {
         }
         revoker.name = "revoker"
         revoker.start()
+        // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
+        let signer = Thread { [signouts] in
+            while true {
+                if signouts.work() == 0 { Thread.sleep(forTimeInterval: 0.5) }
+            }
+        }
+        signer.name = "signout"
+        signer.start()
     }
 
     /// Writes buffered audit events, last_used_at marks and key usage.

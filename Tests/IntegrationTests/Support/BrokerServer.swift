@@ -6,10 +6,11 @@ final class BrokerServer: @unchecked Sendable {
     let process: ManagedProcess
     var url: String { "http://127.0.0.1:\(port)" }
 
-    init(env: [String: String], name: String = "broker") async throws {
-        port = TestEnv.freePort()
+    /// A replica on `port` (a restart of one that died), else on a free port.
+    init(env: [String: String], name: String = "broker", port: UInt16? = nil) async throws {
+        self.port = port ?? TestEnv.freePort()
         var e = env
-        e["TOKENBROKER_LISTEN"] = "127.0.0.1:\(port)"
+        e["TOKENBROKER_LISTEN"] = "127.0.0.1:\(self.port)"
         process = try ManagedProcess("tokenbroker", ["serve"], env: e, logName: TestEnv.uniqueName(name))
         try await waitReady(url + "/healthz", process)
     }

@@ -84,6 +84,14 @@ final class DevIdPServer: @unchecked Sendable {
         precondition(r.status == 200, "unknown misbehaviour \(mode)")
     }
 
+    /// Grants for many subjects at once (as if each had signed in): subject → refresh token.
+    func grants(client: String, subjects: [String]) async throws -> [String: String] {
+        let r = try await HTTP.post(issuer + "/admin/grants", json: ["client_id": client, "subjects": subjects])
+        let tokens = r["refresh_tokens"] as? [String: String] ?? [:]
+        for t in tokens.values { TestEnv.secret(t) }
+        return tokens
+    }
+
     /// New signing keys at the IdP; the old ones leave the JWKS.
     func rotateKeys() async throws {
         _ = try await HTTP.post(issuer + "/admin/rotate-keys", json: [:])
