@@ -33,3 +33,12 @@ CREATE TABLE signout_items (
     PRIMARY KEY (job_id, session_id)
 );
 CREATE INDEX signout_items_pending ON signout_items (job_id) WHERE state = 'pending';
+
+-- Back-channel logout tokens already accepted (OpenID Connect Back-Channel Logout 1.0 §2.6
+-- step 7: a jti is used once), kept until their iat is too old to be accepted anyway.
+CREATE TABLE seen_token_ids (
+    issuer      text NOT NULL,
+    jti         text NOT NULL,
+    expires_at  timestamptz NOT NULL,
+    PRIMARY KEY (issuer, jti)
+);

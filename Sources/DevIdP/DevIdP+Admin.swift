@@ -126,4 +126,35 @@ extension DevIdP {
         }
         return json(200, ["generation": generation])
     }
+
+    /// `{"client_id", "sub"?, "sid"?, "mode"?}`: a back-channel logout token (OpenID Connect
+    /// Back-Channel Logout 1.0 §2.4) for the test to deliver, signed with the client's ID-token
+    /// key — or wrong in one way: `bad_signature`, `nonce`, `wrong_aud`, `no_events`, `old_iat`.
+    func logoutToken(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let clientID = o["client_id"] as? String else {
+            return json(400, ["error": "invalid_request"])
+        }
+        let (alg, keys) = state.withLock { ($0.clients[clientID]?.idTokenAlg ?? .es256, $0.keys) }
+        let now = Int(Date().timeIntervalSince1970)
+        var rng = SystemRandomNumberGenerator()
+        var c: [String: Any] = ["iss": issuer, "aud": clientID, "iat": now, "exp": now + 120, "jti": Identifiers.token(bytes: 16, using: &rng),
+                                "events": ["http://schemas.openid.net/event/backchannel-logout": [String: Any]()]]
+        if let sub = o["sub"] as? String { c["sub"] = sub }
+        if let sid = o["sid"] as? String { c["sid"] = sid }
+        switch o["mode"] as? String {
+        case "nonce": c["nonce"] = "n"
+        case "wrong_aud": c["aud"] = "someone-else"
+        case "no_events": c["events"] = nil
+        case "old_iat": c["iat"] = now - 3600
+        default: break
+        }
+        var token = keys.sign(c, alg: alg, type: "logout+jwt")
+        if o["mode"] as? String == "bad_signature" {
+            let cut = token.lastIndex(of: ".")!
+            var sig = Base64URL.decode(String(token[token.index(after: cut)...]))!
+            sig[sig.count / 2] ^= 0x01
+            token = String(token[...cut]) + Base64URL.encode(sig)
+        }
+        return json(200, ["logout_token": token])
+    }
 }

@@ -15,8 +15,8 @@ extension DevIdP {
         if let h = req.header("authorization"), h.hasPrefix("Basic "),
            let raw = Data(base64Encoded: String(h.dropFirst(6))), let pair = String(data: raw, encoding: .utf8),
            let colon = pair.firstIndex(of: ":") {
-            id = Form.unescape(Array(pair[..<colon].utf8))
-            secret = Form.unescape(Array(pair[pair.index(after: colon)...].utf8))
+            id = FormEncoding.unescape(Array(pair[..<colon].utf8))
+            secret = FormEncoding.unescape(Array(pair[pair.index(after: colon)...].utf8))
         }
         guard let id, let client = state.withLock({ $0.clients[id] }) else { return nil }
         if !client.jwks.isEmpty {

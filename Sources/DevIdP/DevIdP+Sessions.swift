@@ -7,7 +7,7 @@ import Foundation
 /// Logout 1.0 §2).
 extension DevIdP {
     func revoke(_ req: HTTPRequest) -> HTTPResponse {
-        let form = Form.decode(req.body)
+        let form = FormEncoding.decode(req.body)
         guard let clientID = authenticate(req, form) else { return json(401, ["error": "invalid_client"]) }
         if let f = state.withLock({ $0.takeFailure("revoke") }), let failed = failing(f) { return failed }
         if let t = form["token"] {
@@ -43,7 +43,7 @@ extension DevIdP {
         let client = (hint?.claims["aud"] as? String) ?? req.queryValue("client_id") ?? ""
         state.withLock { $0.stats[client, default: .init()].endSessions += 1 }
         if let to = req.queryValue("post_logout_redirect_uri"), state.withLock({ $0.clients[client]?.redirectURIs.contains(to) == true }) {
-            return .redirect(to + (req.queryValue("state").map { "?state=" + Form.escape($0) } ?? ""))
+            return .redirect(to + (req.queryValue("state").map { "?state=" + FormEncoding.encode($0) } ?? ""))
         }
         return json(200, ["logged_out": true])
     }

@@ -7,7 +7,7 @@ import Foundation
 /// family revocation on reuse, and the misbehaviours that break one check of the broker's each.
 extension DevIdP {
     func token(_ req: HTTPRequest) -> HTTPResponse {
-        let form = Form.decode(req.body)
+        let form = FormEncoding.decode(req.body)
         let grantType = form["grant_type"] ?? ""
         guard let clientID = authenticate(req, form) else {
             return json(401, ["error": "invalid_client"], ["WWW-Authenticate": "Basic"])

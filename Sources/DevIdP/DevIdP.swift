@@ -14,7 +14,7 @@ import Synchronization
 ///
 /// Test-only endpoints (unauthenticated, loopback only): `POST /admin/clients`,
 /// `POST /admin/failures`, `POST /admin/misbehave`, `POST /admin/rotate-keys`,
-/// `POST /admin/revoke-subject`, `POST /admin/grants`, `GET /stats`.
+/// `POST /admin/revoke-subject`, `POST /admin/grants`, `POST /admin/logout-token`, `GET /stats`.
 public final class DevIdP: Sendable {
     public let issuer: String
     let state: Mutex<DevIdPState>
@@ -40,6 +40,7 @@ public final class DevIdP: Sendable {
         r.add("POST", "/admin/rotate-keys") { [self] req in .now(rotateKeys(req)) }
         r.add("POST", "/admin/revoke-subject") { [self] req in .now(revokeSubject(req)) }
         r.add("POST", "/admin/grants") { [self] req in .now(bulkGrants(req)) }
+        r.add("POST", "/admin/logout-token") { [self] req in .now(logoutToken(req)) }
         return r
     }
 
@@ -85,10 +86,10 @@ public final class DevIdP: Sendable {
         }
         let mode = state.withLock { $0.take(clientID, atAuthorize: true) }
         func back(_ params: String) -> HTTPResponse {
-            var iss = "&iss=" + Form.escape(issuer)
-            if mode == .wrongIssParam { iss = "&iss=" + Form.escape(issuer + "/other") }
+            var iss = "&iss=" + FormEncoding.encode(issuer)
+            if mode == .wrongIssParam { iss = "&iss=" + FormEncoding.encode(issuer + "/other") }
             if mode == .omitIssParam { iss = "" }
-            return .redirect(redirect + (redirect.contains("?") ? "&" : "?") + params + "&state=\(Form.escape(q["state"] ?? ""))" + iss)
+            return .redirect(redirect + (redirect.contains("?") ? "&" : "?") + params + "&state=\(FormEncoding.encode(q["state"] ?? ""))" + iss)
         }
         if mode == .accessDenied { return back("error=access_denied") }
         guard q["response_type"] == "code" else { return back("error=unsupported_response_type") }

@@ -20,7 +20,7 @@ for alg in JWSAlgorithm.allCases {
     let key = SigningKey.generate(alg)
     // A JWKS like XID's: several keys, the token names one.
     let keys = FixedKeys(keys: [SigningKey.generate(.es256).jwk(kid: "old"), key.jwk(kid: "current"), SigningKey.generate(.rs256).jwk(kid: "other")])
-    let verifier = IDTokenVerifier(keys: keys, signatures: OpenSSLSignatureVerifier())
+    let verifier = JWTVerifier(keys: keys, signatures: OpenSSLSignatureVerifier())
     let t = Int(now.timeIntervalSince1970)
     let token = key.jws(["iss": "https://idp.example", "aud": "app", "sub": "alice", "nonce": "n", "iat": t, "exp": t + 600,
                          "sid": "s", "auth_time": t], kid: "current", type: "JWT")

@@ -66,7 +66,7 @@ struct JOSETests {
     func verifies() throws {
         let key = SigningKey.generate(.es256)
         let keys = StaticKeySet([key.jwk(kid: "k1")])
-        let v = IDTokenVerifier(keys: keys, signatures: verifier)
+        let v = JWTVerifier(keys: keys, signatures: verifier)
         let token = key.jws(claims(["sid": "s-1", "auth_time": 1_799_999_000, "email": "a@x"]), kid: "k1", type: "JWT")
         let got = try v.verify(token, expectation, now: now)
         #expect(got.subject == "alice" && got.claims.sid == "s-1" && got.claims.email == "a@x")
@@ -77,25 +77,25 @@ struct JOSETests {
     func rotation() throws {
         let old = SigningKey.generate(.es256), new = SigningKey.generate(.es256)
         let keys = StaticKeySet([old.jwk(kid: "k1")])
-        let v = IDTokenVerifier(keys: keys, signatures: verifier)
+        let v = JWTVerifier(keys: keys, signatures: verifier)
         let token = new.jws(claims(), kid: "k2", type: "JWT")
-        #expect(throws: IDTokenVerifier.Failure.self) { try v.verify(token, expectation, now: now) }
+        #expect(throws: JWTVerifier.Failure.self) { try v.verify(token, expectation, now: now) }
         #expect(keys.refetches == 1)
         keys.keys.append(new.jwk(kid: "k2"))    // the IdP now publishes it
         keys.refetches = 0
         _ = try v.verify(token, expectation, now: now)
         // A known kid with a bad signature is a forgery: no re-fetch.
-        #expect(throws: IDTokenVerifier.Failure.self) { try v.verify(old.jws(claims(), kid: "k2", type: "JWT"), expectation, now: now) }
+        #expect(throws: JWTVerifier.Failure.self) { try v.verify(old.jws(claims(), kid: "k2", type: "JWT"), expectation, now: now) }
         #expect(keys.refetches == 0)
     }
 
     @Test("alg none, HS256 and unknown algorithms are refused before any key is consulted")
     func symmetricAndNone() {
         let keys = StaticKeySet([SigningKey.generate(.es256).jwk(kid: "k1")])
-        let v = IDTokenVerifier(keys: keys, signatures: verifier)
+        let v = JWTVerifier(keys: keys, signatures: verifier)
         for alg in ["none", "HS256", "HS512", "ES512", "RS384"] {
             let token = CompactJWS.make(header: ["alg": alg, "kid": "k1"], claims: claims()) { _ in [1, 2, 3] }
-            #expect(throws: IDTokenVerifier.Failure.self) { try v.verify(token, expectation, now: now) }
+            #expect(throws: JWTVerifier.Failure.self) { try v.verify(token, expectation, now: now) }
         }
         #expect(keys.refetches == 0)
     }
@@ -103,10 +103,10 @@ struct JOSETests {
     @Test("a typ of at+jwt or a crit header is refused")
     func headers() {
         let key = SigningKey.generate(.es256)
-        let v = IDTokenVerifier(keys: StaticKeySet([key.jwk(kid: "k1")]), signatures: verifier)
-        #expect(throws: IDTokenVerifier.Failure.self) { try v.verify(key.jws(claims(), kid: "k1", type: "at+jwt"), expectation, now: now) }
+        let v = JWTVerifier(keys: StaticKeySet([key.jwk(kid: "k1")]), signatures: verifier)
+        #expect(throws: JWTVerifier.Failure.self) { try v.verify(key.jws(claims(), kid: "k1", type: "at+jwt"), expectation, now: now) }
         let crit = CompactJWS.make(header: ["alg": "ES256", "kid": "k1", "crit": ["b64"], "b64": false], claims: claims(), sign: key.sign)
-        #expect(throws: IDTokenVerifier.Failure.self) { try v.verify(crit, expectation, now: now) }
+        #expect(throws: JWTVerifier.Failure.self) { try v.verify(crit, expectation, now: now) }
     }
 }
 

@@ -14,7 +14,7 @@ public struct LoginService: Sendable {
     let registry: RegistryCache
     let directory: any IssuerDirectory
     let endpoint: any TokenEndpoint
-    let idTokens: IDTokenVerifier
+    let idTokens: JWTVerifier
     let digest: any Digest
     let feed: any ChangeFeed
     let audit: any AuditSink
@@ -23,7 +23,7 @@ public struct LoginService: Sendable {
     public static let lifetime: TimeInterval = 600
 
     public init(logins: any LoginStore, sessions: any SessionStore, registry: RegistryCache, directory: any IssuerDirectory,
-                endpoint: any TokenEndpoint, idTokens: IDTokenVerifier, digest: any Digest, feed: any ChangeFeed,
+                endpoint: any TokenEndpoint, idTokens: JWTVerifier, digest: any Digest, feed: any ChangeFeed,
                 audit: any AuditSink, clock: any Clock) {
         self.logins = logins
         self.sessions = sessions

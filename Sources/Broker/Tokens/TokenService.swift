@@ -32,11 +32,11 @@ public final class TokenService: Sendable {
     let jitter: @Sendable () -> Double
     /// Checks ID tokens that come back with a refresh (OIDC Core §12.2); nil in unit tests
     /// whose IdP returns none.
-    let idTokens: IDTokenVerifier?
+    let idTokens: JWTVerifier?
 
     public init(store: any SessionStore, registry: RegistryCache, endpoint: any TokenEndpoint, audit: any AuditSink,
                 feed: any ChangeFeed, clock: any Clock, executor: BlockingExecutor, cache: SessionCache,
-                idTokens: IDTokenVerifier? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
+                idTokens: JWTVerifier? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
         self.store = store
         self.registry = registry

@@ -10,6 +10,7 @@ enum Routes {
         EnrolmentRoutes(runtime: runtime).register(&r)
         AdminRoutes(runtime: runtime).register(&r)
         SignoutRoutes(runtime: runtime).register(&r)
+        LogoutRoutes(runtime: runtime).register(&r)
         OperatorRoutes(runtime: runtime).register(&r)
         return r
     }

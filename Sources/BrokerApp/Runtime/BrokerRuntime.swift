@@ -25,6 +25,8 @@ public final class BrokerRuntime: Sendable {
     public let logins: LoginService
     public let revocations: RevocationService
     public let signouts: SignoutService
+    public let backchannel: BackchannelLogoutService
+    let replays: PostgresReplayGuard
     var catalog: any SessionCatalog { sessions }
     var auditLog: any AuditLog { audit }
     public let engine: RefreshEngine
@@ -50,7 +52,7 @@ public final class BrokerRuntime: Sendable {
         let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys) { client in
             try registry.clientSecret(tenant: client.tenant, id: client.id, now: clock.now())
         }
-        let idTokens = IDTokenVerifier(keys: JWKSCache(http: http, directory: directory), signatures: OpenSSLSignatureVerifier())
+        let idTokens = JWTVerifier(keys: JWKSCache(http: http, directory: directory), signatures: OpenSSLSignatureVerifier())
         tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
                               executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
                               idTokens: idTokens, lockTimeout: config.lockTimeout)
@@ -62,6 +64,9 @@ public final class BrokerRuntime: Sendable {
                                         lockTimeout: config.lockTimeout)
         signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
                                   clock: clock, ratePerClient: Double(config.signoutRatePerClient))
+        replays = PostgresReplayGuard(pool: pool)
+        backchannel = BackchannelLogoutService(verifier: idTokens, replays: replays, catalog: sessions, revocations: revocations,
+                                               registry: registry, audit: audit, clock: clock)
         logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
                               directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
                               clock: clock)
@@ -98,7 +103,10 @@ public final class BrokerRuntime: Sendable {
                 Thread.sleep(forTimeInterval: 0.25)
                 flush()
                 ticks += 1
-                if ticks % 240 == 0 { _ = try? logins.purgeExpired() }   // once a minute
+                if ticks % 240 == 0 {   // once a minute
+                    _ = try? logins.purgeExpired()
+                    try? replays.purge(before: clock.now())
+                }
             }
         }
         t.name = "housekeeper"

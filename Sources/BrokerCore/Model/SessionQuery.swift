@@ -5,6 +5,8 @@ import Foundation
 public struct SessionQuery: Sendable, Equatable {
     public var subject: String?
     public var client: String?
+    /// The IdP session id (`sid`) the session was signed in with.
+    public var sid: String?
     public var state: SessionState?
     public var createdBefore: Date?
     public var createdAfter: Date?
@@ -34,10 +36,11 @@ public struct SessionQuery: Sendable, Equatable {
         }
     }
 
-    public init(subject: String? = nil, client: String? = nil, state: SessionState? = nil, createdBefore: Date? = nil,
+    public init(subject: String? = nil, client: String? = nil, sid: String? = nil, state: SessionState? = nil, createdBefore: Date? = nil,
                 createdAfter: Date? = nil, idleSince: Date? = nil, limit: Int = 100, after: Cursor? = nil) {
         self.subject = subject
         self.client = client
+        self.sid = sid
         self.state = state
         self.createdBefore = createdBefore
         self.createdAfter = createdAfter

@@ -1,0 +1,64 @@
+import BrokerCore
+import Foundation
+
+/// JWTVerifier accepts the JWTs an IdP sends — ID tokens (spec §7) and back-channel logout
+/// tokens — only when every check passes: a JWS with an asymmetric `alg` (`none` and HS* are
+/// refused before any key is looked at), signed by the issuer's JWKS key named by `kid` and
+/// allowing that alg, of the right `typ`, then the claims of IDTokenRules or LogoutTokenRules.
+/// An unknown `kid` makes the key source fetch the JWKS once more (rate-limited there), which
+/// is how a key rotation at the IdP is picked up.
+public struct JWTVerifier: Sendable {
+    let keys: any KeySetSource
+    let signatures: any SignatureVerifier
+
+    public init(keys: any KeySetSource, signatures: any SignatureVerifier) {
+        self.keys = keys
+        self.signatures = signatures
+    }
+
+    /// Why a token was not accepted: the token is bad, or its keys could not be fetched.
+    public enum Failure: Error, Sendable, Equatable {
+        case rejected(JOSEError)
+        case keysUnavailable(TokenEndpointError)
+    }
+
+    public func verify(_ token: String, _ expect: IDTokenExpectation, now: Date) throws(Failure) -> VerifiedIDToken {
+        // An access token or a logout token must not pass for an ID token (RFC 9068 §4, RFC 8725 §3.11).
+        let jws = try signed(token, by: expect.issuer, now: now) { !$0.hasSuffix("at+jwt") && !$0.hasSuffix("logout+jwt") }
+        do { return try IDTokenRules.check(jws.claims, expect, now: now) } catch { throw .rejected(error) }
+    }
+
+    /// A back-channel logout token (OpenID Connect Back-Channel Logout 1.0 §2.6).
+    public func verifyLogoutToken(_ token: String, issuer: String, clientID: String, now: Date) throws(Failure) -> LogoutClaims {
+        let jws = try signed(token, by: issuer, now: now) { $0 == "logout+jwt" || $0 == "application/logout+jwt" || $0 == "jwt" }
+        do { return try LogoutTokenRules.check(jws.claims, issuer: issuer, clientID: clientID, now: now) } catch { throw .rejected(error) }
+    }
+
+    /// The JWS, once its alg, its `typ` (lowercased, when present) and its signature by one of
+    /// `issuer`'s keys passed.
+    private func signed(_ token: String, by issuer: String, now: Date, typeAllowed: (String) -> Bool) throws(Failure) -> CompactJWS {
+        let jws: CompactJWS
+        do { jws = try CompactJWS.parse(token) } catch { throw .rejected(error) }
+        guard let alg = JWSAlgorithm(rawValue: jws.algorithm) else {
+            throw .rejected(JOSEError("alg is not an accepted asymmetric algorithm (ES256, RS256, PS256)"))
+        }
+        if let typ = jws.type?.lowercased(), !typeAllowed(typ) { throw .rejected(JOSEError("typ is not of this kind of token")) }
+        // Only the expected issuer's keys are ever consulted: an `iss` claim cannot choose them.
+        // A kid missing from the cached set is the one reason to fetch again; a known key with a
+        // bad signature is a forgery, and fetching would not help.
+        var candidates = try keys(for: jws, alg, issuer, now: now, refetch: false)
+        if candidates.isEmpty { candidates = try keys(for: jws, alg, issuer, now: now, refetch: true) }
+        guard !candidates.isEmpty else { throw .rejected(JOSEError("no key of the issuer matches kid and alg")) }
+        guard candidates.contains(where: { signatures.verify(alg, key: $0, input: jws.signingInput, signature: jws.signature) }) else {
+            throw .rejected(JOSEError("signature does not verify"))
+        }
+        return jws
+    }
+
+    /// The issuer's keys that allow `alg` and carry the token's `kid` (any, when it names none).
+    private func keys(for jws: CompactJWS, _ alg: JWSAlgorithm, _ issuer: String, now: Date, refetch: Bool) throws(Failure) -> [JSONWebKey] {
+        let set: [JSONWebKey]
+        do { set = try keys.keys(issuer: issuer, now: now, refetch: refetch) } catch { throw .keysUnavailable(error) }
+        return set.filter { $0.allows(alg) && (jws.kid == nil || $0.kid == jws.kid) }
+    }
+}
