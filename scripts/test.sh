@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: installs what is missing, builds, starts the private PostgreSQL (unless
 # DATABASE_URL is set) with a fresh test database, runs the whole suite (unit, adapter and
-# integration tests against real PostgreSQL and the development IdP over HTTP), then scans
+# integration tests against real PostgreSQL and the development IdP over HTTP), then
+# schemathesis against a live broker with docs/openapi.yaml as the contract, then scans
 # every log of the run and a dump of the database for any secret the tests saw. Stops what
 # it started.
 set -euo pipefail
@@ -28,6 +29,9 @@ export TOKENBROKER_TEST_LOGS="$logs"
 status=0
 swift test --skip-build --no-parallel 2>&1 | tee "$logs/swift-test.out" || status=$?
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+
+# The OpenAPI file as a contract, checked by schemathesis against a live broker.
+scripts/schemathesis.sh || status=1
 
 # The whole run's logs and the database must not hold any secret the tests handled.
 pg_dump --data-only --dbname "$DATABASE_URL" > "$logs/database.dump"

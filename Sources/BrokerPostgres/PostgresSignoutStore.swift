@@ -24,14 +24,20 @@ public final class PostgresSignoutStore: SignoutStore {
     }
 
     public func createJob(_ j: SignoutJob, idempotencyKey: String?) throws -> (SignoutJob, created: Bool) {
+        let r = try insertJob(j, idempotencyKey: idempotencyKey)
+        guard r.created || (r.0.filter == j.filter && r.0.dryRun == j.dryRun) else {
+            throw BrokerError.conflict(code: "idempotency_key_reused", message: "this Idempotency-Key was used for another sign-out")
+        }
+        return r
+    }
+
+    /// The new job, or the one the idempotency key already names.
+    private func insertJob(_ j: SignoutJob, idempotencyKey: String?) throws -> (SignoutJob, created: Bool) {
         try pool.run { c in
             try c.execute("BEGIN")
             do {
                 if let key = idempotencyKey, let existing = try jobRow(c, "j.tenant_id = \(j.tenant) AND j.idempotency_key = \(key)") {
                     try c.execute("COMMIT")
-                    guard existing.filter == j.filter, existing.dryRun == j.dryRun else {
-                        throw BrokerError.conflict(code: "idempotency_key_reused", message: "this Idempotency-Key was used for another sign-out")
-                    }
                     return (existing, false)
                 }
                 let f = j.filter
