@@ -187,6 +187,7 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
     results.update(wheel_bench())
     results.update(storm_rounds(env, op, idp))
     results.update(million_bench(env))
+    results.update(signout_bench(env, op, idp))
     results.update({
         "date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians",
         "token_fetch_rps": round(token_rps), "token_fetch_p99_ms": round(token_p99, 2),
@@ -204,7 +205,7 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
               "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
               "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
               "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
-              "ready_rss_mb_1m_sessions"]:
+              "ready_rss_mb_1m_sessions", "signout_sessions_per_s", "signout_vs_idp_direct"]:
         print(f"{k:34} {results[k]:>12}")
     print(f"\nwritten to {OUT.relative_to(ROOT)}")
     shutil.rmtree(work, ignore_errors=True)
@@ -259,6 +260,81 @@ def callback_bench(broker, idp, op, redirect, logins=int(os.environ.get("BENCH_L
     flows = logins / (prepare + callbacks)
     print(f"callbacks: {logins / callbacks:.0f}/s ({logins} logins, {workers} at a time); whole login flows: {flows:.0f}/s")
     return {"callbacks_per_s": round(logins / callbacks), "login_flows_per_s": round(flows), "callback_bench_logins": logins}
+
+
+def signout_bench(env, op, idp, sessions=int(os.environ.get("BENCH_SIGNOUT_SESSIONS", "10000")), workers=16):
+    """A bulk sign-out of `sessions` sessions (real grants at the development IdP) by one replica
+    with the per-client rate limit lifted, from POST to every session confirmed revoked at the
+    IdP. Reference in the same run: the same RFC 7009 calls (refresh + access token per session)
+    made straight to the IdP by this script, 16 at a time."""
+    (p,), (url,) = start_brokers(env, 1, {"TOKENBROKER_SIGNOUT_RATE_PER_CLIENT": "0"})
+    tenant, app = "signout-bench", "signout-app"
+    redirect = url + "/v1/callback"
+    http("POST", idp + "/admin/clients", body={"client_id": app, "client_secret": "so-secret", "redirect_uris": [redirect]})
+    http("PUT", f"{url}/v1/tenants/{tenant}", op, {"name": "Sign-out bench"})
+    http("PUT", f"{url}/v1/tenants/{tenant}/clients/app", op, {"issuer": idp, "client_id": app, "auth_method": "client_secret_basic",
+         "client_secret": "so-secret", "redirect_uri": redirect, "scopes": ["openid", "offline_access"]})
+    key = json.loads(http("POST", url + "/v1/apikeys", op, {"name": "so", "roles": ["admin"], "tenants": [tenant]})[2])["key"]
+    subjects = [f"so-{i}" for i in range(sessions)]
+    grants = json.loads(http("POST", idp + "/admin/grants", body={"client_id": app, "subjects": subjects})[2])["refresh_tokens"]
+    exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+
+    def import_one(sub):
+        status, _, body = http("POST", f"{url}/v1/tenants/{tenant}/sessions:import", key,
+                               {"client": "app", "subject": sub, "refresh_token": grants[sub], "access_token": "at-" + sub, "expires_at": exp})
+        assert status == 201, body
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(import_one, subjects))
+    cpu0 = cpu_ms(p.pid)
+    t0 = time.perf_counter()
+    status, _, body = http("POST", f"{url}/v1/tenants/{tenant}/signouts", key, {"all": True})
+    assert status == 202, body
+    job = json.loads(body)
+    while not (job["state"] == "done" and job["idp_pending"] == 0):
+        time.sleep(0.2)
+        job = json.loads(http("GET", f"{url}/v1/signouts/{job['job_id']}", key)[2])
+    elapsed = time.perf_counter() - t0
+    cpu = cpu_ms(p.pid) - cpu0
+    stats = json.loads(http("GET", f"{idp}/stats?client_id={app}")[2])
+    assert job["revoked"] == sessions and job["failed"] == 0 and stats["active_families"] == 0, (job, stats)
+
+    # Reference: the IdP's revocation endpoint driven directly, two calls per session.
+    other = [f"direct-{i}" for i in range(sessions)]
+    direct = json.loads(http("POST", idp + "/admin/grants", body={"client_id": app, "subjects": other})[2])["refresh_tokens"]
+
+    def revoke_direct(sub):
+        for token, hint in ((direct[sub], "refresh_token"), ("at-" + sub, "access_token")):
+            assert http("POST", f"{idp}/revoke", form={"token": token, "token_type_hint": hint}, basic=(app, "so-secret"))[0] == 200
+
+    t1 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(revoke_direct, other))
+    direct_elapsed = time.perf_counter() - t1
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+    rate, ref = sessions / elapsed, sessions / direct_elapsed
+    print(f"sign-out: {sessions} sessions in {elapsed:.1f} s = {rate:.0f}/s (broker CPU {cpu / sessions:.3f} ms/session); "
+          f"the same revocations straight to the IdP: {ref:.0f} sessions/s; ratio {rate / ref:.3f}")
+    return {"signout_sessions_per_s": round(rate), "signout_seconds": round(elapsed, 2), "signout_sessions": sessions,
+            "signout_cpu_ms_per_session": round(cpu / sessions, 3), "idp_direct_revocations_sessions_per_s": round(ref),
+            "signout_vs_idp_direct": round(rate / ref, 3)}
+
+
+def signout_only():
+    """`bench.py signout`: the sign-out benchmark alone; merged into bench/results.json."""
+    env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn"}
+    subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
+    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
+                        check=True, capture_output=True, text=True).stdout.strip()
+    idp_port = free_port()
+    start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
+    wait_ready(f"http://127.0.0.1:{idp_port}/jwks")
+    r = signout_bench(env, op, f"http://127.0.0.1:{idp_port}")
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(r)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(r, indent=2))
 
 
 def wheel_bench():
@@ -389,7 +465,7 @@ def storm_only():
 
 
 try:
-    storm_only() if sys.argv[1:] == ["storm"] else main()
+    {"storm": storm_only, "signout": signout_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)
