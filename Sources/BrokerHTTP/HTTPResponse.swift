@@ -19,6 +19,14 @@ public struct HTTPResponse: Sendable {
     public static func redirect(_ location: String) -> HTTPResponse {
         HTTPResponse(status: 303, headers: [("Location", location)])
     }
+
+    /// A marker, not a response: the server closes the connection without sending a single byte
+    /// of an answer (status 0, never on the wire). For test doubles that must look like a peer
+    /// that died after reading the request; works for `.now` and `.later` answers alike.
+    public static let drop = HTTPResponse(status: 0)
+
+    /// True for `drop`.
+    public var isDrop: Bool { status == 0 }
 }
 
 /// HTTPReply is a handler's answer: now, or later from another thread (the connection is

@@ -63,7 +63,10 @@ public final class MHDServer: Sendable {
         MHD_stop_daemon(d.pointer)
     }
 
+    /// Queues `response`, or for `HTTPResponse.drop` answers MHD_NO, on which MHD closes the
+    /// socket without sending anything.
     func queue(_ response: HTTPResponse, requestID: String, on connection: OpaquePointer) -> MHD_Result {
+        guard !response.isDrop else { return tb_MHD_NO }
         let r = response.body.withUnsafeBytes { buf in
             MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), tb_MHD_RESPMEM_MUST_COPY)
         }
