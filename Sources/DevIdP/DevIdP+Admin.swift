@@ -14,6 +14,7 @@ extension DevIdP {
         }
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
+        var presentations = 0, introspections = 0
         var times: [String: [Double]] = [:]
         for st in all.values {
             if withTimes { for (k, v) in st.refreshTimes { times[k, default: []] += v } }
@@ -25,11 +26,14 @@ extension DevIdP {
             assertions += st.assertions
             endSessions += st.endSessions
             userinfo += st.userinfo
+            presentations += st.refreshPresentations
+            introspections += st.introspections
         }
         var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
                                    "revocations": revocations, "client_assertions": assertions, "end_sessions": endSessions,
                                    "userinfo_calls": userinfo, "jwks_fetches": state.withLock { $0.jwksFetches },
-                                   "active_families": activeFamilies]
+                                   "active_families": activeFamilies, "refresh_presentations": presentations,
+                                   "introspections": introspections]
         if withTimes { body["refresh_times"] = times }
         return json(200, body)
     }
@@ -49,15 +53,19 @@ extension DevIdP {
         return json(201, ["client_id": id])
     }
 
-    /// `{"status", "count"?, "retry_after"?, "endpoint"? ("token" or "revoke"), "delay_ms"?}`:
-    /// the endpoint's next `count` requests fail with `status` (0: succeed, `delay_ms` late).
+    /// `{"status", "count"?, "retry_after"?, "endpoint"? ("token" or "revoke"), "delay_ms"?,
+    /// "body"?, "content_type"?}`: the endpoint's next `count` requests fail with `status` (0:
+    /// succeed, `delay_ms` late), `delay_ms` late, without holding a server thread. With `body`
+    /// the failing answer carries exactly it (`""`: an empty body) and `content_type`, if given,
+    /// instead of the JSON `temporarily_unavailable`.
     func setFailure(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let status = o["status"] as? Int else {
             return json(400, ["error": "invalid_request"])
         }
         state.withLock {
             $0.failure = .init(endpoint: (o["endpoint"] as? String) ?? "token", status: status, retryAfter: o["retry_after"] as? Int,
-                               remaining: (o["count"] as? Int) ?? 1, delayMS: (o["delay_ms"] as? Int) ?? 0)
+                               remaining: (o["count"] as? Int) ?? 1, delayMS: (o["delay_ms"] as? Int) ?? 0,
+                               body: o["body"] as? String, contentType: o["content_type"] as? String)
         }
         return json(200, ["ok": true])
     }

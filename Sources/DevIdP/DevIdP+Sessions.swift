@@ -6,11 +6,16 @@ import Foundation
 /// Revocation (RFC 7009), userinfo (OIDC Core §5.3) and RP-initiated logout (OIDC RP-Initiated
 /// Logout 1.0 §2).
 extension DevIdP {
-    func revoke(_ req: HTTPRequest) -> HTTPResponse {
+    func revoke(_ req: HTTPRequest) -> HTTPReply {
         let form = FormEncoding.decode(req.body)
-        guard let clientID = authenticate(req, form) else { return json(401, ["error": "invalid_client"]) }
-        if let f = state.withLock({ $0.takeFailure("revoke") }), let failed = failing(f) { return failed }
-        if let t = form["token"] {
+        guard let clientID = authenticate(req, form) else { return .now(json(401, ["error": "invalid_client"])) }
+        let process: @Sendable () -> HTTPResponse = { [self] in revoked(form["token"], clientID: clientID) }
+        if let f = state.withLock({ $0.takeFailure("revoke") }) { return reply(under: f, process) }
+        return .now(process())
+    }
+
+    private func revoked(_ token: String?, clientID: String) -> HTTPResponse {
+        if let t = token {
             state.withLock { s in
                 s.stats[clientID, default: .init()].revocations += 1
                 if let rt = s.refreshTokens[t], rt.client == clientID { s.families[rt.family]?.revoked = true }

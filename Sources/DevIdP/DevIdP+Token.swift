@@ -6,29 +6,49 @@ import Foundation
 /// The token endpoint (RFC 6749 §3.2): code exchange with PKCE, refresh with rotation and
 /// family revocation on reuse, and the misbehaviours that break one check of the broker's each.
 extension DevIdP {
-    func token(_ req: HTTPRequest) -> HTTPResponse {
+    /// Counts the request, then answers it — at once, or late (`.later`, never holding a server
+    /// thread) under an injected failure, a refresh fault or a stall. A stall holds the answer
+    /// until it ends, whatever else applies; with `process: last` the request also waits for it
+    /// before anything else happens. Client authentication failures are answered at once.
+    func token(_ req: HTTPRequest) -> HTTPReply {
         let form = FormEncoding.decode(req.body)
         let grantType = form["grant_type"] ?? ""
         guard let clientID = authenticate(req, form) else {
-            return json(401, ["error": "invalid_client"], ["WWW-Authenticate": "Basic"])
+            return .now(json(401, ["error": "invalid_client"], ["WWW-Authenticate": "Basic"]))
         }
-        let injected = state.withLock { s -> DevIdPState.Failure? in
+        let (failure, fault, stall) = state.withLock { s -> (DevIdPState.Failure?, RefreshFault?, Stall?) in
             s.stats[clientID, default: .init()].calls[grantType, default: 0] += 1
-            return s.takeFailure("token")
+            if grantType == "refresh_token", let t = form["refresh_token"], s.refreshTokens[t] != nil {
+                s.stats[clientID, default: .init()].refreshPresentations += 1
+            }
+            let failure = s.takeFailure("token")
+            // A refresh fault acts on grants that are processed, so not on ones failed instead.
+            let fault = grantType == "refresh_token" && (failure?.status ?? 0) == 0 ? s.takeRefreshFault(clientID) : nil
+            return (failure, fault, s.stall(at: Date()))
         }
-        if let f = injected, let failed = failing(f) { return failed }
+        let process: @Sendable () -> HTTPResponse = { [self] in grant(form, grantType: grantType, clientID: clientID) }
+        guard failure != nil || fault != nil || stall != nil else { return .now(process()) }
+        return .later { respond in
+            let release: @Sendable (HTTPResponse) -> Void = { r in Self.at(stall?.until) { respond(r) } }
+            let answer: @Sendable () -> Void = { [self] in
+                let due = Date().addingTimeInterval(Double(failure?.delayMS ?? 0) / 1000)
+                if let failure, failure.status != 0 { return Self.at(due) { release(self.failing(failure)) } }
+                Self.at(due) {
+                    let r = process()
+                    guard let fault else { return release(r) }
+                    Self.at(Date().addingTimeInterval(Double(fault.delayMS) / 1000)) { release(fault.mode == .drop ? .drop : r) }
+                }
+            }
+            if let stall, !stall.processFirst { Self.at(stall.until, answer) } else { answer() }
+        }
+    }
+
+    private func grant(_ form: [String: String], grantType: String, clientID: String) -> HTTPResponse {
         switch grantType {
         case "authorization_code": return exchangeCode(form, clientID: clientID)
         case "refresh_token": return refresh(form, clientID: clientID)
         default: return json(400, ["error": "unsupported_grant_type"])
         }
-    }
-
-    /// The injected failure's answer, or nil after its delay (status 0: only late).
-    func failing(_ f: DevIdPState.Failure) -> HTTPResponse? {
-        if f.delayMS > 0 { usleep(useconds_t(f.delayMS * 1000)) }
-        guard f.status != 0 else { return nil }
-        return json(f.status, ["error": "temporarily_unavailable"], f.retryAfter.map { ["Retry-After": String($0)] } ?? [:])
     }
 
     private func exchangeCode(_ form: [String: String], clientID: String) -> HTTPResponse {
@@ -41,7 +61,7 @@ extension DevIdP {
         }
         let confidential = state.withLock { $0.clients[clientID]?.confidential == true }
         var rng = SystemRandomNumberGenerator()
-        var refresh: String?
+        var refresh: String?, familyID: String?
         if confidential && grant.scope.split(separator: " ").contains("offline_access") {
             let family = Identifiers.token(bytes: 16, using: &rng)
             let rt = Identifiers.token(bytes: 32, using: &rng)
@@ -50,15 +70,16 @@ extension DevIdP {
                 s.refreshTokens[rt] = .init(family: family, client: clientID, subject: grant.subject, scope: grant.scope)
             }
             refresh = rt
+            familyID = family
         }
-        return issue(clientID: clientID, subject: grant.subject, scope: grant.scope, nonce: grant.nonce, refresh: refresh)
+        return issue(clientID: clientID, subject: grant.subject, scope: grant.scope, nonce: grant.nonce, refresh: refresh, family: familyID)
     }
 
     private func refresh(_ form: [String: String], clientID: String) -> HTTPResponse {
         guard let presented = form["refresh_token"] else { return json(400, ["error": "invalid_request"]) }
         var rng = SystemRandomNumberGenerator()
         let next = Identifiers.token(bytes: 32, using: &rng)
-        let outcome = state.withLock { s -> (subject: String, scope: String)? in
+        let outcome = state.withLock { s -> (subject: String, scope: String, family: String)? in
             guard let rt = s.refreshTokens[presented], rt.client == clientID, var family = s.families[rt.family] else { return nil }
             guard !family.revoked else { return nil }
             guard family.current == presented else {
@@ -70,25 +91,33 @@ extension DevIdP {
                 return nil
             }
             family.current = next
+            // Like django-oauth-toolkit: the family's earlier access tokens die with the rotation.
+            if s.settings.killOldAccessTokens { family.accessValidFrom = family.accessIssued }
             s.families[rt.family] = family
             s.refreshTokens[next] = .init(family: rt.family, client: clientID, subject: rt.subject, scope: rt.scope)
             s.stats[clientID, default: .init()].refreshesOK += 1
             s.stats[clientID, default: .init()].refreshTimes[rt.subject, default: []].append(Date().timeIntervalSince1970)
-            return (rt.subject, rt.scope)
+            return (rt.subject, rt.scope, rt.family)
         }
         guard let outcome else { return json(400, ["error": "invalid_grant", "error_description": "refresh token invalid, revoked or reused"]) }
-        return issue(clientID: clientID, subject: outcome.subject, scope: outcome.scope, nonce: nil, refresh: next)
+        return issue(clientID: clientID, subject: outcome.subject, scope: outcome.scope, nonce: nil, refresh: next, family: outcome.family)
     }
 
-    private func issue(clientID: String, subject: String, scope: String, nonce: String?, refresh: String?) -> HTTPResponse {
+    /// Signs the tokens of a grant and remembers the access token (of `family`, if any) for
+    /// introspection.
+    private func issue(clientID: String, subject: String, scope: String, nonce: String?, refresh: String?, family: String?) -> HTTPResponse {
         let (ttl, alg, secret, mode, keys) = state.withLock { s in
             (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.clients[clientID]?.idTokenAlg ?? .es256, s.clients[clientID]?.secret,
              s.take(clientID, atAuthorize: false), s.keys)
         }
         let now = Int(Date().timeIntervalSince1970)
         var rng = SystemRandomNumberGenerator()
+        let jti = Identifiers.token(bytes: 16, using: &rng)
         let access = keys.sign(["iss": issuer, "sub": subject, "aud": clientID, "client_id": clientID, "scope": scope,
-                                "iat": now, "exp": now + ttl, "jti": Identifiers.token(bytes: 16, using: &rng)], alg: .es256, type: "at+jwt")
+                                "iat": now, "exp": now + ttl, "jti": jti], alg: .es256, type: "at+jwt")
+        let issued = IssuedAccessToken(digest: SHA256.hash(access), client: clientID, subject: subject, scope: scope,
+                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family)
+        state.withLock { $0.record(jti: jti, issued, now: Date()) }
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "iat": now, "exp": now + 600, "auth_time": now,
                                      "sid": "sid-" + subject, "email": subject + "@example.test"]
         if let nonce { claims["nonce"] = nonce }

@@ -12,9 +12,13 @@ import Synchronization
 /// RS256 or PS256 per client; refreshed ID tokens carry no nonce. Codes live 60 s and are single
 /// use. Clients authenticate with client_secret_basic/post, private_key_jwt, or not at all.
 ///
+/// Token introspection (RFC 7662) at `/introspect`, unless switched off.
+///
 /// Test-only endpoints (unauthenticated, loopback only): `POST /admin/clients`,
 /// `POST /admin/failures`, `POST /admin/misbehave`, `POST /admin/rotate-keys`,
-/// `POST /admin/revoke-subject`, `POST /admin/grants`, `POST /admin/logout-token`, `GET /stats`.
+/// `POST /admin/revoke-subject`, `POST /admin/grants`, `POST /admin/logout-token`,
+/// `POST /admin/refresh-fault`, `POST /admin/stall`, `POST /admin/settings`, `GET /stats`.
+/// Late answers are `.later` replies and never hold one of the server's threads.
 public final class DevIdP: Sendable {
     public let issuer: String
     let state: Mutex<DevIdPState>
@@ -29,8 +33,9 @@ public final class DevIdP: Sendable {
         r.add("GET", "/.well-known/openid-configuration") { [self] _ in .now(json(200, discovery())) }
         r.add("GET", "/jwks") { [self] _ in .now(jwks()) }
         r.add("GET", "/authorize") { [self] req in .now(authorize(req)) }
-        r.add("POST", "/token") { [self] req in .now(token(req)) }
-        r.add("POST", "/revoke") { [self] req in .now(revoke(req)) }
+        r.add("POST", "/token") { [self] req in token(req) }
+        r.add("POST", "/revoke") { [self] req in revoke(req) }
+        r.add("POST", "/introspect") { [self] req in .now(introspect(req)) }
         r.add("GET", "/userinfo") { [self] req in .now(userinfo(req)) }
         r.add("GET", "/end_session") { [self] req in .now(endSession(req)) }
         r.add("GET", "/stats") { [self] req in .now(stats(req.queryValue("client_id"), times: req.queryValue("times") == "1")) }
@@ -41,11 +46,16 @@ public final class DevIdP: Sendable {
         r.add("POST", "/admin/revoke-subject") { [self] req in .now(revokeSubject(req)) }
         r.add("POST", "/admin/grants") { [self] req in .now(bulkGrants(req)) }
         r.add("POST", "/admin/logout-token") { [self] req in .now(logoutToken(req)) }
+        r.add("POST", "/admin/refresh-fault") { [self] req in .now(setRefreshFault(req)) }
+        r.add("POST", "/admin/stall") { [self] req in .now(setStall(req)) }
+        r.add("POST", "/admin/settings") { [self] req in .now(changeSettings(req)) }
         return r
     }
 
+    /// The discovery document (OIDC Discovery 1.0 §3); `introspection_endpoint` (RFC 8414 §2)
+    /// only while introspection is switched on.
     func discovery() -> [String: Any] {
-        [
+        var d: [String: Any] = [
             "issuer": issuer,
             "authorization_endpoint": issuer + "/authorize",
             "token_endpoint": issuer + "/token",
@@ -66,6 +76,11 @@ public final class DevIdP: Sendable {
             "backchannel_logout_session_supported": true,
             "dpop_signing_alg_values_supported": ["ES256"],
         ]
+        if state.withLock({ $0.settings.introspection }) {
+            d["introspection_endpoint"] = issuer + "/introspect"
+            d["introspection_endpoint_auth_methods_supported"] = d["token_endpoint_auth_methods_supported"]
+        }
+        return d
     }
 
     func jwks() -> HTTPResponse {

@@ -45,6 +45,10 @@ struct DevIdPState {
         let client: String
         let subject: String
         let authTime: Date
+        /// How many access tokens the family has been issued; the next one gets this number.
+        var accessIssued = 0
+        /// Access tokens numbered below this were killed by a rotation (kill_old_access_tokens).
+        var accessValidFrom = 0
     }
 
     struct Stats {
@@ -57,6 +61,9 @@ struct DevIdPState {
         var endSessions = 0
         var userinfo = 0
         var refreshTimes: [String: [Double]] = [:]   // by subject: when each refresh succeeded
+        /// refresh_token grants received that named a known refresh token, whatever came of them.
+        var refreshPresentations = 0
+        var introspections = 0
     }
 
     /// A switch that makes an endpoint (`token` or `revoke`) fail — or, with status 0, answer
@@ -67,6 +74,16 @@ struct DevIdPState {
         var retryAfter: Int?
         var remaining: Int
         var delayMS: Int = 0
+        /// When set, the failing answer carries exactly this body (and `contentType`, if any)
+        /// instead of the JSON `temporarily_unavailable`.
+        var body: String?
+        var contentType: String?
+    }
+
+    /// The switches of `POST /admin/settings`.
+    struct Settings {
+        var introspection = true
+        var killOldAccessTokens = false
     }
 
     var clients: [String: Client] = [:]
@@ -80,6 +97,12 @@ struct DevIdPState {
     var usedAssertionIDs: Set<String> = []
     var jwksFetches = 0
     var keys = DevIdPKeys(generation: 1)
+    var refreshFault: RefreshFault?
+    var stall: Stall?
+    var settings = Settings()
+    /// Every unexpired access token issued, by `jti` (see IssuedAccessToken).
+    var accessTokens: [String: IssuedAccessToken] = [:]
+    var accessIssuedSincePrune = 0
 
     /// Takes one use of the failure switch when it is set for `endpoint`.
     mutating func takeFailure(_ endpoint: String) -> Failure? {
@@ -87,6 +110,37 @@ struct DevIdPState {
         f.remaining -= 1
         failure = f.remaining > 0 ? f : nil
         return f
+    }
+
+    /// Takes one use of the refresh fault when it is set for `clientID` (or for any client).
+    mutating func takeRefreshFault(_ clientID: String) -> RefreshFault? {
+        guard var f = refreshFault, f.remaining > 0, f.client == nil || f.client == clientID else { return nil }
+        f.remaining -= 1
+        refreshFault = f.remaining > 0 ? f : nil
+        return f
+    }
+
+    /// The stall in force at `now`, if any (an ended one is forgotten).
+    mutating func stall(at now: Date) -> Stall? {
+        guard let s = stall else { return nil }
+        guard s.until > now else { stall = nil; return nil }
+        return s
+    }
+
+    /// Remembers an access token just issued, as the family's next one; forgets expired ones
+    /// now and then, which introspection cannot tell from never issued.
+    mutating func record(jti: String, _ token: IssuedAccessToken, now: Date) {
+        var t = token
+        if let f = t.family, let family = families[f] {
+            t.number = family.accessIssued
+            families[f]?.accessIssued += 1
+        }
+        accessTokens[jti] = t
+        accessIssuedSincePrune += 1
+        if accessIssuedSincePrune >= 4096 {
+            accessIssuedSincePrune = 0
+            accessTokens = accessTokens.filter { $0.value.expires > now }
+        }
     }
 
     /// Takes the client's switch for one response, if one is on and fits `authorize`.

@@ -1,0 +1,62 @@
+import BrokerHTTP
+import Foundation
+
+/// Test controls for lost and late answers and for the optional features (unauthenticated: the
+/// IdP listens on loopback only). Every switch answers what is now in force.
+extension DevIdP {
+    /// `{"mode": "late" | "drop" | null, "delay_ms"?: 0, "count"?: 1, "client_id"?}`: the next
+    /// `count` refresh_token grants (of `client_id`, else of any client) are processed — the
+    /// token rotated — and then answered `delay_ms` late, or dropped after `delay_ms` without any
+    /// answer. A null or absent mode clears the fault. Answers `{"ok": true}`.
+    func setRefreshFault(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = Self.object(req) else { return json(400, ["error": "invalid_request"]) }
+        guard let name = o["mode"] as? String else {
+            state.withLock { $0.refreshFault = nil }
+            return json(200, ["ok": true])
+        }
+        let delay = (o["delay_ms"] as? Int) ?? 0, count = (o["count"] as? Int) ?? 1
+        guard let mode = RefreshFault.Mode(rawValue: name), delay >= 0, count >= 1 else {
+            return json(400, ["error": "invalid_request", "error_description": "mode late or drop, delay_ms >= 0, count >= 1"])
+        }
+        let fault = RefreshFault(mode: mode, delayMS: delay, remaining: count, client: o["client_id"] as? String)
+        state.withLock { $0.refreshFault = fault }
+        return json(200, ["ok": true])
+    }
+
+    /// `{"seconds": S, "process"?: "first" | "last"}`: every token-endpoint request arriving in
+    /// the next S seconds is held until they are over — processed on arrival with its answer
+    /// held (`first`, the default), or processed when the stall ends (`last`). `seconds` 0 ends
+    /// a stall (requests already held keep their deadline). Answers `{"until": epoch seconds,
+    /// "process"}`.
+    func setStall(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = Self.object(req), let seconds = (o["seconds"] as? NSNumber)?.doubleValue, seconds >= 0 else {
+            return json(400, ["error": "invalid_request", "error_description": "seconds"])
+        }
+        let process = (o["process"] as? String) ?? "first"
+        guard process == "first" || process == "last" else {
+            return json(400, ["error": "invalid_request", "error_description": "process first or last"])
+        }
+        let until = Date().addingTimeInterval(seconds)
+        state.withLock { $0.stall = seconds > 0 ? Stall(until: until, processFirst: process == "first") : nil }
+        return json(200, ["until": until.timeIntervalSince1970, "process": process])
+    }
+
+    /// `{"introspection"?: bool, "kill_old_access_tokens"?: bool}`: switches RFC 7662
+    /// introspection (default on; off: no `introspection_endpoint` in discovery and 404 at
+    /// /introspect) and the killing of a family's earlier access tokens at each rotation
+    /// (default off). Answers the settings now in force, in the same shape.
+    func changeSettings(_ req: HTTPRequest) -> HTTPResponse {
+        guard let o = req.body.isEmpty ? [:] : Self.object(req) else { return json(400, ["error": "invalid_request"]) }
+        let now = state.withLock { s -> DevIdPState.Settings in
+            if let on = o["introspection"] as? Bool { s.settings.introspection = on }
+            if let on = o["kill_old_access_tokens"] as? Bool { s.settings.killOldAccessTokens = on }
+            return s.settings
+        }
+        return json(200, ["introspection": now.introspection, "kill_old_access_tokens": now.killOldAccessTokens])
+    }
+
+    /// The request's JSON object body, or nil.
+    static func object(_ req: HTTPRequest) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(req.body))) as? [String: Any]
+    }
+}

@@ -1,0 +1,40 @@
+import BrokerCore
+import BrokerCrypto
+import BrokerHTTP
+import Foundation
+
+/// Token introspection (RFC 7662), with the token endpoint's client authentication (§2.1). A
+/// token of another client is reported inactive (§4 lets a server do so). `token_type_hint` is
+/// accepted and not needed: a refresh token (random) and an access token (a JWS with a `jti`)
+/// cannot be mistaken for each other, and §2.1 lets the server search all types.
+///
+/// A refresh token is active iff it is known, the client's, its family not revoked, and it is
+/// the family's current (not yet rotated) token. An access token is active iff this IdP issued
+/// exactly that string, it is the client's, unexpired, its family (if any) not revoked, and no
+/// rotation killed it (`kill_old_access_tokens`).
+extension DevIdP {
+    func introspect(_ req: HTTPRequest) -> HTTPResponse {
+        guard state.withLock({ $0.settings.introspection }) else { return json(404, ["error": "not_found"]) }
+        let form = FormEncoding.decode(req.body)
+        guard let clientID = authenticate(req, form) else {
+            return json(401, ["error": "invalid_client"], ["WWW-Authenticate": "Basic"])
+        }
+        guard let token = form["token"] else { return json(400, ["error": "invalid_request"]) }
+        let jti = (try? CompactJWS.parse(token))?.claims["jti"] as? String
+        let digest = jti.map { _ in SHA256.hash(token) }
+        let now = Date()
+        let body = state.withLock { s -> [String: Any] in
+            s.stats[clientID, default: .init()].introspections += 1
+            if let rt = s.refreshTokens[token], rt.client == clientID, let f = s.families[rt.family], !f.revoked, f.current == token {
+                return ["active": true, "client_id": clientID, "sub": rt.subject, "scope": rt.scope]
+            }
+            if let jti, let at = s.accessTokens[jti], at.digest == digest, at.client == clientID, at.expires > now,
+               at.family.map({ f in s.families[f].map { !$0.revoked && at.number >= $0.accessValidFrom } ?? false }) ?? true {
+                return ["active": true, "client_id": clientID, "sub": at.subject, "scope": at.scope,
+                        "exp": Int(at.expires.timeIntervalSince1970), "token_type": "Bearer"]
+            }
+            return ["active": false]
+        }
+        return json(200, body, ["Cache-Control": "no-store"])
+    }
+}

@@ -1,0 +1,16 @@
+import Foundation
+
+/// IssuedAccessToken is what the IdP remembers of an access token it signed, for introspection
+/// (RFC 7662): the token is known by its `jti`, and `digest` (SHA-256 of the whole compact JWS)
+/// proves that the string presented is the one issued, whatever keys are published since.
+struct IssuedAccessToken: Sendable {
+    let digest: [UInt8]
+    let client: String
+    let subject: String
+    let scope: String
+    let expires: Date
+    /// The refresh-token family it was issued with (code exchange or refresh), if any.
+    let family: String?
+    /// Its place in the family's access tokens (set by `DevIdPState.record`).
+    var number = 0
+}
