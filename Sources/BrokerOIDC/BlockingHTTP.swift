@@ -17,8 +17,15 @@ public final class BlockingHTTP: Sendable {
         public let body: Data
     }
 
+    /// Why an exchange failed. The reasons are generic on purpose: they quote nothing received.
     public enum Failure: Error, Sendable {
-        case transport(String)
+        /// The request provably never reached the server (DNS failure, connection refused or
+        /// connect timeout, TLS handshake failure): sending it again cannot repeat anything.
+        case notSent(String)
+        /// The request may have reached the server and been acted on (timeout after sending,
+        /// connection closed or reset, empty reply): sending it again may repeat it.
+        case unanswered(String)
+        /// The answer exceeded `maxResponseBytes`.
         case tooLarge
     }
 
@@ -40,23 +47,29 @@ public final class BlockingHTTP: Sendable {
         self.maxResponseBytes = maxResponseBytes
     }
 
-    /// `headers` are `Name: value` lines.
-    public func send(_ method: String, _ url: URL, headers: [String], body: [UInt8]? = nil) throws(Failure) -> Reply {
+    /// `headers` are `Name: value` lines. `timeout` bounds this exchange (nil: the instance's).
+    /// `fresh` sends on a connection of its own, closed afterwards: use it for requests that must
+    /// never be sent twice (a refresh-token grant), since libcurl silently re-sends a request
+    /// when a reused connection closes without an answer (see http.c).
+    public func send(_ method: String, _ url: URL, headers: [String], body: [UInt8]? = nil, timeout: TimeInterval? = nil,
+                     fresh: Bool = false) throws(Failure) -> Reply {
+        let ms = timeout.map { max(1, Int($0 * 1000)) } ?? timeoutMS
         let handle = idle.withLock { $0.popLast() } ?? Handle()
         defer { idle.withLock { $0.append(handle) } }
         var result = withCStrings(headers) { hs in
             (body ?? []).withUnsafeBufferPointer { b in
                 tb_http_perform(handle.pointer, method, url.absoluteString, hs, Int32(headers.count),
                                 b.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, b.count,
-                                timeoutMS, maxResponseBytes)
+                                ms, maxResponseBytes, fresh ? 1 : 0)
             }
         }
         defer { tb_http_free(&result) }
+        let reason = result.reason.map { String(cString: $0) } ?? "exchange failed"
         switch result.error {
         case 0: break
-        case 2: throw .transport("timeout")
+        case 1: throw .notSent(reason)
         case 3: throw .tooLarge
-        default: throw .transport("connection failed")
+        default: throw .unanswered(reason)
         }
         let data = result.body.map { Data(bytes: $0, count: result.body_len) } ?? Data()
         return Reply(status: result.status, retryAfter: result.retry_after >= 0 ? result.retry_after : nil, body: data)

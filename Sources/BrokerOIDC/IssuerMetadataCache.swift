@@ -21,8 +21,10 @@ public final class IssuerMetadataCache: IssuerDirectory {
         guard let discovery = URL(string: base + "/.well-known/openid-configuration") else { throw .metadata("issuer is not a URL") }
         let reply: BlockingHTTP.Reply
         do { reply = try http.send("GET", discovery, headers: ["Accept: application/json"]) } catch {
-            if case .transport(let why) = error { throw .transient(reason: "discovery: \(why)", retryAfter: nil) }
-            throw .metadata("discovery document too large")
+            switch error {
+            case .notSent(let why), .unanswered(let why): throw .transient(reason: "discovery: \(why)", retryAfter: nil)
+            case .tooLarge: throw .metadata("discovery document too large")
+            }
         }
         if reply.status >= 500 || reply.status == 429 { throw .transient(reason: "discovery: HTTP \(reply.status)", retryAfter: nil) }
         guard reply.status == 200, let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any] else {

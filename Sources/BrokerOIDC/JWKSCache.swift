@@ -53,8 +53,10 @@ public final class JWKSCache: KeySetSource {
         guard let uri = try directory.metadata(issuer: issuer, now: now).jwksURI else { throw .metadata("discovery: no jwks_uri") }
         let reply: BlockingHTTP.Reply
         do { reply = try http.send("GET", uri, headers: ["Accept: application/json"]) } catch {
-            if case .transport(let why) = error { throw .transient(reason: "jwks: \(why)", retryAfter: nil) }
-            throw .metadata("jwks: document too large")
+            switch error {
+            case .notSent(let why), .unanswered(let why): throw .transient(reason: "jwks: \(why)", retryAfter: nil)
+            case .tooLarge: throw .metadata("jwks: document too large")
+            }
         }
         if reply.status >= 500 || reply.status == 429 { throw .transient(reason: "jwks: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
         guard reply.status == 200, let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],

@@ -59,8 +59,10 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         }
         let reply: BlockingHTTP.Reply
         do { reply = try http.send("GET", url, headers: []) } catch {
-            if case .transport(let why) = error { throw .transient(reason: "end_session: \(why)", retryAfter: nil) }
-            throw .invalidResponse("end_session: response too large")
+            switch error {
+            case .notSent(let why), .unanswered(let why): throw .transient(reason: "end_session: \(why)", retryAfter: nil)
+            case .tooLarge: throw .invalidResponse("end_session: response too large")
+            }
         }
         guard (200..<400).contains(reply.status) else { throw .transient(reason: "end_session: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
     }
@@ -91,7 +93,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
             return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8))
         } catch {
             switch error {
-            case .transport(let why): throw .transient(reason: "\(endpoint.path): \(why)", retryAfter: nil)
+            case .notSent(let why), .unanswered(let why): throw .transient(reason: "\(endpoint.path): \(why)", retryAfter: nil)
             case .tooLarge: throw .invalidResponse("\(endpoint.path): response too large")
             }
         }

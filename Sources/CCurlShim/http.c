@@ -35,6 +35,40 @@ static size_t on_header(char *ptr, size_t size, size_t n, void *ud) {
     return len;
 }
 
+/* Whether no complete request ever left, and why the exchange failed, in generic words.
+ * libcurl stamps PRETRANSFER when the request has been sent (entering its DID state) and adds
+ * to it on each of its own retries, never leaving it 0 once stamped: 0 means the request never
+ * got through (DNS, connect, TLS handshake, or the send itself failed). Only when that cannot
+ * be read does the CURLcode decide, and then only the codes that precede any sending. */
+static void classify(CURL *h, CURLcode rc, tb_http_result *r) {
+    curl_off_t pre = -1;
+    int unsent;
+    if (curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK) {
+        unsent = pre == 0;
+    } else {
+        unsent = rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_COULDNT_CONNECT
+              || rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION;
+    }
+    r->error = unsent ? 1 : 2;
+    if (unsent) {
+        switch (rc) {
+        case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_RESOLVE_PROXY: r->reason = "could not resolve host"; break;
+        case CURLE_COULDNT_CONNECT: r->reason = "connection refused"; break;
+        case CURLE_OPERATION_TIMEDOUT: r->reason = "timeout before the request was sent"; break;
+        case CURLE_SSL_CONNECT_ERROR: case CURLE_PEER_FAILED_VERIFICATION: r->reason = "TLS handshake failed"; break;
+        default: r->reason = "connection failed before the request was sent"; break;
+        }
+    } else {
+        switch (rc) {
+        case CURLE_OPERATION_TIMEDOUT: r->reason = "timeout after the request was sent"; break;
+        case CURLE_GOT_NOTHING: r->reason = "connection closed without an answer"; break;
+        case CURLE_RECV_ERROR: case CURLE_SEND_ERROR: r->reason = "connection reset"; break;
+        case CURLE_PARTIAL_FILE: r->reason = "answer cut short"; break;
+        default: r->reason = "exchange failed after the request was sent"; break;
+        }
+    }
+}
+
 void tb_http_global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 void *tb_http_handle_new(void) { return curl_easy_init(); }
@@ -42,8 +76,8 @@ void *tb_http_handle_new(void) { return curl_easy_init(); }
 void tb_http_handle_free(void *handle) { if (handle) curl_easy_cleanup(handle); }
 
 tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes) {
-    tb_http_result r = { 0, 1, NULL, 0, -1 };
+                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int fresh) {
+    tb_http_result r = { 0, 2, NULL, NULL, 0, -1 };
     CURL *h = handle;
     buffer b = { NULL, 0, 0, max_bytes, 0 };
     struct curl_slist *list = NULL;
@@ -63,6 +97,16 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.retry_after);
+    if (fresh) {
+        /* libcurl before 8.16 (which added CURLOPT_FORBID_RETRY_ON_REUSE) silently sends the
+         * request again on a new connection when a reused connection closes without any answer
+         * (Curl_retry_request): the server may well have processed the first copy. For a
+         * refresh-token grant that is a second presentation of a token the IdP has just rotated,
+         * i.e. reuse detection and a revoked family. A connection of its own, closed afterwards,
+         * is never "reused", so libcurl never retries it. */
+        curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    }
     if (strcmp(method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
@@ -77,8 +121,9 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
         r.error = 0;
     } else if (b.over) {
         r.error = 3;
+        r.reason = "response too large";
     } else {
-        r.error = rc == CURLE_OPERATION_TIMEDOUT ? 2 : 1;
+        classify(h, rc, &r);
     }
     r.body = b.data;
     r.body_len = b.len;

@@ -7,7 +7,9 @@
  * at a time. Redirects are never followed; the body is capped at max_bytes. */
 typedef struct tb_http_result {
     long status;            /* HTTP status, 0 when no response */
-    int error;              /* 0 ok, 1 transport failure, 2 timeout, 3 body over the cap */
+    int error;              /* 0 ok, 1 not sent (no complete request ever left), 2 unanswered (it
+                               may have reached the server), 3 body over the cap */
+    const char *reason;     /* static, generic (quotes nothing received); NULL when ok */
     char *body;             /* malloc'd, body_len bytes (+ NUL); free with tb_http_free */
     size_t body_len;
     long retry_after;       /* Retry-After in seconds, -1 when absent or not in seconds */
@@ -16,8 +18,10 @@ typedef struct tb_http_result {
 void tb_http_global_init(void);
 void *tb_http_handle_new(void);
 void tb_http_handle_free(void *handle);
-/* method "GET" or "POST"; headers: n "Name: value" strings; body may be NULL for GET. */
+/* method "GET" or "POST"; headers: n "Name: value" strings; body may be NULL for GET. timeout_ms
+ * bounds the whole exchange and the connect. fresh != 0: a new connection, closed afterwards
+ * (see http.c for why a refresh-token grant wants that). */
 tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes);
+                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int fresh);
 void tb_http_free(tb_http_result *result);
 #endif
