@@ -9,10 +9,28 @@ public final class IssuerMetadataCache: IssuerDirectory {
     private let http: BlockingHTTP
     private let maxAge: TimeInterval
     private let entries = Mutex<[String: (IssuerMetadata, Date)]>([:])
+    private let rereads = Mutex<[String: Date]>([:])
+    /// Re-reads asked for because a check against the metadata failed: at most one per this
+    /// many seconds per issuer.
+    private let minRereadInterval: TimeInterval = 30
 
     public init(http: BlockingHTTP, maxAge: TimeInterval = 3600) {
         self.http = http
         self.maxAge = maxAge
+    }
+
+    /// Drops the cached document when a check against it failed (an IdP that changed what it
+    /// advertises), so that the next use reads it again — rate-limited per issuer. True when
+    /// it was dropped.
+    @discardableResult
+    public func reread(issuer: String, now: Date) -> Bool {
+        let allowed = rereads.withLock { r -> Bool in
+            if let last = r[issuer], now.timeIntervalSince(last) < minRereadInterval { return false }
+            r[issuer] = now
+            return true
+        }
+        if allowed { _ = entries.withLock { $0.removeValue(forKey: issuer) } }
+        return allowed
     }
 
     public func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
@@ -38,7 +56,8 @@ public final class IssuerMetadataCache: IssuerDirectory {
         let m = IssuerMetadata(issuer: issuer, tokenEndpoint: token, authorizationEndpoint: url("authorization_endpoint"),
                                jwksURI: url("jwks_uri"), revocationEndpoint: url("revocation_endpoint"),
                                endSessionEndpoint: url("end_session_endpoint"),
-                               issParameterSupported: doc["authorization_response_iss_parameter_supported"] as? Bool == true)
+                               issParameterSupported: doc["authorization_response_iss_parameter_supported"] as? Bool == true,
+                               introspectionEndpoint: url("introspection_endpoint"))
         entries.withLock { $0[issuer] = (m, now) }
         return m
     }

@@ -4,47 +4,49 @@ import Synchronization
 
 /// JWKSCache fetches each issuer's JWK Set from the `jwks_uri` of its metadata (RFC 7517 §5)
 /// and keeps it for `maxAge`. Keys the broker cannot use are skipped, not fatal. A re-fetch
-/// asked for because a token names an unknown `kid` happens at most once per
-/// `minRefetchInterval` per issuer: a flood of tokens with forged kids costs the IdP one
-/// request per interval, and a genuine rotation is picked up on the first miss.
+/// asked for because a token names an unknown `kid` is rate-limited per issuer and per
+/// RefetchBudget: a flood of forged logout tokens costs the IdP one request per 30 s and never
+/// delays the re-fetch a refreshed ID token signed with a new key needs.
 ///
 /// Thread-safety: any thread; fetches run outside the lock (two racing misses may both fetch).
 public final class JWKSCache: KeySetSource {
     private struct Entry {
         var keys: [JSONWebKey]
         var fetchedAt: Date
-        var lastRefetch: Date?
+        var lastRefetch: [RefetchBudget: Date] = [:]
     }
 
     private let http: BlockingHTTP
     private let directory: any IssuerDirectory
     private let maxAge: TimeInterval
-    private let minRefetchInterval: TimeInterval
     private let entries = Mutex<[String: Entry]>([:])
+    /// JWKS documents fetched, for metrics.
+    public let fetches = Atomic<Int>(0)
 
-    public init(http: BlockingHTTP, directory: any IssuerDirectory, maxAge: TimeInterval = 3600, minRefetchInterval: TimeInterval = 30) {
+    public init(http: BlockingHTTP, directory: any IssuerDirectory, maxAge: TimeInterval = 3600) {
         self.http = http
         self.directory = directory
         self.maxAge = maxAge
-        self.minRefetchInterval = minRefetchInterval
     }
 
-    public func keys(issuer: String, now: Date, refetch: Bool) throws(TokenEndpointError) -> [JSONWebKey] {
+    public func keys(issuer: String, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
         let cached = entries.withLock { $0[issuer] }
         if let c = cached, now.timeIntervalSince(c.fetchedAt) < maxAge {
-            guard refetch else { return c.keys }
-            if let last = c.lastRefetch, now.timeIntervalSince(last) < minRefetchInterval { return c.keys }
-            // Claim the re-fetch before fetching, so that concurrent misses do not all go out.
+            guard let budget = refetch else { return c.keys }
+            // Claim the budget's re-fetch before fetching, so that concurrent misses do not all go out.
             let claimed = entries.withLock { m -> Bool in
-                if let last = m[issuer]?.lastRefetch, now.timeIntervalSince(last) < minRefetchInterval { return false }
-                m[issuer]?.lastRefetch = now
+                if let last = m[issuer]?.lastRefetch[budget], now.timeIntervalSince(last) < budget.minimumInterval { return false }
+                m[issuer]?.lastRefetch[budget] = now
                 return true
             }
             guard claimed else { return c.keys }
         }
         let keys = try fetch(issuer: issuer, now: now)
+        fetches.add(1, ordering: .relaxed)
         entries.withLock { m in
-            m[issuer] = Entry(keys: keys, fetchedAt: now, lastRefetch: refetch ? now : m[issuer]?.lastRefetch)
+            var e = Entry(keys: keys, fetchedAt: now, lastRefetch: m[issuer]?.lastRefetch ?? [:])
+            if let budget = refetch { e.lastRefetch[budget] = now }
+            m[issuer] = e
         }
         return keys
     }

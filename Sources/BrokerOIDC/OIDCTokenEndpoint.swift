@@ -24,15 +24,33 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         self.clock = clock
     }
 
-    public func refresh(client: ClientRegistration, refreshToken: String) throws(TokenEndpointError) -> TokenGrant {
+    /// A refresh-token grant on a fresh connection (`fresh`: libcurl never re-sends it on its own),
+    /// waited for up to `patience`.
+    public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval) throws(TokenEndpointError) -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
-        return try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]))
+        return try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
+                                            timeout: patience, fresh: true))
     }
 
+    /// Codes are single use too: a fresh connection, never re-sent.
     public func exchangeCode(client: ClientRegistration, code: String, verifier: String) throws(TokenEndpointError) -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
         return try TokenResponse.parse(call(client, meta.tokenEndpoint, [
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI), ("code_verifier", verifier)]))
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI), ("code_verifier", verifier)],
+            fresh: true))
+    }
+
+    /// RFC 7662 §2.1-2.2 with the client's authentication: nil when the issuer advertises no
+    /// `introspection_endpoint`; otherwise the answer's `active` member.
+    public func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool? {
+        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        guard let endpoint = meta.introspectionEndpoint else { return nil }
+        let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
+        guard reply.status == 200 else { throw .transient(reason: "introspection endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
+        guard let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any], let active = doc["active"] as? Bool else {
+            throw .invalidResponse("introspection endpoint: no active member")
+        }
+        return active
     }
 
     /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying.
@@ -68,7 +86,8 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     }
 
     /// POSTs a form with the client's authentication; transport failures become TokenEndpointError.
-    private func call(_ client: ClientRegistration, _ endpoint: URL, _ fields: [(String, String)]) throws(TokenEndpointError) -> BlockingHTTP.Reply {
+    private func call(_ client: ClientRegistration, _ endpoint: URL, _ fields: [(String, String)], timeout: TimeInterval? = nil,
+                      fresh: Bool = false) throws(TokenEndpointError) -> BlockingHTTP.Reply {
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         var form = fields
         switch client.authMethod {
@@ -90,10 +109,11 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
                      ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", jwt)]
         }
         do {
-            return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8))
+            return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8), timeout: timeout, fresh: fresh)
         } catch {
             switch error {
-            case .notSent(let why), .unanswered(let why): throw .transient(reason: "\(endpoint.path): \(why)", retryAfter: nil)
+            case .notSent(let why): throw .notSent("\(endpoint.path): \(why)")
+            case .unanswered(let why): throw .unanswered("\(endpoint.path): \(why)")
             case .tooLarge: throw .invalidResponse("\(endpoint.path): response too large")
             }
         }

@@ -67,12 +67,13 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         case .tenant(let t): "t|\(t)"
         case .subject(let t, let client, let subject): "u|\(t)|\(client)|\(subject)"
         case .resync: "r"
-        case .scheduled(let t, let id, let client, let at): "n|\(t)|\(id)|\(client)|\(at.map { String($0.timeIntervalSince1970) } ?? "")"
+        case .scheduled(let t, let id, let client, let at, let v):
+            "n|\(t)|\(id)|\(client)|\(at.map { String($0.timeIntervalSince1970) } ?? "")|\(v.map { String($0) } ?? "")"
         }
     }
 
     static func decode(_ p: String) -> Change? {
-        let f = p.split(separator: "|", maxSplits: p.hasPrefix("n|") ? 4 : 3, omittingEmptySubsequences: false).map(String.init)
+        let f = p.split(separator: "|", maxSplits: p.hasPrefix("n|") ? 5 : 3, omittingEmptySubsequences: false).map(String.init)
         switch (f.first, f.count) {
         case ("s", 3): return .session(tenant: f[1], id: f[2])
         case ("k", 2): return .apiKey(id: f[1])
@@ -80,7 +81,9 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         case ("t", 2): return .tenant(f[1])
         case ("u", 4): return .subject(tenant: f[1], client: f[2], subject: f[3])
         case ("r", 1): return .resync
-        case ("n", 5): return .scheduled(tenant: f[1], id: f[2], client: f[3], at: Double(f[4]).map { Date(timeIntervalSince1970: $0) })
+        case ("n", 5), ("n", 6):
+            return .scheduled(tenant: f[1], id: f[2], client: f[3], at: Double(f[4]).map { Date(timeIntervalSince1970: $0) },
+                              version: f.count == 6 ? Int64(f[5]) : nil)
         default: return nil
         }
     }

@@ -41,7 +41,8 @@ public final class PostgresRegistryStore: RegistryStore {
         try pool.run { c in
             let r = try c.execute("""
                 SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' '),
-                       array_to_string(redirect_after_allowed, ' '), refresh_policy::text, max_concurrent_refreshes, assertion_alg
+                       array_to_string(redirect_after_allowed, ' '), refresh_policy::text, max_concurrent_refreshes, assertion_alg,
+                       on_ambiguous_refresh
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """)
             guard r.count == 1 else { return nil }
@@ -50,7 +51,8 @@ public final class PostgresRegistryStore: RegistryStore {
                 tenant: tenant, id: id, issuer: r.string(0, 0)!, clientID: r.string(0, 1)!,
                 authMethod: ClientAuthMethod(rawValue: r.string(0, 2)!) ?? .none, redirectURI: r.string(0, 3)!,
                 scopes: r.words(0, 4), redirectAfterAllowed: r.words(0, 5), refreshPolicy: policy,
-                maxConcurrentRefreshes: r.int(0, 7)!, assertionAlgorithm: r.string(0, 8).flatMap(JWSAlgorithm.init(rawValue:)))
+                maxConcurrentRefreshes: r.int(0, 7)!, assertionAlgorithm: r.string(0, 8).flatMap(JWSAlgorithm.init(rawValue:)),
+                onAmbiguousRefresh: r.string(0, 9).flatMap(AmbiguousRefreshPolicy.init(rawValue:)) ?? .failClosed)
         }
     }
 
@@ -78,16 +80,18 @@ public final class PostgresRegistryStore: RegistryStore {
         return try pool.run { c in
             let r = try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,
-                    redirect_after_allowed, refresh_policy, max_concurrent_refreshes, assertion_alg, assertion_key, created_at, updated_at)
+                    redirect_after_allowed, refresh_policy, max_concurrent_refreshes, assertion_alg, assertion_key, on_ambiguous_refresh,
+                    created_at, updated_at)
                 VALUES (\(cl.tenant), \(cl.id), \(cl.issuer), \(cl.clientID), \(cl.authMethod.rawValue), \(sealed),
                     \(cl.redirectURI), \(cl.scopes), \(cl.redirectAfterAllowed), \(policy)::jsonb, \(cl.maxConcurrentRefreshes),
-                    \(cl.assertionAlgorithm?.rawValue), \(sealedKey), \(now), \(now))
+                    \(cl.assertionAlgorithm?.rawValue), \(sealedKey), \(cl.onAmbiguousRefresh.rawValue), \(now), \(now))
                 ON CONFLICT (tenant_id, id) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id,
                     auth_method = excluded.auth_method, client_secret = coalesce(excluded.client_secret, clients.client_secret),
                     redirect_uri = excluded.redirect_uri, scopes = excluded.scopes,
                     redirect_after_allowed = excluded.redirect_after_allowed, refresh_policy = excluded.refresh_policy,
                     max_concurrent_refreshes = excluded.max_concurrent_refreshes, assertion_alg = excluded.assertion_alg,
-                    assertion_key = coalesce(excluded.assertion_key, clients.assertion_key), updated_at = excluded.updated_at
+                    assertion_key = coalesce(excluded.assertion_key, clients.assertion_key),
+                    on_ambiguous_refresh = excluded.on_ambiguous_refresh, updated_at = excluded.updated_at
                 RETURNING (xmax = 0)
                 """)
             return (cl, r.bool(0, 0)!)

@@ -16,19 +16,11 @@ extension PostgresSessionStore: RevocationStore {
                 var queued: [PendingRevocation] = []
                 var after = before
                 if before.state != .revoked {
-                    var rng = SystemRandomNumberGenerator()
                     var tokens: [(String, String)] = []
                     if let rt = before.refreshToken { tokens.append((rt, "refresh_token")) }
                     if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((at, "access_token")) }
                     for (token, hint) in tokens {
-                        let p = PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: id,
-                                                  client: before.client, token: token, hint: hint, attempts: 0)
-                        try c.execute("""
-                            INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
-                            VALUES (\(p.id), \(tenant), \(id), \(p.client), \(sealer.seal(token, context: "revocations/\(tenant)/\(p.id)/token")),
-                                \(hint), \(now), \(now))
-                            """)
-                        queued.append(p)
+                        queued.append(try queueRevocation(c, tenant: tenant, session: id, client: before.client, token: token, hint: hint, now: now))
                     }
                     var s = before
                     s.version += 1
@@ -55,6 +47,21 @@ extension PostgresSessionStore: RevocationStore {
                 throw error
             }
         }
+    }
+
+    /// Inside a transaction: queues `token` for RFC 7009 revocation at the session's IdP, sealed.
+    @discardableResult
+    func queueRevocation(_ c: PGConnection, tenant: String, session: String, client: String, token: String, hint: String,
+                         now: Date) throws -> PendingRevocation {
+        var rng = SystemRandomNumberGenerator()
+        let p = PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: session,
+                                  client: client, token: token, hint: hint, attempts: 0)
+        try c.execute("""
+            INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
+            VALUES (\(p.id), \(tenant), \(session), \(client), \(sealer.seal(token, context: "revocations/\(tenant)/\(p.id)/token")),
+                \(hint), \(now), \(now))
+            """)
+        return p
     }
 
     public func pendingRevocations(tenant: String, session: String) throws -> Int {

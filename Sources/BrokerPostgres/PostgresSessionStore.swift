@@ -19,7 +19,8 @@ public final class PostgresSessionStore: SessionStore {
         id, client_id, subject, issuer, array_to_string(scopes, ' '), sid, email, extract(epoch from auth_time), \
         access_token, extract(epoch from access_expires_at), access_lifetime, refresh_token, id_token, state, \
         extract(epoch from next_refresh_at), version, failure_count, last_error, extract(epoch from granted_at), \
-        extract(epoch from created_at), extract(epoch from last_used_at), extract(epoch from last_refreshed_at)
+        extract(epoch from created_at), extract(epoch from last_used_at), extract(epoch from last_refreshed_at), \
+        attempt_id, extract(epoch from attempt_started_at), extract(epoch from backoff_until), reason
         """
 
     public func session(tenant: String, id: String) throws -> Session? {
@@ -52,18 +53,20 @@ public final class PostgresSessionStore: SessionStore {
             try c.execute("""
                 INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, sid, email, auth_time,
                     access_token, access_expires_at, access_lifetime, refresh_token, id_token, state, next_refresh_at,
-                    version, failure_count, last_error, granted_at, created_at, last_used_at, last_refreshed_at)
+                    version, failure_count, last_error, granted_at, created_at, last_used_at, last_refreshed_at,
+                    attempt_id, attempt_started_at, backoff_until, reason)
                 VALUES (\(s.tenant), \(s.id), \(s.client), \(s.subject), \(s.issuer), \(s.scopes), \(s.claims.sid),
                     \(s.claims.email), \(s.claims.authTime), \(seal(s.accessToken, s, "access_token")), \(s.accessExpiresAt),
                     \(s.accessLifetime), \(seal(s.refreshToken, s, "refresh_token")), \(seal(s.idToken, s, "id_token")),
                     \(s.state.rawValue), \(s.nextRefreshAt), \(s.version), \(s.failureCount), \(s.lastError),
-                    \(s.grantedAt), \(s.createdAt), \(s.lastUsedAt), \(s.lastRefreshedAt))
+                    \(s.grantedAt), \(s.createdAt), \(s.lastUsedAt), \(s.lastRefreshedAt),
+                    \(s.attempt?.id), \(s.attempt?.startedAt), \(s.backoffUntil), \(s.reason))
                 """)
         }
     }
 
-    public func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
-                                   _ body: (Session) throws -> (write: Session?, result: T)) throws -> T {
+    public func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+                                          _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
         try pool.run { c in
             try c.execute("BEGIN")
             do {
@@ -86,8 +89,11 @@ public final class PostgresSessionStore: SessionStore {
                 }
                 guard rows.count == 1 else { throw BrokerError.notFound("session") }
                 let locked = try decode(rows, 0, tenant: tenant)
-                let (write, result) = try body(locked)
+                let (write, revoke, result) = try body(locked)
                 if let s = write { try update(c, s, expectedVersion: locked.version) }
+                for token in revoke {
+                    try queueRevocation(c, tenant: tenant, session: id, client: locked.client, token: token, hint: "refresh_token", now: Date())
+                }
                 try c.execute("COMMIT")
                 return result
             } catch {
@@ -139,7 +145,7 @@ public final class PostgresSessionStore: SessionStore {
         // The schedule is announced in the same statement: NOTIFY is delivered at COMMIT, so
         // other replicas hear of exactly the writes that happened.
         let announcement = PostgresChangeFeed.encode(.scheduled(tenant: s.tenant, id: s.id, client: s.client,
-                                                                 at: s.state == .active ? s.nextRefreshAt : nil))
+                                                                 at: s.state == .active ? s.nextRefreshAt : nil, version: s.version))
         let updated = try c.execute("""
             WITH updated AS (
             UPDATE sessions SET scopes = \(s.scopes), sid = \(s.claims.sid), email = \(s.claims.email),
@@ -147,7 +153,9 @@ public final class PostgresSessionStore: SessionStore {
                 access_expires_at = \(s.accessExpiresAt), access_lifetime = \(s.accessLifetime),
                 refresh_token = \(seal(s.refreshToken, s, "refresh_token")), id_token = \(seal(s.idToken, s, "id_token")),
                 state = \(s.state.rawValue), next_refresh_at = \(s.nextRefreshAt), version = \(s.version),
-                failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt)
+                failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt),
+                attempt_id = \(s.attempt?.id), attempt_started_at = \(s.attempt?.startedAt), backoff_until = \(s.backoffUntil),
+                reason = \(s.reason)
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             RETURNING 1)
             SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated
@@ -179,7 +187,9 @@ public final class PostgresSessionStore: SessionStore {
             state: SessionState(rawValue: rows.string(r, 13)!) ?? .revoked, nextRefreshAt: rows.date(r, 14),
             version: rows.int64(r, 15)!, failureCount: rows.int(r, 16)!, lastError: rows.string(r, 17),
             grantedAt: rows.date(r, 18)!, createdAt: rows.date(r, 19)!, lastUsedAt: rows.date(r, 20),
-            lastRefreshedAt: rows.date(r, 21))
+            lastRefreshedAt: rows.date(r, 21),
+            attempt: rows.string(r, 22).map { RefreshAttempt(id: $0, startedAt: rows.date(r, 23) ?? Date(timeIntervalSince1970: 0)) },
+            backoffUntil: rows.date(r, 24), reason: rows.string(r, 25))
     }
 
 }

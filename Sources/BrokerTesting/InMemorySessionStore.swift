@@ -11,6 +11,8 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
     private let locks = NSCondition()
     private var held = Set<String>()
     public let touched = Mutex<[SessionUse]>([])
+    /// Refresh tokens queued for revocation at the IdP, in order.
+    public let revoked = Mutex<[String]>([])
 
     public init() {}
 
@@ -36,8 +38,8 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    public func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
-                                   _ body: (Session) throws -> (write: Session?, result: T)) throws -> T {
+    public func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+                                          _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
         let k = Self.key(tenant, id)
         locks.lock()
         let deadline = Date().addingTimeInterval(timeout)
@@ -56,11 +58,12 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
             locks.unlock()
         }
         guard let locked = rows.withLock({ $0[k] }) else { throw BrokerError.notFound("session") }
-        let (write, result) = try body(locked)
+        let (write, revoke, result) = try body(locked)
         if let w = write {
             precondition(w.version == locked.version + 1, "a session write must bump the version by one")
             rows.withLock { $0[k] = w }
         }
+        revoked.withLock { $0 += revoke }
         return result
     }
 

@@ -11,13 +11,17 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
     private let answer: Answer
     private let spent = Mutex<[String]>([])
     private let gate: DispatchSemaphore?
+    private let introspection: @Sendable (String) throws(TokenEndpointError) -> Bool?
+    private let introspected = Mutex<[String]>([])
 
-    public init(gated: Bool = false, answer: @escaping Answer = ScriptedTokenEndpoint.rotating()) {
+    public init(gated: Bool = false, answer: @escaping Answer = ScriptedTokenEndpoint.rotating(),
+                introspection: @escaping @Sendable (String) throws(TokenEndpointError) -> Bool? = { _ in nil }) {
         self.answer = answer
+        self.introspection = introspection
         gate = gated ? DispatchSemaphore(value: 0) : nil
     }
 
-    public func refresh(client: ClientRegistration, refreshToken: String) throws(TokenEndpointError) -> TokenGrant {
+    public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval) throws(TokenEndpointError) -> TokenGrant {
         let n = spent.withLock { s -> Int in
             s.append(refreshToken)
             return s.count
@@ -36,8 +40,17 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
 
     public func endSession(client: ClientRegistration, idTokenHint: String) throws(TokenEndpointError) {}
 
+    /// What introspection says of a refresh token: `introspection` decides (nil: not offered).
+    public func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool? {
+        introspected.withLock { $0.append(token) }
+        return try introspection(token)
+    }
+
     /// Lets `n` held calls proceed.
     public func open(_ n: Int = 1) { for _ in 0..<n { gate?.signal() } }
+
+    /// Every token introspected, in order.
+    public var introspectedTokens: [String] { introspected.withLock { $0 } }
 
     /// Every refresh token presented, in order.
     public var spentTokens: [String] { spent.withLock { $0 } }

@@ -9,8 +9,8 @@ final class StaticKeySet: KeySetSource, @unchecked Sendable {
     var keys: [JSONWebKey]
     var refetches = 0
     init(_ keys: [JSONWebKey]) { self.keys = keys }
-    func keys(issuer: String, now: Date, refetch: Bool) throws(TokenEndpointError) -> [JSONWebKey] {
-        if refetch { refetches += 1 }
+    func keys(issuer: String, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
+        if refetch != nil { refetches += 1 }
         return keys
     }
 }

@@ -45,7 +45,7 @@ struct TokenDecisionTests {
     @Test("min_ttl beyond the IdP's lifetime is refused with the maximum")
     func refusesImpossibleTTL() {
         #expect(TokenDecision.decide(session(ttl: 30, lifetime: 300), TokenRequirement(minTTL: 600), now: now)
-            == .reject(.minTTLTooLong(maximum: 300)))
+            == .reject(.minTTLTooLong(maximum: 299)))
     }
 
     @Test("under the lock, a version moved by another replica is served, even when forced")

@@ -38,7 +38,7 @@ struct TokenServiceTests {
         let tokens = Set(try results.withLock { $0 }.map { try $0.get().accessToken })
         #expect(tokens == ["at-1"])
         let stored = try h.store.session(tenant: "t1", id: s.id)
-        #expect(stored?.refreshToken == "rt-1" && stored?.version == s.version + 1)
+        #expect(stored?.refreshToken == "rt-1" && stored?.version == s.version + 2 && stored?.attempt == nil)   // attempt recorded, then its outcome
     }
 
     @Test("a response without a new refresh token keeps the old one")
@@ -103,7 +103,7 @@ struct TokenServiceTests {
     func minTTLTooLong() async throws {
         let h = try TokenServiceHarness()
         let s = try h.addSession(ttl: 3000)
-        #expect(await h.token(.session(s.id), TokenRequest(minTTL: 7200)) == .failure(.minTTLTooLong(maximum: 3600)))
+        #expect(await h.token(.session(s.id), TokenRequest(minTTL: 7200)) == .failure(.minTTLTooLong(maximum: 3599)))
         #expect(h.endpoint.spentTokens.isEmpty)
     }
 

@@ -31,6 +31,11 @@ public final class BlockingExecutor: @unchecked Sendable {
         condition.signal()
     }
 
+    /// Queues `work` after `delay` seconds (a timer; no thread waits meanwhile).
+    public func after(_ delay: TimeInterval, _ work: @escaping @Sendable () -> Void) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in submit(work) }
+    }
+
     /// Runs what is queued, then stops every thread and waits for them.
     public func shutdown() {
         condition.lock()

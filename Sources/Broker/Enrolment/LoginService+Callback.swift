@@ -42,7 +42,14 @@ extension LoginService {
         if let iss = cb.iss {
             guard iss == login.issuer else { return try refuse(login, "issuer_mismatch", "the iss parameter is not the login's issuer", now) }
         } else if meta.issParameterSupported {
-            return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now)
+            // The IdP may have stopped advertising it: read its metadata again (rate-limited), so
+            // that logins do not fail until a restart.
+            if directory.reread(issuer: login.issuer, now: now),
+               let fresh = try? directory.metadata(issuer: login.issuer, now: now), !fresh.issParameterSupported {
+                // It no longer sends iss: the response is acceptable without one.
+            } else {
+                return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now)
+            }
         }
         if let e = cb.error {
             let code = Self.isToken(e) ? e : "invalid_request"
@@ -104,6 +111,9 @@ extension LoginService {
             let code = isToken(o.error) ? o.error : "invalid_grant"
             return .badRequest(code: code, message: "the identity provider refused the code (\(code))")
         case .transient(_, let after): return .idpUnavailable(retryAfter: after)
+        case .notSent, .unanswered: return .idpUnavailable(retryAfter: nil)
+        case .refused(let status, _):
+            return .badRequest(code: "invalid_grant", message: "the identity provider refused the code (HTTP \(status))")
         case .invalidResponse(let why): return .badRequest(code: "invalid_token_response", message: why)
         case .metadata(let why): return .unprocessable(code: "idp_misconfigured", message: why)
         }

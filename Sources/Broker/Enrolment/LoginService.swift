@@ -102,7 +102,7 @@ public struct LoginService: Sendable {
             switch error {
             case .transient(_, let after): throw .idpUnavailable(retryAfter: after)
             case .metadata(let why), .invalidResponse(let why): throw .unprocessable(code: "idp_misconfigured", message: why)
-            case .oauth: throw .idpUnavailable(retryAfter: nil)
+            case .oauth, .notSent, .unanswered, .refused: throw .idpUnavailable(retryAfter: nil)
             }
         }
     }

@@ -17,5 +17,7 @@ public final class TokenMetrics: Sendable {
     public let cacheHits = Counter()
     /// Refreshes that gave up waiting for another holder of the session's lock.
     public let lockContention = Counter()
+    /// Refreshes on which the IdP rejected the client's own authentication, by `tenant/client`.
+    public let clientRejected = LabeledCounter()
     public init() {}
 }

@@ -98,7 +98,7 @@ public final class RefreshEngine: @unchecked Sendable {
     /// Follows a change published by any replica.
     public func apply(_ change: Change) {
         switch change {
-        case .scheduled(let tenant, let id, let client, let at):
+        case .scheduled(let tenant, let id, let client, let at, _):
             let key = SessionKey(tenant: tenant, id: id)
             let noted = inFlight.withLock { f -> Bool in
                 guard f.running.contains(key) else { return false }
@@ -139,7 +139,7 @@ public final class RefreshEngine: @unchecked Sendable {
             // While the job waited for a slot, another replica may have refreshed the session and
             // announced its new schedule: then there is nothing to try.
             let waited: Date?? = inFlight.withLock { $0.announced[item.key] }
-            let outcome = waited.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key)
+            let outcome = waited.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key, client: item.client)
             let notice = inFlight.withLock { f -> Date?? in
                 f.running.remove(item.key)
                 return f.announced.removeValue(forKey: item.key)

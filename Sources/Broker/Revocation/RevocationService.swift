@@ -87,11 +87,8 @@ public struct RevocationService: Sendable {
             var retryAfter: Int?
             var reason = "store unavailable"
             if let e = error as? TokenEndpointError {
-                switch e {
-                case .transient(let why, let after): reason = why; retryAfter = after
-                case .oauth(let o): reason = "\(o.error) (HTTP \(o.status))"
-                case .invalidResponse(let why), .metadata(let why): reason = why
-                }
+                reason = e.reason
+                if case .transient(_, let after) = e { retryAfter = after }
             }
             let next = retry.nextAttempt(after: p.attempts + 1, retryAfter: retryAfter, now: now, draw: Double.random(in: 0.5...1))
             try? store.revocationFailed(id: p.id, next: next, reason: reason)

@@ -45,6 +45,15 @@ public final class SessionCache: Sendable {
         }
     }
 
+    /// Drops the cached copy when it is older than `version` (nil: whatever it is).
+    public func remove(_ key: SessionKey, olderThan version: Int64?) {
+        entries.withLock { e in
+            guard let held = e[key] else { return }
+            if let v = version, held.session.version >= v { return }
+            e[key] = nil
+        }
+    }
+
     public func remove(_ key: SessionKey) {
         _ = entries.withLock { $0.removeValue(forKey: key) }
     }

@@ -14,7 +14,10 @@ public struct TokenRequest: Sendable, Equatable {
         self.forceRefresh = forceRefresh
     }
 
-    public func requirement(policy: RefreshPolicy) -> TokenRequirement {
-        TokenRequirement(minTTL: minTTL ?? policy.minTTL, scopes: scopes, forceRefresh: forceRefresh)
+    /// Without a min_ttl of its own, the request gets the client's — never more than half the
+    /// session's token lifetime, so that a worker that names none always gets a token.
+    public func requirement(policy: RefreshPolicy, lifetime: TimeInterval?) -> TokenRequirement {
+        let fallback = lifetime.map { min(policy.minTTL, $0 / 2) } ?? policy.minTTL
+        return TokenRequirement(minTTL: minTTL ?? fallback, scopes: scopes, forceRefresh: forceRefresh)
     }
 }

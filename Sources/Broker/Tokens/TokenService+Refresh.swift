@@ -2,160 +2,194 @@ import Foundation
 import BrokerCore
 
 extension TokenService {
-    /// Why a flight runs: a caller needs a token (wait for the lock, compare versions), or the
-    /// session's timer fired (only try the lock; follow the stored schedule).
-    enum FlightMode {
-        case demand(seenVersion: Int64, need: TokenRequirement)
-        case due
+    /// A flight's end: its result, and (when it did not refresh) the instant before which the
+    /// IdP must not be called for this session — the timer follows it.
+    typealias FlightEnd = (result: FlightResult, retryAt: Date?)
+
+    /// One refresh flight, run by its leader on a worker thread: the refresh machine's steps,
+    /// each decided under the session's cross-replica lock in a short transaction, the IdP call
+    /// outside any transaction (spec §5). The attempt is committed before the call, so that
+    /// whatever dies in between, nobody presents the refresh token again.
+    func fly(_ key: SessionKey, client clientID: String, _ trigger: RefreshTrigger, actor: String) -> FlightEnd {
+        let end = run(key, clientID, trigger)
+        afterFlight(key, end.result, actor: actor)
+        return end
     }
 
-    /// One refresh flight, run by its leader on a worker thread: take the session's
-    /// cross-replica lock, re-read, and spend the refresh token only if the decision under the
-    /// lock says so. Returns the flight's result and the row as written, if it was.
-    func refreshLocked(_ key: SessionKey, mode: FlightMode, actor: String) -> (FlightResult, written: Session?) {
-        var outcome: (FlightResult, written: Session?)
-        let timeout: TimeInterval
-        if case .due = mode { timeout = 0 } else { timeout = lockTimeout }
-        do {
-            outcome = try store.withRefreshLock(tenant: key.tenant, id: key.id, timeout: timeout) { locked in
-                let now = clock.now()
-                let decision: TokenDecision
-                switch mode {
-                case .demand(let seen, let need):
-                    decision = TokenDecision.decideLocked(locked, need, seenVersion: seen, now: now)
-                case .due:
-                    switch DueDecision.decide(locked, now: now) {
-                    case .refresh: decision = .refresh
-                    case .reschedule: decision = .serve
-                    case .drop: decision = .reject(.sessionNotActive(locked.state == .active ? .needsReauth : locked.state))
-                    }
-                }
-                switch decision {
-                case .serve:
-                    metrics.refreshes.add("skipped")
-                    return (nil, (.success((locked, false)), nil))
-                case .reject(.sessionNotActive(.needsReauth)) where locked.state == .active && locked.refreshToken == nil:
-                    var s = locked
-                    s.version += 1
-                    s.state = .needsReauth
-                    s.lastError = "no refresh token"
-                    s.nextRefreshAt = nil
-                    return (s, (.failure(.sessionNotActive(.needsReauth)), s))
-                case .reject(let e):
-                    return (nil, (.failure(e), nil))
-                case .refresh:
-                    guard let client = try registry.client(tenant: key.tenant, id: locked.client, now: now) else {
-                        return (nil, (.failure(.notFound("client")), nil))
-                    }
-                    let (write, result) = spend(locked, client: client)
-                    return (write, (result, write))
-                }
-            }
-        } catch {
-            let e = Self.brokerError(error)
-            if e == .refreshBusy { metrics.lockContention.add() }
-            outcome = (.failure(e), nil)
+    private func run(_ key: SessionKey, _ clientID: String, _ trigger: RefreshTrigger) -> FlightEnd {
+        let deadline = clock.now().addingTimeInterval(trigger == .due ? 0 : lockTimeout)
+        // An answer of ours still waiting for the database goes first: it is the truth.
+        if let a = pending.take(key) {
+            let f = complete(a)
+            if case .failure(.storeUnavailable) = f.result { return (.failure(.storeUnavailable), nil) }
         }
-        afterFlight(key, outcome.0, actor: actor)
-        return outcome
+        let client: ClientRegistration
+        do {
+            guard let c = try registry.client(tenant: key.tenant, id: clientID, now: clock.now()) else { return (.failure(.notFound("client")), nil) }
+            client = c
+        } catch { return (.failure(Self.brokerError(error)), nil) }
+        let circuit = key.tenant + "/" + clientID
+        for _ in 0..<4 {
+            let now = clock.now()
+            let blocked = circuits.admit(circuit, now: now)
+            let ctx = context(client, now: now, blockedUntil: blocked)
+            var rng = SystemRandomNumberGenerator()
+            let attemptID = "att_" + Identifiers.token(bytes: 12, using: &rng)
+            let start: RefreshStart, row: Session
+            do {
+                (start, row) = try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: trigger == .due ? 0 : lockTimeout) { row in
+                    let st = RefreshMachine.start(row, trigger, ctx, attemptID: attemptID)
+                    switch st {
+                    case .send(let w, _, _), .stop(let w?, _): return (w, [], (st, row))
+                    default: return (nil, [], (st, row))
+                    }
+                }
+            } catch {
+                circuits.release(circuit)
+                let e = Self.brokerError(error)
+                if e == .refreshBusy { metrics.lockContention.add() }
+                return (.failure(e), nil)
+            }
+            if case .send = start {} else { circuits.release(circuit) }
+            switch start {
+            case .serve(let s):
+                metrics.refreshes.add("skipped")
+                return (.success((s, false)), nil)
+            case .stop(let written, let e):
+                if let w = written { log(key, client, RefreshEvent(.warn, w.reason ?? "needs_reauth", "the session has nothing to refresh with; it needs a new sign-in")) }
+                return (.failure(e), nil)
+            case .wait(let until, let e):
+                // Another replica's attempt is in flight: its commit notice wakes us (demand only).
+                if case .demand = trigger, e == .refreshBusy, clock.now() < deadline {
+                    notices.wait(key, until: min(until, deadline), now: clock.now())
+                    continue
+                }
+                return (.failure(e), until)
+            case .resolve(let attempt):
+                let f = resolve(key, client, attempt, token: row.refreshToken)
+                if f.next == .again { continue }
+                return ended(f)
+            case .send(_, let attempt, let token):
+                let outcome = present(token, row: row, client: client)
+                var f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, sentAt: attempt.startedAt, outcome: outcome))
+                circuits.report(circuit, f.health, now: clock.now())
+                if f.next == .resolve { f = resolve(key, client, attempt, token: token) }
+                if f.next == .again { continue }
+                return ended(f)
+            }
+        }
+        return (.failure(.refreshBusy), nil)
     }
 
-    /// Calls the IdP with the locked row's refresh token and says what to write.
-    private func spend(_ locked: Session, client: ClientRegistration) -> (write: Session, result: FlightResult) {
+    /// Presents the refresh token once and checks the ID token that comes back.
+    private func present(_ token: String, row: Session, client: ClientRegistration) -> RefreshOutcome {
         let started = clock.now()
         let grant: TokenGrant
         do {
-            grant = try endpoint.refresh(client: client, refreshToken: locked.refreshToken ?? "")
+            grant = try endpoint.refresh(client: client, refreshToken: token, patience: patience)
         } catch {
-            let now = clock.now()
-            metrics.refreshLatency.observe(now.timeIntervalSince(started))
-            var s = locked
-            s.version += 1
-            s.failureCount += 1
-            if error.isTerminal {
-                metrics.refreshes.add("needs_reauth")
-                s.state = .needsReauth
-                s.nextRefreshAt = nil
-                if case .oauth(let o) = error { s.lastError = "\(o.error) (HTTP \(o.status))" }
-                return (s, .failure(.sessionNotActive(.needsReauth)))
-            }
-            metrics.refreshes.add("failed")
-            var retryAfter: Int?
-            switch error {
-            case .transient(let reason, let after):
-                s.lastError = reason
-                retryAfter = after
-            case .oauth(let o):
-                s.lastError = "\(o.error) (HTTP \(o.status))"
-            case .invalidResponse(let reason), .metadata(let reason):
-                s.lastError = reason
-            }
-            // Try again later with backoff; the engine follows this schedule on every replica.
-            s.nextRefreshAt = retry.nextAttempt(after: s.failureCount, retryAfter: retryAfter, now: now, draw: (jitter() + 1) / 2)
-            return (s, .failure(.idpUnavailable(retryAfter: retryAfter)))
+            metrics.refreshLatency.observe(clock.now().timeIntervalSince(started))
+            return .failed(error)
         }
-        let finished = clock.now()
-        metrics.refreshLatency.observe(finished.timeIntervalSince(started))
-        if let refused = checkRefreshedIDToken(grant, locked, client: client, now: finished) { return refused }
-        metrics.refreshes.add("ok")
-        let s = Self.apply(grant, to: locked, policy: client.refreshPolicy, now: finished, jitter: jitter())
-        return (s, .success((s, true)))
-    }
-
-    /// A refreshed ID token must come from the same issuer, for the same subject and client
-    /// (OIDC Core §12.2; no nonce). When it does not, nothing of the answer is kept or handed
-    /// out and the session needs a new sign-in. When the issuer's keys cannot be fetched, the
-    /// rotated refresh token is kept (the grant must not be lost) but not the access token,
-    /// and the refresh is retried later. Nil: the answer may be used.
-    private func checkRefreshedIDToken(_ grant: TokenGrant, _ locked: Session, client: ClientRegistration, now: Date) -> (write: Session, result: FlightResult)? {
-        guard let token = grant.idToken, let idTokens else { return nil }
-        let expect = IDTokenExpectation(issuer: locked.issuer, clientID: client.clientID, nonce: nil, subject: locked.subject)
+        metrics.refreshLatency.observe(clock.now().timeIntervalSince(started))
+        guard let id = grant.idToken, let idTokens else { return .granted(grant, idToken: .valid) }
+        // OIDC Core §12.2: same issuer, subject and client, no nonce. It came on the
+        // authenticated token-endpoint channel, so an unknown kid earns a JWKS re-fetch.
+        let expect = IDTokenExpectation(issuer: row.issuer, clientID: client.clientID, nonce: nil, subject: row.subject)
         do {
-            _ = try idTokens.verify(token, expect, now: now)
-            return nil
+            _ = try idTokens.verify(id, expect, now: clock.now(), budget: .tokenEndpoint)
+            return .granted(grant, idToken: .valid)
         } catch {
-            var s = locked
-            s.version += 1
-            s.failureCount += 1
-            s.accessToken = nil
-            s.accessExpiresAt = nil
             switch error {
-            case .rejected(let why):
-                metrics.refreshes.add("needs_reauth")
-                s.refreshToken = nil
-                s.idToken = nil
-                s.state = .needsReauth
-                s.nextRefreshAt = nil
-                s.lastError = "refreshed ID token rejected: \(why.reason)"
-                return (s, .failure(.sessionNotActive(.needsReauth)))
-            case .keysUnavailable:
-                metrics.refreshes.add("failed")
-                s.refreshToken = grant.refreshToken ?? locked.refreshToken
-                s.lastError = "refreshed ID token: issuer keys unavailable"
-                s.nextRefreshAt = retry.nextAttempt(after: s.failureCount, retryAfter: nil, now: now, draw: (jitter() + 1) / 2)
-                return (s, .failure(.idpUnavailable(retryAfter: nil)))
+            case .rejected(let why): return .granted(grant, idToken: .rejected(why.reason))
+            case .keysUnavailable: return .granted(grant, idToken: .keysUnavailable)
             }
         }
     }
 
-    /// The session after a successful refresh (spec §8: keep the old refresh token when no new
-    /// one came; a missing expires_in is taken as 300 s, the safe side of unknown).
-    static func apply(_ grant: TokenGrant, to old: Session, policy: RefreshPolicy, now: Date, jitter: Double) -> Session {
-        var s = old
-        s.version = old.version + 1
-        let lifetime = grant.expiresIn ?? 300
-        let expires = now.addingTimeInterval(lifetime)
-        s.accessToken = grant.accessToken
-        s.accessExpiresAt = expires
-        s.accessLifetime = lifetime
-        s.refreshToken = grant.refreshToken ?? old.refreshToken
-        s.scopes = grant.scope ?? old.scopes
-        s.idToken = grant.idToken ?? old.idToken
-        s.failureCount = 0
-        s.lastError = nil
-        s.lastRefreshedAt = now
-        s.nextRefreshAt = policy.nextRefresh(issuedAt: now, expiresAt: expires, jitter: jitter)
-        return s
+    /// Writes what an attempt's outcome means, under the lock. When the write cannot be
+    /// committed, the answer is kept in memory and written when the database is back.
+    func complete(_ a: PendingAnswers.Answer) -> RefreshFinish {
+        do {
+            let f = try store.withRefreshLockQueuing(tenant: a.key.tenant, id: a.key.id, timeout: lockTimeout) { row in
+                let f = RefreshMachine.finish(row, attempt: a.attempt, sentAt: a.sentAt, outcome: a.outcome, context(a.client, now: clock.now()))
+                return (f.write, f.revoke, f)
+            }
+            if let e = f.event { log(a.key, a.client, e) }
+            return f
+        } catch {
+            if case .notFound = Self.brokerError(error) { return RefreshFinish(result: .failure(.notFound("session"))) }
+            pending.hold(a)
+            log(a.key, a.client, RefreshEvent(.error, "refresh_write_pending", "the IdP answered but the database did not take the write; kept in memory, retrying"))
+            return RefreshFinish(result: .failure(.storeUnavailable))
+        }
+    }
+
+    /// Resolves an attempt whose outcome never arrived, from introspection of the refresh
+    /// token it presented (RFC 7662) or the client's policy — never by presenting it again.
+    private func resolve(_ key: SessionKey, _ client: ClientRegistration, _ attempt: RefreshAttempt, token: String?) -> RefreshFinish {
+        let evidence: AttemptEvidence
+        if let token {
+            do {
+                switch try endpoint.introspect(client: client, token: token, hint: "refresh_token") {
+                case nil: evidence = .noIntrospection
+                case true?: evidence = .active
+                case false?: evidence = .inactive
+                }
+            } catch { evidence = .unknown(error.reason) }
+        } else {
+            evidence = .inactive
+        }
+        do {
+            let f = try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: lockTimeout) { row in
+                let f = RefreshMachine.resolve(row, attempt: attempt, evidence: evidence, context(client, now: clock.now()))
+                return (f.write, f.revoke, f)
+            }
+            if let e = f.event { log(key, client, e) }
+            return f
+        } catch {
+            return RefreshFinish(result: .failure(Self.brokerError(error)))
+        }
+    }
+
+    /// Writes the answers kept in memory (called periodically); returns how many are left.
+    @discardableResult
+    public func retryPendingAnswers() -> Int {
+        for a in pending.all() {
+            guard pending.take(a.key) != nil else { continue }
+            let f = complete(a)
+            if case .failure(.storeUnavailable) = f.result { continue }
+            var result = f
+            if f.next == .resolve { result = resolve(a.key, a.client, a.attempt, token: nil) }
+            afterFlight(a.key, ended(result).result, actor: "engine")
+        }
+        return pending.count
+    }
+
+    private func ended(_ f: RefreshFinish) -> FlightEnd {
+        switch f.result {
+        case .success(let s):
+            metrics.refreshes.add("ok")
+            return (.success((s, true)), nil)
+        case .failure(let e):
+            switch e {
+            case .sessionNotActive: metrics.refreshes.add("needs_reauth")
+            case .idpRejectedClient: metrics.refreshes.add("client_rejected")
+            case .refreshBusy: metrics.refreshes.add("unresolved")
+            default: metrics.refreshes.add("failed")
+            }
+            return (.failure(e), f.write?.backoffUntil ?? f.write?.nextRefreshAt)
+        }
+    }
+
+    func context(_ client: ClientRegistration, now: Date, blockedUntil: Date? = nil) -> RefreshContext {
+        RefreshContext(now: now, policy: client.refreshPolicy, retry: retry, patience: patience, onAmbiguous: client.onAmbiguousRefresh,
+                       blockedUntil: blockedUntil, draw: (jitter() + 1) / 2, jitter: jitter())
+    }
+
+    private func log(_ key: SessionKey, _ client: ClientRegistration, _ e: RefreshEvent) {
+        if e.code == "idp_client_rejected" { metrics.clientRejected.add(key.tenant + "/" + client.id) }
+        events(RefreshLogLine(tenant: key.tenant, client: client.id, session: key.id, event: e))
     }
 
     /// Keeps this replica's cache current and tells other replicas what to forget (the new
@@ -176,18 +210,19 @@ extension TokenService {
             feed.publish(.session(tenant: key.tenant, id: key.id))
             audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: state.rawValue))
         case .failure(let e):
-            cache.remove(key)
+            if e != .refreshBusy && e != .idpUnavailable(retryAfter: nil) { cache.remove(key) }
             if e != .refreshBusy {
                 audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: e.code))
             }
         }
     }
 
-    /// The token handed out for a session that passed the decision.
+    /// The token handed out for a session that passed the decision: expiry to the millisecond,
+    /// `expires_in` rounded down so that it never promises more than is left.
     func issue(_ s: Session, now: Date) -> IssuedToken {
         let exp = s.accessExpiresAt ?? now
         return IssuedToken(accessToken: s.accessToken ?? "", tokenType: "Bearer", expiresAt: exp,
-                           expiresIn: max(0, Int(exp.timeIntervalSince(now))), scope: s.scopes,
+                           expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
                            sessionID: s.id, subject: s.subject)
     }
 

@@ -8,8 +8,10 @@ import BrokerCore
 /// (loading a row, taking the lock, calling the IdP) runs on the executor; callers waiting for
 /// the same refresh hold no thread.
 ///
-/// Guarantee: a refresh token is spent only inside `SessionStore.withRefreshLock`, after a
-/// re-read of the row under the lock shows that nobody else refreshed since the caller looked.
+/// Guarantee: a refresh token is presented only after the refresh machine, under the session's
+/// lock, recorded the attempt (committed before the call); it is never presented again while
+/// that attempt stands (spec §5). Callers wait at most `lockTimeout`; the flight itself waits for
+/// the IdP up to `patience`, in the background if need be.
 public final class TokenService: Sendable {
     public typealias Completion = @Sendable (Result<IssuedToken, BrokerError>) -> Void
 
@@ -29,7 +31,13 @@ public final class TokenService: Sendable {
     let flights = SingleFlight<SessionKey, FlightResult>()
     let lockTimeout: TimeInterval
     let retry: RetryPolicy
+    /// How long a sent refresh request is waited for (spec §5), independently of callers.
+    let patience: TimeInterval
     let jitter: @Sendable () -> Double
+    let events: @Sendable (RefreshLogLine) -> Void
+    public let circuits: ClientCircuits
+    let pending = PendingAnswers()
+    let notices = SessionNotices()
     /// Checks ID tokens that come back with a refresh (OIDC Core §12.2); nil in unit tests
     /// whose IdP returns none.
     let idTokens: JWTVerifier?
@@ -37,7 +45,8 @@ public final class TokenService: Sendable {
     public init(store: any SessionStore, registry: RegistryCache, endpoint: any TokenEndpoint, audit: any AuditSink,
                 feed: any ChangeFeed, clock: any Clock, executor: BlockingExecutor, cache: SessionCache,
                 idTokens: JWTVerifier? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
-                jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) }) {
+                patience: TimeInterval = 120, jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) },
+                events: @escaping @Sendable (RefreshLogLine) -> Void = { _ in }) {
         self.store = store
         self.registry = registry
         self.endpoint = endpoint
@@ -50,7 +59,10 @@ public final class TokenService: Sendable {
         self.metrics = TokenMetrics()
         self.lockTimeout = lockTimeout
         self.retry = retry
+        self.patience = patience
         self.jitter = jitter
+        self.events = events
+        self.circuits = ClientCircuits(retry: retry)
         self.idTokens = idTokens
     }
 
@@ -69,7 +81,7 @@ public final class TokenService: Sendable {
         }
         guard let session = cache.get(SessionKey(tenant: tenant, id: id), now: now),
               let policy = registry.peekPolicy(tenant: tenant, client: session.client, now: now) else { return nil }
-        switch TokenDecision.decide(session, request.requirement(policy: policy), now: now) {
+        switch TokenDecision.decide(session, request.requirement(policy: policy, lifetime: session.accessLifetime), now: now) {
         case .serve:
             metrics.cacheHits.add()
             return finish(.success(issue(session, now: now)), principal, tenant, session.id, now, refreshed: false)
@@ -105,18 +117,18 @@ public final class TokenService: Sendable {
 
     /// Runs a due session's refresh on the calling (engine worker) thread, sharing the flight
     /// with any on-demand request for it, and says when the session is next due (nil: never).
-    public func refreshDue(_ key: SessionKey) -> DueOutcome {
+    public func refreshDue(_ key: SessionKey, client: String) -> DueOutcome {
         let done = DispatchSemaphore(value: 0)
         let joined = ResultBox()
         if flights.join(key, { joined.set($0); done.signal() }) {
-            let (result, written) = refreshLocked(key, mode: .due, actor: "engine")
+            let (result, retryAt) = fly(key, client: client, .due, actor: "engine")
             flights.finish(key, result)
             done.wait()
             switch result {
             case .success(let (s, _)): return .next(s.state == .active ? s.nextRefreshAt : nil)
-            case .failure(.refreshBusy): return .busy
+            case .failure(.refreshBusy): return retryAt.map { .next($0) } ?? .busy
             case .failure(.sessionNotActive), .failure(.notFound): return .next(nil)
-            case .failure: return .next(written?.nextRefreshAt ?? clock.now().addingTimeInterval(retry.cap))
+            case .failure: return .next(retryAt ?? clock.now().addingTimeInterval(retry.cap))
             }
         }
         done.wait()
@@ -128,7 +140,13 @@ public final class TokenService: Sendable {
     /// Drops what the change feed says changed elsewhere.
     public func forget(_ change: Change) {
         switch change {
-        case .session(let tenant, let id): cache.remove(SessionKey(tenant: tenant, id: id))
+        case .session(let tenant, let id):
+            cache.remove(SessionKey(tenant: tenant, id: id))
+            notices.signal(SessionKey(tenant: tenant, id: id))
+        case .scheduled(let tenant, let id, _, _, let version):
+            // A write committed somewhere: the copy held here is superseded (spec §5).
+            cache.remove(SessionKey(tenant: tenant, id: id), olderThan: version)
+            notices.signal(SessionKey(tenant: tenant, id: id))
         case .subject(let tenant, let client, let subject): cache.forgetSubject(tenant: tenant, client: client, subject: subject)
         case .tenant(let t): cache.removeTenant(t)
         case .resync: cache.removeAll()
@@ -172,7 +190,7 @@ public final class TokenService: Sendable {
         } catch {
             return completion(finish(.failure(Self.brokerError(error)), principal, tenant, session.id, now))
         }
-        let need = request.requirement(policy: client.refreshPolicy)
+        let need = request.requirement(policy: client.refreshPolicy, lifetime: session.accessLifetime)
         switch TokenDecision.decide(session, need, now: now) {
         case .serve:
             completion(finish(.success(issue(session, now: now)), principal, tenant, session.id, now, refreshed: false))
@@ -180,33 +198,53 @@ public final class TokenService: Sendable {
             completion(finish(.failure(e), principal, tenant, session.id, now))
         case .refresh:
             let key = SessionKey(tenant: tenant, id: session.id)
+            // The caller waits at most `lockTimeout`; the flight goes on without it (spec §5).
+            let once = Once(completion)
+            executor.after(lockTimeout) { [self] in
+                guard let deliver = once.take() else { return }
+                let now = clock.now()
+                let held = cache.get(key, now: now) ?? session
+                if TokenDecision.lives(held, need, now), !need.forceRefresh || held.version != session.version {
+                    deliver(finish(.success(issue(held, now: now)), principal, tenant, session.id, now))
+                } else {
+                    deliver(finish(.failure(.refreshBusy), principal, tenant, session.id, now))
+                }
+            }
             let leads = flights.join(key) { [self] result in
                 let now = clock.now()
                 switch result {
                 case .failure(.refreshBusy) where attempt == 0:
                     // We joined a timer-driven flight that only tried the lock; wait for it ourselves.
-                    executor.submit { self.serveOrRefresh(session, principal: principal, request: request, attempt: 1, completion: completion) }
+                    guard let deliver = once.take() else { return }
+                    executor.submit { self.serveOrRefresh(session, principal: principal, request: request, attempt: 1, completion: deliver) }
                 case .failure(let e):
-                    completion(finish(.failure(e), principal, tenant, session.id, now))
+                    // In backoff or with an attempt in flight, a still-good token is better than a refusal.
+                    guard let deliver = once.take() else { return }
+                    if let held = cache.get(key, now: now), TokenDecision.lives(held, need, now), !need.forceRefresh {
+                        deliver(finish(.success(issue(held, now: now)), principal, tenant, held.id, now))
+                    } else {
+                        deliver(finish(.failure(e), principal, tenant, session.id, now))
+                    }
                 case .success(let (fresh, refreshed)):
+                    guard let deliver = once.take() else { return }
                     switch TokenDecision.afterRefresh(fresh, need, now: now) {
                     case .serve:
-                        completion(finish(.success(issue(fresh, now: now)), principal, tenant, fresh.id, now, refreshed: refreshed))
+                        deliver(finish(.success(issue(fresh, now: now)), principal, tenant, fresh.id, now, refreshed: refreshed))
                     case .reject(let e):
                         if !refreshed && attempt == 0 {
                             // The flight we joined was led by a caller content with less; ask again.
-                            executor.submit { self.serveOrRefresh(fresh, principal: principal, request: request, attempt: 1, completion: completion) }
+                            executor.submit { self.serveOrRefresh(fresh, principal: principal, request: request, attempt: 1, completion: deliver) }
                         } else {
-                            completion(finish(.failure(e), principal, tenant, fresh.id, now))
+                            deliver(finish(.failure(e), principal, tenant, fresh.id, now))
                         }
                     case .refresh:
-                        completion(finish(.failure(.internalError), principal, tenant, fresh.id, now))
+                        deliver(finish(.failure(.internalError), principal, tenant, fresh.id, now))
                     }
                 }
             }
             if leads {
                 executor.submit { [self] in
-                    flights.finish(key, refreshLocked(key, mode: .demand(seenVersion: session.version, need: need), actor: principal.id).0)
+                    flights.finish(key, fly(key, client: session.client, .demand(seenVersion: session.version, need: need), actor: principal.id).result)
                 }
             }
         }

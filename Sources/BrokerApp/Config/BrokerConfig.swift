@@ -17,6 +17,8 @@ public struct BrokerConfig: Sendable {
     public var cacheCapacity: Int
     public var lockTimeout: TimeInterval
     public var idpTimeout: TimeInterval
+    /// How long a sent refresh request is waited for (spec §5), whatever the caller's deadline.
+    public var refreshPatience: TimeInterval
     public var refresh: RefreshEngine.Config
     public var refreshConcurrency: Int
     /// Bulk sign-out: sessions revoked per second and client, per replica (0: unlimited).
@@ -95,6 +97,7 @@ public struct BrokerConfig: Sendable {
             cacheCapacity: try int("TOKENBROKER_CACHE_CAPACITY", 200_000, 100...10_000_000),
             lockTimeout: TimeInterval(try int("TOKENBROKER_LOCK_TIMEOUT_SECONDS", 10, 1...120)),
             idpTimeout: TimeInterval(try int("TOKENBROKER_IDP_TIMEOUT_SECONDS", 10, 1...120)),
+            refreshPatience: TimeInterval(try int("TOKENBROKER_REFRESH_PATIENCE_SECONDS", 120, 2...3600)),
             refresh: refresh, refreshConcurrency: try int("TOKENBROKER_REFRESH_CONCURRENCY", 16, 1...512),
             signoutRatePerClient: try int("TOKENBROKER_SIGNOUT_RATE_PER_CLIENT", 50, 0...100_000),
             accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,

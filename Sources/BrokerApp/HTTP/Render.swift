@@ -10,7 +10,7 @@ enum Render {
     static func token(_ t: IssuedToken, into w: inout JSONWriter) {
         w.string("access_token", t.accessToken)
         w.string("token_type", t.tokenType)
-        w.time("expires_at", t.expiresAt)
+        w.time("expires_at", t.expiresAt, millis: true)
         w.int("expires_in", t.expiresIn)
         w.string("scope", Scopes.format(t.scope))
         w.string("session_id", t.sessionID)
@@ -36,7 +36,9 @@ enum Render {
         JSONText.object([
             ("session_id", JSONText.quote(s.id)), ("tenant", JSONText.quote(s.tenant)), ("client", JSONText.quote(s.client)),
             ("subject", JSONText.quote(s.subject)), ("issuer", JSONText.quote(s.issuer)), ("scope", JSONText.quote(Scopes.format(s.scopes))),
-            ("state", JSONText.quote(s.state.rawValue)), ("sid", JSONText.optional(s.claims.sid)), ("email", JSONText.optional(s.claims.email)),
+            ("state", JSONText.quote(s.state.rawValue)), ("reason", JSONText.optional(s.reason)),
+            ("refresh_attempt_started_at", RFC3339.optional(s.attempt?.startedAt)), ("backoff_until", RFC3339.optional(s.backoffUntil)),
+            ("sid", JSONText.optional(s.claims.sid)), ("email", JSONText.optional(s.claims.email)),
             ("auth_time", RFC3339.optional(s.claims.authTime)), ("access_expires_at", RFC3339.optional(s.accessExpiresAt)),
             ("next_refresh_at", RFC3339.optional(s.nextRefreshAt)), ("version", String(s.version)),
             ("failure_count", String(s.failureCount)), ("last_error", JSONText.optional(s.lastError)),
@@ -97,6 +99,7 @@ enum Render {
                 ("lead_cap_seconds", String(Int(p.leadCap))), ("jitter_seconds", String(Int(p.jitterSeconds))),
                 ("min_ttl", String(Int(p.minTTL)))])),
             ("max_concurrent_refreshes", String(c.maxConcurrentRefreshes)),
+            ("on_ambiguous_refresh", JSONText.quote(c.onAmbiguousRefresh.rawValue)),
         ] + assertion)
     }
 }

@@ -34,7 +34,13 @@ struct OperatorRoutes {
                     throw .badRequest(code: "invalid_request", message: "'assertion_alg' must be ES256, RS256 or PS256")
                 }
                 return alg
-            })
+            },
+            onAmbiguousRefresh: try b.string("on_ambiguous_refresh").map { name throws(BrokerError) -> AmbiguousRefreshPolicy in
+                guard let p = AmbiguousRefreshPolicy(rawValue: name) else {
+                    throw .badRequest(code: "invalid_request", message: "'on_ambiguous_refresh' must be fail_closed or retry")
+                }
+                return p
+            } ?? .failClosed)
         return (reg, try b.string("client_secret"))
     }
 

@@ -55,7 +55,17 @@ public final class BrokerRuntime: Sendable {
         let idTokens = JWTVerifier(keys: JWKSCache(http: http, directory: directory), signatures: OpenSSLSignatureVerifier())
         tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
                               executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
-                              idTokens: idTokens, lockTimeout: config.lockTimeout)
+                              idTokens: idTokens, lockTimeout: config.lockTimeout, patience: config.refreshPatience,
+                              events: { line in
+                                  let e = line.event
+                                  let l = logger.with(("tenant", line.tenant), ("client", line.client), ("session_id", line.session),
+                                                      ("code", e.code))
+                                  switch e.level {
+                                  case .info: l.info(e.message)
+                                  case .warn: l.warn(e.message)
+                                  case .error: l.error(e.message)
+                                  }
+                              })
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys)
@@ -120,6 +130,15 @@ public final class BrokerRuntime: Sendable {
         }
         revoker.name = "revoker"
         revoker.start()
+        // IdP answers whose write the database did not take: written as soon as it is back.
+        let writer = Thread { [tokens] in
+            while true {
+                Thread.sleep(forTimeInterval: 0.5)
+                tokens.retryPendingAnswers()
+            }
+        }
+        writer.name = "pending-answers"
+        writer.start()
         // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
         let signer = Thread { [signouts] in
             while true {

@@ -35,9 +35,9 @@ struct JSONWriter {
     mutating func string(_ k: StaticString, _ v: String) { key(k); string(v) }
     mutating func int(_ k: StaticString, _ v: Int) { key(k); raw(String(v)) }
 
-    mutating func time(_ k: StaticString, _ d: Date) {
+    mutating func time(_ k: StaticString, _ d: Date, millis: Bool = false) {
         key(k)
-        RFC3339.write(d, into: &bytes)
+        RFC3339.write(d, into: &bytes, millis: millis)
         needsComma = true
     }
 

@@ -18,7 +18,8 @@ enum RFC3339 {
     }
 
     /// Appends `"2026-11-30T13:45:00Z"` (quoted) to a JSON buffer without building a String.
-    static func write(_ d: Date, into bytes: inout [UInt8]) {
+    /// Writes `d` quoted; with `millis`, to the millisecond (rounded down, never later than `d`).
+    static func write(_ d: Date, into bytes: inout [UInt8], millis: Bool = false) {
         var t = time_t(d.timeIntervalSince1970.rounded(.down))
         var tm = tm()
         gmtime_r(&t, &tm)
@@ -39,6 +40,10 @@ enum RFC3339 {
         digits(tm.tm_hour, 2); bytes.append(UInt8(ascii: ":"))
         digits(tm.tm_min, 2); bytes.append(UInt8(ascii: ":"))
         digits(tm.tm_sec, 2)
+        if millis {
+            bytes.append(UInt8(ascii: "."))
+            digits(Int32(min(999, ((d.timeIntervalSince1970 - Double(t)) * 1000).rounded(.down))), 3)
+        }
         bytes += [UInt8(ascii: "Z"), 0x22]
     }
 

@@ -18,7 +18,10 @@ public enum BrokerError: Error, Sendable, Equatable {
     case unprocessable(code: String, message: String)
     /// The IdP could not be reached or answered 5xx/429; retry later.
     case idpUnavailable(retryAfter: Int?)
-    /// Another refresh of this session held the lock longer than we waited.
+    /// The IdP rejected the broker's own client authentication on a refresh (`invalid_client`,
+    /// `unauthorized_client`, 401): an operator must fix the client registration.
+    case idpRejectedClient
+    /// Another refresh of this session is still running (here or on another replica).
     case refreshBusy
     case storeUnavailable
     case internalError
@@ -36,6 +39,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .payloadTooLarge: "payload_too_large"
         case .minTTLTooLong: "min_ttl_too_long"
         case .idpUnavailable: "idp_unavailable"
+        case .idpRejectedClient: "idp_client_rejected"
         case .refreshBusy: "refresh_busy"
         case .storeUnavailable: "store_unavailable"
         case .internalError: "internal_error"
@@ -55,6 +59,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .payloadTooLarge(let limit): "request body larger than \(limit) bytes"
         case .minTTLTooLong(let max): "the IdP issues tokens living at most \(max) s: ask for min_ttl ≤ \(max)"
         case .idpUnavailable: "the identity provider is unavailable; retry later"
+        case .idpRejectedClient: "the identity provider rejected this broker's client credentials; an operator must fix the client registration"
         case .refreshBusy: "another refresh of this session is still running; retry shortly"
         case .storeUnavailable: "the database is unavailable"
         case .internalError: "internal error"

@@ -1,11 +1,22 @@
 import Foundation
 
-/// TokenEndpointError is why a call to an IdP's token endpoint failed.
+/// TokenEndpointError is why a call to an IdP's token endpoint failed. What matters for a
+/// refresh is whether the IdP may have acted on the request: `notSent` and `transient` say it
+/// did not, `unanswered` says it may have, the others say it answered and refused.
 public enum TokenEndpointError: Error, Sendable, Equatable {
     /// The IdP answered with an RFC 6749 §5.2 error, kept as it came.
     case oauth(OAuthError)
-    /// Network error, timeout, 5xx or 429: worth retrying later (after `retryAfter` if given).
+    /// The IdP answered 5xx (not 504) or 429: it did not act; retry later (after `retryAfter` if given).
     case transient(reason: String, retryAfter: Int?)
+    /// The request provably never left this process (DNS, connection refused, connect timeout,
+    /// TLS handshake): the IdP cannot have acted.
+    case notSent(String)
+    /// The request may have reached the IdP and no usable answer came back (timeout after
+    /// sending, connection closed, 504 from a gateway): the IdP may have acted.
+    case unanswered(String)
+    /// A 4xx answer without an RFC 6749 error body (e.g. 400 with an empty body): a refusal,
+    /// not an outage.
+    case refused(status: Int, reason: String)
     /// The response was not a usable token response (§7): not JSON, no access_token, unknown type, too large.
     case invalidResponse(String)
     /// The IdP's metadata could not be obtained or does not match the configured issuer.
@@ -17,6 +28,15 @@ public enum TokenEndpointError: Error, Sendable, Equatable {
             return e.error == "invalid_grant" || (e.error == "access_denied" && e.status == 403)
         }
         return false
+    }
+
+    /// A generic description for logs and `last_error`: never a token, never an IdP body.
+    public var reason: String {
+        switch self {
+        case .oauth(let o): "\(o.error) (HTTP \(o.status))"
+        case .transient(let r, _), .notSent(let r), .unanswered(let r), .invalidResponse(let r), .metadata(let r): r
+        case .refused(let status, let r): "HTTP \(status): \(r)"
+        }
     }
 }
 

@@ -19,11 +19,13 @@ public struct ClientRegistration: Sendable, Equatable {
     /// With `private_key_jwt`: the algorithm of the broker's key for this client (its private
     /// part sealed in the store, its public JWK shown to the operator to register at the IdP).
     public var assertionAlgorithm: JWSAlgorithm?
+    /// What a refresh whose outcome was lost becomes when the issuer offers no introspection.
+    public var onAmbiguousRefresh: AmbiguousRefreshPolicy
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
                 refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8,
-                assertionAlgorithm: JWSAlgorithm? = nil) {
+                assertionAlgorithm: JWSAlgorithm? = nil, onAmbiguousRefresh: AmbiguousRefreshPolicy = .failClosed) {
         self.tenant = tenant
         self.id = id
         self.issuer = issuer
@@ -35,5 +37,6 @@ public struct ClientRegistration: Sendable, Equatable {
         self.refreshPolicy = refreshPolicy
         self.maxConcurrentRefreshes = maxConcurrentRefreshes
         self.assertionAlgorithm = assertionAlgorithm
+        self.onAmbiguousRefresh = onAmbiguousRefresh
     }
 }

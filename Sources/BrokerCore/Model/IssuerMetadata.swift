@@ -9,11 +9,13 @@ public struct IssuerMetadata: Sendable, Equatable {
     public let jwksURI: URL?
     public let revocationEndpoint: URL?
     public let endSessionEndpoint: URL?
+    /// RFC 7662 token introspection, when offered: how a lost refresh is resolved.
+    public let introspectionEndpoint: URL?
     /// The IdP sends `iss` in every authorization response (RFC 9207): a callback without it is refused.
     public let issParameterSupported: Bool
 
     public init(issuer: String, tokenEndpoint: URL, authorizationEndpoint: URL?, jwksURI: URL?, revocationEndpoint: URL?,
-                endSessionEndpoint: URL?, issParameterSupported: Bool) {
+                endSessionEndpoint: URL?, issParameterSupported: Bool, introspectionEndpoint: URL? = nil) {
         self.issuer = issuer
         self.tokenEndpoint = tokenEndpoint
         self.authorizationEndpoint = authorizationEndpoint
@@ -21,5 +23,6 @@ public struct IssuerMetadata: Sendable, Equatable {
         self.revocationEndpoint = revocationEndpoint
         self.endSessionEndpoint = endSessionEndpoint
         self.issParameterSupported = issParameterSupported
+        self.introspectionEndpoint = introspectionEndpoint
     }
 }

@@ -28,13 +28,22 @@ public struct Session: Sendable, Equatable {
     public let createdAt: Date
     public var lastUsedAt: Date?
     public var lastRefreshedAt: Date?
+    /// The refresh attempt recorded before the IdP call and not yet resolved (spec §5): while it
+    /// stands nobody presents the refresh token again.
+    public var attempt: RefreshAttempt?
+    /// No IdP call for this session before this instant (backoff, Retry-After): on-demand
+    /// requests honour it as the timer does.
+    public var backoffUntil: Date?
+    /// Why the session is not active, machine-readable (`invalid_grant`, `refresh_outcome_lost`, …).
+    public var reason: String?
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
                 accessExpiresAt: Date? = nil, accessLifetime: TimeInterval? = nil, refreshToken: String?,
                 idToken: String? = nil, state: SessionState = .active, nextRefreshAt: Date? = nil,
                 version: Int64 = 1, failureCount: Int = 0, lastError: String? = nil, grantedAt: Date,
-                createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil) {
+                createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
+                attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil) {
         self.tenant = tenant
         self.id = id
         self.client = client
@@ -56,6 +65,9 @@ public struct Session: Sendable, Equatable {
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
         self.lastRefreshedAt = lastRefreshedAt
+        self.attempt = attempt
+        self.backoffUntil = backoffUntil
+        self.reason = reason
     }
 
     /// Seconds the access token still lives at `now` (negative once expired, nil without one).

@@ -11,7 +11,7 @@ public enum TokenDecision: Sendable, Equatable {
     public static func decide(_ s: Session, _ need: TokenRequirement, now: Date) -> TokenDecision {
         if let refusal = refusal(s, need) { return .reject(refusal) }
         if need.forceRefresh { return .refresh }
-        if let ttl = s.accessTTL(at: now), ttl >= need.minTTL { return .serve }
+        if lives(s, need, now) { return .serve }
         return .refresh
     }
 
@@ -21,7 +21,7 @@ public enum TokenDecision: Sendable, Equatable {
     /// never spent when a good access token was just obtained with it.
     public static func decideLocked(_ s: Session, _ need: TokenRequirement, seenVersion: Int64, now: Date) -> TokenDecision {
         if let refusal = refusal(s, need) { return .reject(refusal) }
-        let fresh = (s.accessTTL(at: now) ?? -1) >= need.minTTL
+        let fresh = lives(s, need, now)
         if fresh && (!need.forceRefresh || s.version != seenVersion) { return .serve }
         if s.refreshToken == nil { return .reject(.sessionNotActive(.needsReauth)) }
         return .refresh
@@ -29,16 +29,27 @@ public enum TokenDecision: Sendable, Equatable {
 
     /// Checks made after a refresh: a token the IdP issues cannot live as long as asked.
     public static func afterRefresh(_ s: Session, _ need: TokenRequirement, now: Date) -> TokenDecision {
-        if let ttl = s.accessTTL(at: now), ttl >= need.minTTL { return .serve }
-        return .reject(.minTTLTooLong(maximum: Int(s.accessLifetime ?? s.accessTTL(at: now) ?? 0)))
+        if lives(s, need, now) { return .serve }
+        return .reject(.minTTLTooLong(maximum: maximum(s.accessLifetime ?? s.accessTTL(at: now) ?? 0)))
     }
+
+    /// Whether the held token has at least `min_ttl`, and never less than one second, of real life.
+    public static func lives(_ s: Session, _ need: TokenRequirement, _ now: Date) -> Bool {
+        guard let ttl = s.accessTTL(at: now) else { return false }
+        return ttl >= max(need.minTTL, 1)
+    }
+
+    /// The largest min_ttl a token living `lifetime` can satisfy (whole seconds, below the lifetime).
+    static func maximum(_ lifetime: TimeInterval) -> Int { max(0, Int(lifetime.rounded(.up)) - 1) }
 
     private static func refusal(_ s: Session, _ need: TokenRequirement) -> BrokerError? {
         guard s.state == .active else { return .sessionNotActive(s.state) }
         let missing = need.scopes.filter { !s.scopes.contains($0) }
         if !missing.isEmpty { return .insufficientScope(missing: missing) }
-        if let lifetime = s.accessLifetime, need.minTTL > lifetime {
-            return .minTTLTooLong(maximum: Int(lifetime))
+        // A token never lives longer than it was issued for: asking for that much would spend a
+        // refresh on every call and still fail (spec §4.1: 422 before any IdP call).
+        if let lifetime = s.accessLifetime, need.minTTL >= lifetime {
+            return .minTTLTooLong(maximum: maximum(lifetime))
         }
         return nil
     }

@@ -19,6 +19,8 @@ public enum Change: Sendable, Equatable {
     case subject(tenant: String, client: String, subject: String)
     /// Changes may have been missed (the feed reconnected): drop everything cached.
     case resync
-    /// The session's next refresh is now at `at` (nil: never, it is no longer active).
-    case scheduled(tenant: String, id: String, client: String, at: Date?)
+    /// The session was written at `version` (nil: unknown) and its next refresh is now at `at`
+    /// (nil: never, it is no longer active). Replicas drop any older copy they hold: after a
+    /// refresh commits anywhere, nobody hands out the superseded token.
+    case scheduled(tenant: String, id: String, client: String, at: Date?, version: Int64? = nil)
 }

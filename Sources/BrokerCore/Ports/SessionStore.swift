@@ -24,8 +24,11 @@ public protocol SessionStore: Sendable {
     /// replica, each seeing the previous holder's write. A store shared by several replicas
     /// announces a written session's schedule (`Change.scheduled`) atomically with the write,
     /// so that a write rolled back is never announced.
-    func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
-                            _ body: (Session) throws -> (write: Session?, result: T)) throws -> T
+    ///
+    /// `revoke` lists refresh tokens to queue for revocation at the session's IdP (the durable
+    /// outbox), in the same transaction: a token received and not kept is never dropped.
+    func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+                                   _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T
 
     /// Records that sessions were used, in bulk (last_used_at).
     func touch(_ uses: [SessionUse]) throws
@@ -37,6 +40,17 @@ public protocol SessionStore: Sendable {
     /// Active sessions whose grant began before `grantedBefore` (near the IdP's absolute
     /// refresh-token lifetime, spec §8), across every tenant.
     func countGrantedBefore(_ grantedBefore: Date) throws -> Int
+}
+
+extension SessionStore {
+    /// `withRefreshLockQueuing` with nothing to revoke.
+    public func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
+                                   _ body: (Session) throws -> (write: Session?, result: T)) throws -> T {
+        try withRefreshLockQueuing(tenant: tenant, id: id, timeout: timeout) { locked in
+            let (write, result) = try body(locked)
+            return (write, [], result)
+        }
+    }
 }
 
 /// DueSession is a session the refresh engine should schedule.

@@ -1,10 +1,18 @@
+import Foundation
+
 /// TokenEndpoint talks to a client's IdP: its token and revocation endpoints, with the client's
 /// authentication (one code path for every call). Calls block the calling thread; services call
 /// them from worker threads only.
 public protocol TokenEndpoint: Sendable {
-    /// Spends `refreshToken` once (RFC 6749 §6). Never retried inside: a retry is a new decision
-    /// made under the refresh lock.
-    func refresh(client: ClientRegistration, refreshToken: String) throws(TokenEndpointError) -> TokenGrant
+    /// Spends `refreshToken` once (RFC 6749 §6). Never retried inside, not even by the HTTP
+    /// library on a connection found dead: a retry is a new decision of the refresh machine. Waits
+    /// for the answer as long as the connection lives, at most `patience`; failures say whether
+    /// the request may have reached the IdP (`unanswered`) or provably did not (`notSent`).
+    func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval) throws(TokenEndpointError) -> TokenGrant
+
+    /// Asks the IdP whether `token` is active (RFC 7662 §2); nil when the issuer offers no
+    /// introspection endpoint.
+    func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool?
 
     /// Exchanges an authorization code with its PKCE verifier (RFC 6749 §4.1.3, RFC 7636 §4.5).
     func exchangeCode(client: ClientRegistration, code: String, verifier: String) throws(TokenEndpointError) -> TokenGrant

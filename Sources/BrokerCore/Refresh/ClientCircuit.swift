@@ -1,0 +1,54 @@
+import Foundation
+
+/// ClientCircuit keeps one client's IdP from being called by every session and every request
+/// while it is failing (spec §5): after a failure no call goes out until the IdP's Retry-After
+/// (or an exponential backoff without one) has passed; then exactly one call probes, and the
+/// circuit closes when it succeeds.
+///
+/// A value: the driver keeps one per client behind a lock. Time is an argument.
+public struct ClientCircuit: Sendable, Equatable {
+    public private(set) var failures = 0
+    public private(set) var openUntil: Date?
+    /// A probe is out since then (others wait for it).
+    public private(set) var probeSince: Date?
+    let retry: RetryPolicy
+
+    public init(retry: RetryPolicy = RetryPolicy()) { self.retry = retry }
+
+    /// Nil: the caller may call the IdP now (and, after failures, is the probe). Else the
+    /// instant before which it must not.
+    public mutating func admit(now: Date) -> Date? {
+        guard failures > 0 else { return nil }
+        if let until = openUntil, now < until { return until }
+        // A probe that never reported back is taken over after its own patience would have ended.
+        if let p = probeSince, now.timeIntervalSince(p) < 150 { return now.addingTimeInterval(1) }
+        probeSince = now
+        return nil
+    }
+
+    /// The instant before which no call may go out, without taking the probe.
+    public func blockedUntil(now: Date) -> Date? {
+        guard failures > 0 else { return nil }
+        if let until = openUntil, now < until { return until }
+        if let p = probeSince, now.timeIntervalSince(p) < 150 { return now.addingTimeInterval(1) }
+        return nil
+    }
+
+    /// The probe taken by `admit` made no call after all.
+    public mutating func release() { probeSince = nil }
+
+    public mutating func succeeded() {
+        failures = 0
+        openUntil = nil
+        probeSince = nil
+    }
+
+    /// Opens the circuit: for `retryAfter` seconds when the IdP said so, else for the
+    /// (unjittered) backoff of the consecutive failures.
+    public mutating func failed(retryAfter: Int?, now: Date) {
+        failures += 1
+        probeSince = nil
+        let backoff = min(retry.cap, retry.base * pow(2, Double(failures - 1)))
+        openUntil = now.addingTimeInterval(max(Double(retryAfter ?? 0), backoff))
+    }
+}

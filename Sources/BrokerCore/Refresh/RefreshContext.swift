@@ -1,0 +1,31 @@
+import Foundation
+
+/// RefreshContext is everything a refresh decision reads besides the row: the clock, the
+/// client's policies, and the random draws (arguments, so that tests choose them).
+public struct RefreshContext: Sendable, Equatable {
+    public var now: Date
+    public var policy: RefreshPolicy
+    public var retry: RetryPolicy
+    /// How long an IdP call may take before its owner gives up waiting; an attempt nobody
+    /// resolved is left alone until `patience + RefreshMachine.margin` after it started.
+    public var patience: TimeInterval
+    public var onAmbiguous: AmbiguousRefreshPolicy
+    /// The client's circuit is open until then (no IdP call before), or nil.
+    public var blockedUntil: Date?
+    /// Uniform in 0...1: the backoff draw.
+    public var draw: Double
+    /// Uniform in -1...1: the schedule's jitter.
+    public var jitter: Double
+
+    public init(now: Date, policy: RefreshPolicy = RefreshPolicy(), retry: RetryPolicy = RetryPolicy(), patience: TimeInterval = 120,
+                onAmbiguous: AmbiguousRefreshPolicy = .failClosed, blockedUntil: Date? = nil, draw: Double = 1, jitter: Double = 0) {
+        self.now = now
+        self.policy = policy
+        self.retry = retry
+        self.patience = patience
+        self.onAmbiguous = onAmbiguous
+        self.blockedUntil = blockedUntil
+        self.draw = draw
+        self.jitter = jitter
+    }
+}

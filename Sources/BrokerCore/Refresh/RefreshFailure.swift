@@ -1,0 +1,30 @@
+/// RefreshFailure classifies a failed refresh by what it says about the IdP having acted —
+/// status first, then the RFC 6749 §5.2 code (spec §5, §8).
+public enum RefreshFailure: Sendable, Equatable {
+    /// The IdP refused this grant: `invalid_grant`, `access_denied` with 403, any other 400 or
+    /// 403 (with or without a body). The session needs a new sign-in.
+    case grantDead(reason: String)
+    /// The IdP refused the client, not the grant: `invalid_client`, `unauthorized_client`, or
+    /// 401. The session stays active; an operator must fix the registration.
+    case clientRejected
+    /// The IdP did not act: 5xx, 429, the request never left, metadata unavailable.
+    case outage(retryAfter: Int?)
+    /// The IdP may have acted and the answer is lost: timeout after sending, connection closed,
+    /// 504, an unusable 200.
+    case ambiguous
+
+    public static func classify(_ e: TokenEndpointError) -> RefreshFailure {
+        switch e {
+        case .oauth(let o):
+            // Not token-endpoint codes in RFC 6749 §5.2, but sent by some IdPs when overloaded.
+            if o.error == "temporarily_unavailable" || o.error == "server_error" { return .outage(retryAfter: nil) }
+            if o.error == "invalid_client" || o.error == "unauthorized_client" || o.status == 401 { return .clientRejected }
+            return .grantDead(reason: o.error)
+        case .refused(let status, _):
+            return status == 401 ? .clientRejected : .grantDead(reason: "refused_http_\(status)")
+        case .transient(_, let after): return .outage(retryAfter: after)
+        case .notSent, .metadata: return .outage(retryAfter: nil)
+        case .unanswered, .invalidResponse: return .ambiguous
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+
+extension RefreshMachine {
+    /// Decides what the outcome of `attempt` (sent at `sentAt`) means for the row re-read under
+    /// the lock. The answer of attempt X applies only to a row still recording X — one where
+    /// nobody else could have presented the token since.
+    public static func finish(_ row: Session, attempt: RefreshAttempt, sentAt: Date, outcome: RefreshOutcome,
+                              _ ctx: RefreshContext) -> RefreshFinish {
+        guard row.attempt == attempt else {
+            // Not ours any more (cannot happen while the owner keeps within its patience): keep
+            // nothing, lose nothing.
+            return RefreshFinish(revoke: received(outcome), result: .failure(.sessionNotActive(row.state == .active ? .needsReauth : row.state)),
+                                 event: RefreshEvent(.error, "refresh_orphaned", "the session no longer records this attempt; the tokens received are revoked"))
+        }
+        var cleared = row
+        cleared.version += 1
+        cleared.attempt = nil
+        switch row.state {
+        case .revoked:
+            // Revoked while the call was in flight: what came back is revoked too.
+            return RefreshFinish(write: cleared, revoke: received(outcome), result: .failure(.sessionNotActive(.revoked)))
+        case .needsReauth where row.reason != "refresh_outcome_lost":
+            return RefreshFinish(write: cleared, revoke: received(outcome), result: .failure(.sessionNotActive(.needsReauth)))
+        case .active, .needsReauth:
+            break
+        }
+        switch outcome {
+        case .granted(let grant, .valid):
+            let s = applied(grant, to: cleared, sentAt: sentAt, ctx)
+            let revived = row.state == .needsReauth
+            return RefreshFinish(write: s, result: .success(s), health: .ok,
+                                 event: revived ? RefreshEvent(.warn, "refresh_recovered", "a refresh answer that was written late revived the session") : nil)
+        case .granted(let grant, .rejected(let why)):
+            var s = ended(row, reason: "id_token_rejected", "refreshed ID token rejected: \(why)")
+            s.attempt = nil
+            s.idToken = nil
+            return RefreshFinish(write: s, revoke: [grant.refreshToken ?? row.refreshToken].compactMap { $0 },
+                                 result: .failure(.sessionNotActive(.needsReauth)), health: .ok,
+                                 event: RefreshEvent(.error, "id_token_rejected", "refreshed ID token rejected (\(why)); the grant is revoked at the IdP"))
+        case .granted(let grant, .keysUnavailable):
+            var s = backingOff(row, ctx, retryAfter: nil, "refreshed ID token: issuer keys unavailable")
+            s.attempt = nil
+            s.refreshToken = grant.refreshToken ?? row.refreshToken
+            s.accessToken = nil
+            s.accessExpiresAt = nil
+            return RefreshFinish(write: s, result: .failure(.idpUnavailable(retryAfter: seconds(s.backoffUntil!, ctx.now))),
+                                 event: RefreshEvent(.warn, "issuer_keys_unavailable", "refreshed ID token could not be checked; new refresh token kept, retrying"))
+        case .failed(let error):
+            return failed(row, error, ctx)
+        }
+    }
+
+    /// The refresh tokens an outcome carries (to revoke when they cannot be kept).
+    static func received(_ outcome: RefreshOutcome) -> [String] {
+        if case .granted(let g, _) = outcome, let rt = g.refreshToken { return [rt] }
+        return []
+    }
+
+    /// The session after a good answer: expiry counted from when the request was sent (the
+    /// token may have been issued then), the old refresh token kept when none came (spec §8).
+    static func applied(_ grant: TokenGrant, to old: Session, sentAt: Date, _ ctx: RefreshContext) -> Session {
+        var s = old
+        let lifetime = grant.expiresIn ?? 300
+        let expires = sentAt.addingTimeInterval(lifetime)
+        s.state = .active
+        s.reason = nil
+        s.accessToken = grant.accessToken
+        s.accessExpiresAt = expires
+        s.accessLifetime = lifetime
+        s.refreshToken = grant.refreshToken ?? old.refreshToken
+        s.scopes = grant.scope ?? old.scopes
+        s.idToken = grant.idToken ?? old.idToken
+        s.failureCount = 0
+        s.lastError = nil
+        s.backoffUntil = nil
+        s.lastRefreshedAt = ctx.now
+        s.nextRefreshAt = ctx.policy.nextRefresh(issuedAt: sentAt, expiresAt: expires, jitter: ctx.jitter)
+        return s
+    }
+
+    /// A failed attempt, classified by what it says about the IdP having acted: refusals end the
+    /// grant or blame the client, outages back off, ambiguity is resolved with evidence.
+    static func failed(_ row: Session, _ error: TokenEndpointError, _ ctx: RefreshContext) -> RefreshFinish {
+        switch RefreshFailure.classify(error) {
+        case .grantDead(let reason):
+            var s = ended(row, reason: reason, error.reason)
+            s.attempt = nil
+            s.failureCount += 1
+            return RefreshFinish(write: s, result: .failure(.sessionNotActive(.needsReauth)), health: .ok,
+                                 event: RefreshEvent(.warn, "refresh_refused", "the IdP refused the refresh token (\(error.reason)); the user must sign in again"))
+        case .clientRejected:
+            var s = backingOff(row, ctx, retryAfter: nil, error.reason)
+            s.attempt = nil
+            return RefreshFinish(write: s, result: .failure(.idpRejectedClient), health: .failed(retryAfter: nil),
+                                 event: RefreshEvent(.error, "idp_client_rejected", "the IdP rejected the client's authentication (\(error.reason)); fix the client registration"))
+        case .outage(let retryAfter):
+            var s = backingOff(row, ctx, retryAfter: retryAfter, error.reason)
+            s.attempt = nil
+            return RefreshFinish(write: s, result: .failure(.idpUnavailable(retryAfter: retryAfter ?? seconds(s.backoffUntil!, ctx.now))),
+                                 health: .failed(retryAfter: retryAfter),
+                                 event: RefreshEvent(.warn, "idp_unavailable", "refresh failed, the IdP did not act (\(error.reason)); backing off"))
+        case .ambiguous:
+            return RefreshFinish(result: .failure(.refreshBusy), next: .resolve, health: .failed(retryAfter: nil),
+                                 event: RefreshEvent(.warn, "refresh_outcome_unknown", "the refresh may have reached the IdP and no answer came (\(error.reason)); resolving without presenting it again"))
+        }
+    }
+}

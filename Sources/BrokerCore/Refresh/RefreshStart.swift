@@ -1,0 +1,17 @@
+import Foundation
+
+/// RefreshStart is what the refresh machine decides under the session's lock, before any IdP
+/// call: the driver performs it.
+public enum RefreshStart: Sendable, Equatable {
+    /// Nothing to spend: the row satisfies the caller, or (timer) its schedule moved.
+    case serve(Session)
+    /// Refuse, after writing `write` when given (a session found without a refresh token).
+    case stop(write: Session?, BrokerError)
+    /// The IdP must not be called before `until` (an attempt is in flight elsewhere, the
+    /// session or its client is backing off); callers get `error` unless the cached token does.
+    case wait(until: Date, BrokerError)
+    /// An attempt whose owner's patience has run out: resolve it without presenting the token.
+    case resolve(RefreshAttempt)
+    /// Commit `write` (it records `attempt`), then present `refreshToken` once.
+    case send(write: Session, attempt: RefreshAttempt, refreshToken: String)
+}
