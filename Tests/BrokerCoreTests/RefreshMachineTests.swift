@@ -1,0 +1,261 @@
+import BrokerCore
+import Foundation
+import Testing
+
+/// One test per transition of the refresh machine (spec §5, §8). No clock runs: `now` is an argument.
+@Suite("Refresh machine (spec §5, §8)")
+struct RefreshMachineTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    var ctx: RefreshContext { RefreshContext(now: t0, patience: 120, draw: 1, jitter: 0) }
+    let need = TokenRequirement(minTTL: 60)
+
+    func row(ttl: TimeInterval? = 10, refreshToken: String? = "rt-0", attempt: RefreshAttempt? = nil, backoff: Date? = nil,
+             state: SessionState = .active, reason: String? = nil) -> Session {
+        Session(tenant: "t", id: "s", client: "c", subject: "u", issuer: "https://i", scopes: ["openid"], accessToken: ttl == nil ? nil : "at-0",
+                accessExpiresAt: ttl.map { t0 + $0 }, accessLifetime: 3600, refreshToken: refreshToken, state: state,
+                nextRefreshAt: t0 - 1, version: 7, grantedAt: t0 - 86_400, createdAt: t0 - 86_400, attempt: attempt,
+                backoffUntil: backoff, reason: reason)
+    }
+
+    let grant = TokenGrant(accessToken: "at-1", tokenType: "Bearer", expiresIn: 60, refreshToken: "rt-1", scope: nil, idToken: nil)
+
+    func sent(_ r: Session) -> (Session, RefreshAttempt) {
+        guard case .send(let w, let a, _) = RefreshMachine.start(r, .demand(seenVersion: 7, need: need), ctx, attemptID: "a1") else {
+            Issue.record("expected a send")
+            return (r, RefreshAttempt(id: "a1", startedAt: t0))
+        }
+        return (w, a)
+    }
+
+    // MARK: start
+
+    @Test("a row that satisfies the caller is served, nothing written")
+    func startServes() {
+        #expect(RefreshMachine.start(row(ttl: 600), .demand(seenVersion: 7, need: need), ctx, attemptID: "a1") == .serve(row(ttl: 600)))
+    }
+
+    @Test("sending records the attempt in the row before the call (version bumped, token presented once)")
+    func startRecordsAttempt() {
+        guard case .send(let w, let a, let token) = RefreshMachine.start(row(), .demand(seenVersion: 7, need: need), ctx, attemptID: "a1") else {
+            Issue.record("expected a send"); return
+        }
+        #expect(a == RefreshAttempt(id: "a1", startedAt: t0))
+        #expect(w.attempt == a && w.version == 8 && token == "rt-0")
+    }
+
+    @Test("while an attempt stands, nobody presents the token: callers wait for it")
+    func startWaitsForAttemptInFlight() {
+        let r = row(attempt: RefreshAttempt(id: "other", startedAt: t0 - 30))
+        #expect(RefreshMachine.start(r, .demand(seenVersion: 7, need: need), ctx, attemptID: "a1")
+                == .wait(until: t0 - 30 + 120 + RefreshMachine.margin, .refreshBusy))
+        #expect(RefreshMachine.start(r, .due, ctx, attemptID: "a1") == .wait(until: t0 - 30 + 125, .refreshBusy))
+    }
+
+    @Test("an attempt older than patience + margin is resolved, never re-sent")
+    func startResolvesStaleAttempt() {
+        let a = RefreshAttempt(id: "dead", startedAt: t0 - 126)
+        #expect(RefreshMachine.start(row(attempt: a), .due, ctx, attemptID: "a1") == .resolve(a))
+        #expect(RefreshMachine.start(row(attempt: a), .demand(seenVersion: 7, need: need), ctx, attemptID: "a1") == .resolve(a))
+    }
+
+    @Test("during the session's backoff on-demand callers do not reach the IdP: 503 with Retry-After")
+    func startHonoursBackoff() {
+        #expect(RefreshMachine.start(row(backoff: t0 + 9.2), .demand(seenVersion: 7, need: need), ctx, attemptID: "a1")
+                == .wait(until: t0 + 9.2, .idpUnavailable(retryAfter: 10)))
+    }
+
+    @Test("an open client circuit holds every session of the client")
+    func startHonoursCircuit() {
+        var c = ctx
+        c.blockedUntil = t0 + 5
+        #expect(RefreshMachine.start(row(), .due, c, attemptID: "a1") == .wait(until: t0 + 5, .idpUnavailable(retryAfter: 5)))
+    }
+
+    @Test("an active session without a refresh token needs a new sign-in, written")
+    func startWithoutRefreshToken() {
+        guard case .stop(let w?, .sessionNotActive(.needsReauth)) = RefreshMachine.start(row(refreshToken: nil), .due, ctx, attemptID: "a1") else {
+            Issue.record("expected a stop with a write"); return
+        }
+        #expect(w.state == .needsReauth && w.reason == "no_refresh_token" && w.version == 8)
+    }
+
+    @Test("a timer whose schedule moved serves the row; an inactive session is dropped")
+    func startDueMovedOrInactive() {
+        var moved = row()
+        moved.nextRefreshAt = t0 + 100
+        #expect(RefreshMachine.start(moved, .due, ctx, attemptID: "a1") == .serve(moved))
+        #expect(RefreshMachine.start(row(state: .revoked), .due, ctx, attemptID: "a1") == .stop(write: nil, .sessionNotActive(.revoked)))
+    }
+
+    // MARK: finish
+
+    @Test("a good answer is written, expiry counted from when the request was sent, attempt cleared")
+    func finishGranted() throws {
+        let (w, a) = sent(row())
+        var later = ctx
+        later.now = t0 + 12   // answered 12 s late
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), later)
+        let s = try f.result.get()
+        #expect(s.accessToken == "at-1" && s.refreshToken == "rt-1" && s.accessExpiresAt == t0 + 60 && s.attempt == nil)
+        #expect(f.write == s && s.version == 9 && f.health == .ok && f.revoke.isEmpty)
+    }
+
+    @Test("a forged refreshed ID token ends the session and the received refresh token is revoked, not dropped")
+    func finishIDTokenRejected() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .rejected("signature")), ctx)
+        #expect(f.write?.state == .needsReauth && f.write?.reason == "id_token_rejected" && f.write?.refreshToken == nil)
+        #expect(f.revoke == ["rt-1"] && f.result == .failure(.sessionNotActive(.needsReauth)))
+    }
+
+    @Test("issuer keys unavailable: the new refresh token is kept, nothing handed out, retried later")
+    func finishKeysUnavailable() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .keysUnavailable), ctx)
+        #expect(f.write?.state == .active && f.write?.refreshToken == "rt-1" && f.write?.accessToken == nil)
+        #expect(f.write?.attempt == nil && (f.write?.backoffUntil ?? t0) > t0)
+        if case .failure(.idpUnavailable) = f.result {} else { Issue.record("expected idp_unavailable") }
+    }
+
+    @Test("invalid_grant ends the session with its reason")
+    func finishInvalidGrant() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(.oauth(OAuthError(error: "invalid_grant", description: nil, status: 400))), ctx)
+        #expect(f.write?.state == .needsReauth && f.write?.reason == "invalid_grant" && f.result == .failure(.sessionNotActive(.needsReauth)))
+    }
+
+    @Test("a 400 with an empty body is a refusal, not an outage")
+    func finishBareRefusal() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(.refused(status: 400, reason: "empty")), ctx)
+        #expect(f.write?.state == .needsReauth && f.write?.reason == "refused_http_400")
+    }
+
+    @Test("invalid_client blames the client: session active, its own error, backoff, circuit told")
+    func finishClientRejected() {
+        let (w, a) = sent(row())
+        for e in [TokenEndpointError.oauth(OAuthError(error: "invalid_client", description: nil, status: 401)), .refused(status: 401, reason: "x"),
+                  .oauth(OAuthError(error: "unauthorized_client", description: nil, status: 400))] {
+            let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(e), ctx)
+            #expect(f.write?.state == .active && f.write?.refreshToken == "rt-0" && f.write?.attempt == nil)
+            #expect(f.result == .failure(.idpRejectedClient) && f.health == .failed(retryAfter: nil))
+        }
+    }
+
+    @Test("5xx with Retry-After backs off at least that long; the IdP did not act, the attempt is cleared")
+    func finishOutage() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(.transient(reason: "HTTP 503", retryAfter: 10)), ctx)
+        #expect(f.write?.attempt == nil && f.write?.backoffUntil.map { $0 >= t0 + 10 } == true && f.write?.nextRefreshAt == f.write?.backoffUntil)
+        #expect(f.result == .failure(.idpUnavailable(retryAfter: 10)) && f.health == .failed(retryAfter: 10))
+        let g = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(.notSent("connection refused")), ctx)
+        #expect(g.write?.attempt == nil && g.write?.state == .active && g.next == .done)
+    }
+
+    @Test("no answer after sending is ambiguous: nothing written, the attempt stands until resolved")
+    func finishUnanswered() {
+        let (w, a) = sent(row())
+        for e in [TokenEndpointError.unanswered("timeout"), .invalidResponse("not JSON")] {
+            let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(e), ctx)
+            #expect(f.write == nil && f.next == .resolve)
+        }
+    }
+
+    @Test("revoked while the call was in flight: the tokens received are revoked too")
+    func finishAfterRevocation() {
+        var (w, a) = sent(row())
+        w.state = .revoked     // as the revocation wrote it: token material erased
+        w.refreshToken = nil
+        w.accessToken = nil
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), ctx)
+        #expect(f.revoke == ["rt-1"] && f.write?.state == .revoked && f.write?.accessToken == nil && f.result == .failure(.sessionNotActive(.revoked)))
+    }
+
+    @Test("an answer for an attempt the row no longer records is never applied, and its token is revoked")
+    func finishOrphaned() {
+        let (w, _) = sent(row())
+        let f = RefreshMachine.finish(w, attempt: RefreshAttempt(id: "old", startedAt: t0 - 300), sentAt: t0 - 300,
+                                      outcome: .granted(grant, idToken: .valid), ctx)
+        #expect(f.write == nil && f.revoke == ["rt-1"])
+    }
+
+    @Test("an answer written late revives a session resolved as refresh_outcome_lost by the same attempt")
+    func finishRevivesLost() throws {
+        let (w, a) = sent(row())
+        let lost = RefreshMachine.resolve(w, attempt: a, evidence: .inactive, ctx).write!
+        let f = RefreshMachine.finish(lost, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), ctx)
+        #expect(try f.result.get().state == .active && f.write?.refreshToken == "rt-1" && f.write?.reason == nil)
+    }
+
+    // MARK: resolve
+
+    @Test("introspection says active: the IdP did not act; the attempt is cleared and the session due")
+    func resolveActive() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.resolve(w, attempt: a, evidence: .active, ctx)
+        #expect(f.next == .again && f.write?.attempt == nil && f.write?.state == .active && f.write?.nextRefreshAt == t0)
+    }
+
+    @Test("introspection says inactive: needs_reauth with reason refresh_outcome_lost, attempt kept for a late answer")
+    func resolveInactive() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.resolve(w, attempt: a, evidence: .inactive, ctx)
+        #expect(f.next == .done && f.write?.state == .needsReauth && f.write?.reason == "refresh_outcome_lost" && f.write?.attempt == a)
+        #expect(f.write?.refreshToken == nil && f.result == .failure(.sessionNotActive(.needsReauth)))
+    }
+
+    @Test("no introspection and fail_closed: never retried")
+    func resolveFailClosed() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.resolve(w, attempt: a, evidence: .noIntrospection, ctx)
+        #expect(f.next == .done && f.write?.state == .needsReauth && f.write?.reason == "refresh_outcome_lost")
+    }
+
+    @Test("no introspection and on_ambiguous_refresh retry: presented again")
+    func resolveRetryPolicy() {
+        let (w, a) = sent(row())
+        var c = ctx
+        c.onAmbiguous = .retry
+        #expect(RefreshMachine.resolve(w, attempt: a, evidence: .noIntrospection, c).next == .again)
+    }
+
+    @Test("introspection unavailable: the attempt stands, retried after a backoff")
+    func resolveUnknown() {
+        let (w, a) = sent(row())
+        let f = RefreshMachine.resolve(w, attempt: a, evidence: .unknown("HTTP 503"), ctx)
+        #expect(f.next == .done && f.write?.attempt == a && f.write?.state == .active && (f.write?.backoffUntil ?? t0) > t0)
+    }
+
+    @Test("an attempt somebody else resolved first is left alone")
+    func resolveAlreadyResolved() {
+        let (w, a) = sent(row())
+        var cleared = w
+        cleared.attempt = nil
+        #expect(RefreshMachine.resolve(cleared, attempt: a, evidence: .inactive, ctx).write == nil)
+    }
+
+    // MARK: failure classification and the client circuit
+
+    @Test("failures are classified by status first")
+    func classification() {
+        #expect(RefreshFailure.classify(.refused(status: 403, reason: "")) == .grantDead(reason: "refused_http_403"))
+        #expect(RefreshFailure.classify(.oauth(OAuthError(error: "access_denied", description: nil, status: 403))) == .grantDead(reason: "access_denied"))
+        #expect(RefreshFailure.classify(.oauth(OAuthError(error: "temporarily_unavailable", description: nil, status: 400))) == .outage(retryAfter: nil))
+        #expect(RefreshFailure.classify(.transient(reason: "HTTP 502", retryAfter: 3)) == .outage(retryAfter: 3))
+        #expect(RefreshFailure.classify(.unanswered("HTTP 504")) == .ambiguous)
+    }
+
+    @Test("a failing client: no call until Retry-After, then one probe; success closes the circuit")
+    func circuit() {
+        var c = ClientCircuit()
+        #expect(c.admit(now: t0) == nil)
+        c.failed(retryAfter: 10, now: t0)
+        #expect(c.admit(now: t0 + 9.9) == t0 + 10)
+        #expect(c.admit(now: t0 + 10) == nil)            // the probe
+        #expect(c.admit(now: t0 + 10.5) != nil)          // others wait for it
+        c.failed(retryAfter: nil, now: t0 + 11)
+        #expect(c.admit(now: t0 + 12) == t0 + 13)        // backoff without Retry-After: 2 s after the 2nd failure
+        c.succeeded()
+        #expect(c.admit(now: t0 + 12) == nil && c.admit(now: t0 + 12) == nil)
+    }
+}
