@@ -34,6 +34,10 @@ extension DevIdP {
                 let due = Date().addingTimeInterval(Double(failure?.delayMS ?? 0) / 1000)
                 if let failure, failure.status != 0 { return Self.at(due) { release(self.failing(failure)) } }
                 Self.at(due) {
+                    // `drop_unprocessed`: the connection dies before the IdP acts (a proxy gave up).
+                    if fault?.mode == .dropUnprocessed {
+                        return Self.at(Date().addingTimeInterval(Double(fault!.delayMS) / 1000)) { release(.drop) }
+                    }
                     let r = process()
                     guard let fault else { return release(r) }
                     Self.at(Date().addingTimeInterval(Double(fault.delayMS) / 1000)) { release(fault.mode == .drop ? .drop : r) }

@@ -4,9 +4,13 @@ import Foundation
 /// when nil) succeed at the IdP — the presented token is consumed and rotated, new tokens are
 /// issued — and then go wrong on the way back: answered `delayMS` late (`late`), or, after
 /// `delayMS`, the connection closed without any answer (`drop`). This is the lost-response case
-/// a client must survive without presenting the rotated token again.
+/// a client must survive without presenting the rotated token again. `drop_unprocessed` closes
+/// the connection without the IdP acting at all (the presented token stays current).
 struct RefreshFault: Sendable {
-    enum Mode: String, Sendable { case late, drop }
+    enum Mode: String, Sendable {
+        case late, drop
+        case dropUnprocessed = "drop_unprocessed"
+    }
     let mode: Mode
     let delayMS: Int
     var remaining: Int

@@ -179,6 +179,23 @@ struct RefreshMachineTests {
         #expect(f.write == nil && f.revoke == ["rt-1"])
     }
 
+    @Test("an answer already written (its COMMIT's acknowledgement lost) is not revoked when written again")
+    func finishAlreadyWritten() throws {
+        let (w, a) = sent(row())
+        let written = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), ctx).write!
+        let again = RefreshMachine.finish(written, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), ctx)
+        let served = try again.result.get()
+        #expect(again.write == nil && again.revoke.isEmpty && served == written)
+    }
+
+    @Test("attempts are matched by id: the start time comes back from the database rounded")
+    func attemptMatchedByID() throws {
+        var (w, a) = sent(row())
+        w.attempt = RefreshAttempt(id: a.id, startedAt: a.startedAt + 0.000_000_4)
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), ctx)
+        #expect(try f.result.get().refreshToken == "rt-1" && f.revoke.isEmpty)
+    }
+
     @Test("an answer written late revives a session resolved as refresh_outcome_lost by the same attempt")
     func finishRevivesLost() throws {
         let (w, a) = sent(row())
@@ -248,14 +265,16 @@ struct RefreshMachineTests {
     @Test("a failing client: no call until Retry-After, then one probe; success closes the circuit")
     func circuit() {
         var c = ClientCircuit()
-        #expect(c.admit(now: t0) == nil)
+        #expect(c.admit(now: t0) == (nil, false))
         c.failed(retryAfter: 10, now: t0)
-        #expect(c.admit(now: t0 + 9.9) == t0 + 10)
-        #expect(c.admit(now: t0 + 10) == nil)            // the probe
-        #expect(c.admit(now: t0 + 10.5) != nil)          // others wait for it
+        #expect(c.admit(now: t0 + 9.9) == (t0 + 10, false))
+        #expect(c.admit(now: t0 + 10) == (nil, true))        // the probe
+        #expect(c.admit(now: t0 + 10.5).blockedUntil != nil) // others wait for it
+        c.release()                                          // the probe made no call after all
+        #expect(c.admit(now: t0 + 10.6) == (nil, true))
         c.failed(retryAfter: nil, now: t0 + 11)
-        #expect(c.admit(now: t0 + 12) == t0 + 13)        // backoff without Retry-After: 2 s after the 2nd failure
+        #expect(c.admit(now: t0 + 12) == (t0 + 13, false))   // backoff without Retry-After: 2 s after the 2nd failure
         c.succeeded()
-        #expect(c.admit(now: t0 + 12) == nil && c.admit(now: t0 + 12) == nil)
+        #expect(c.admit(now: t0 + 12) == (nil, false) && c.admit(now: t0 + 12) == (nil, false))
     }
 }

@@ -108,7 +108,8 @@ struct RefreshEngineTests {
         defer { w.stop() }
         let sessions = try await importSessions(w, count: 20, prefix: "o")
         try await Task.sleep(for: .seconds(2))
-        try await w.idp.fail(status: 503, retryAfter: 1, count: 40)
+        // Each replica's circuit lets one call through per Retry-After: five failures last ~3 s.
+        try await w.idp.fail(status: 503, retryAfter: 1, count: 5)
         let run = await workers(w, sessions: Array(sessions.values), replicas: { [0, 1] }, until: Date().addingTimeInterval(12))
         #expect(run.expired == 0)
         let metrics = try await HTTP.get(w.brokers[0].url + "/metrics").text + (try await HTTP.get(w.brokers[1].url + "/metrics").text)

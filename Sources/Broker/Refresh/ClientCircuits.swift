@@ -13,9 +13,9 @@ public final class ClientCircuits: Sendable {
     public init(retry: RetryPolicy) { self.retry = retry }
 
     /// Nil: call the IdP now (as the probe, when the circuit was open). Else not before then.
-    func admit(_ client: String, now: Date) -> Date? {
+    func admit(_ client: String, now: Date) -> (blockedUntil: Date?, isProbe: Bool) {
         circuits.withLock { m in
-            guard m[client] != nil else { return nil }
+            guard m[client] != nil else { return (nil, false) }
             return m[client]!.admit(now: now)
         }
     }

@@ -14,6 +14,8 @@ final class PendingAnswers: Sendable {
         let key: SessionKey
         let client: ClientRegistration
         let attempt: RefreshAttempt
+        /// The refresh token presented (to introspect, should the outcome be ambiguous).
+        let presented: String
         let sentAt: Date
         let outcome: RefreshOutcome
     }
@@ -25,10 +27,6 @@ final class PendingAnswers: Sendable {
     func take(_ key: SessionKey) -> Answer? { answers.withLock { $0.removeValue(forKey: key) } }
 
     func all() -> [Answer] { answers.withLock { Array($0.values) } }
-
-    func remove(_ key: SessionKey, attempt: RefreshAttempt) {
-        answers.withLock { m in if m[key]?.attempt == attempt { m[key] = nil } }
-    }
 
     var count: Int { answers.withLock { $0.count } }
 }

@@ -31,7 +31,7 @@ extension TokenService {
         let circuit = key.tenant + "/" + clientID
         for _ in 0..<4 {
             let now = clock.now()
-            let blocked = circuits.admit(circuit, now: now)
+            let (blocked, probe) = circuits.admit(circuit, now: now)
             let ctx = context(client, now: now, blockedUntil: blocked)
             var rng = SystemRandomNumberGenerator()
             let attemptID = "att_" + Identifiers.token(bytes: 12, using: &rng)
@@ -45,12 +45,12 @@ extension TokenService {
                     }
                 }
             } catch {
-                circuits.release(circuit)
+                if probe { circuits.release(circuit) }
                 let e = Self.brokerError(error)
                 if e == .refreshBusy { metrics.lockContention.add() }
                 return (.failure(e), nil)
             }
-            if case .send = start {} else { circuits.release(circuit) }
+            if case .send = start {} else if probe { circuits.release(circuit) }
             switch start {
             case .serve(let s):
                 metrics.refreshes.add("skipped")
@@ -69,9 +69,12 @@ extension TokenService {
                 let f = resolve(key, client, attempt, token: row.refreshToken)
                 if f.next == .again { continue }
                 return ended(f)
-            case .send(_, let attempt, let token):
+            case .send(let written, let attempt, let token):
+                // Until the outcome is known, this replica does not serve the token being replaced.
+                cache.put(written, now: clock.now())
                 let outcome = present(token, row: row, client: client)
-                var f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, sentAt: attempt.startedAt, outcome: outcome))
+                var f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, presented: token,
+                                                   sentAt: attempt.startedAt, outcome: outcome))
                 circuits.report(circuit, f.health, now: clock.now())
                 if f.next == .resolve { f = resolve(key, client, attempt, token: token) }
                 if f.next == .again { continue }
@@ -160,7 +163,7 @@ extension TokenService {
             let f = complete(a)
             if case .failure(.storeUnavailable) = f.result { continue }
             var result = f
-            if f.next == .resolve { result = resolve(a.key, a.client, a.attempt, token: nil) }
+            if f.next == .resolve { result = resolve(a.key, a.client, a.attempt, token: a.presented) }
             afterFlight(a.key, ended(result).result, actor: "engine")
         }
         return pending.count

@@ -37,6 +37,8 @@ public final class TokenService: Sendable {
     let events: @Sendable (RefreshLogLine) -> Void
     public let circuits: ClientCircuits
     let pending = PendingAnswers()
+    /// IdP answers waiting for the database, for metrics.
+    public var pendingAnswers: Int { pending.count }
     let notices = SessionNotices()
     /// Checks ID tokens that come back with a refresh (OIDC Core §12.2); nil in unit tests
     /// whose IdP returns none.
@@ -227,6 +229,8 @@ public final class TokenService: Sendable {
                     }
                 case .success(let (fresh, refreshed)):
                     guard let deliver = once.take() else { return }
+                    // A default min_ttl follows the lifetime the IdP now reports.
+                    let need = request.minTTL == nil ? request.requirement(policy: client.refreshPolicy, lifetime: fresh.accessLifetime) : need
                     switch TokenDecision.afterRefresh(fresh, need, now: now) {
                     case .serve:
                         deliver(finish(.success(issue(fresh, now: now)), principal, tenant, fresh.id, now, refreshed: refreshed))

@@ -11,6 +11,12 @@ enum Metrics {
         }
         counter("tokenbroker_token_requests_total", "Token requests by outcome.", m.tokenRequestsByOutcome, label: "outcome")
         counter("tokenbroker_refreshes_total", "Refresh attempts by outcome.", m.refreshes.counts, label: "outcome")
+        counter("tokenbroker_refresh_client_rejected_total", "Refreshes on which the IdP rejected the client's authentication (invalid_client).",
+                m.clientRejected.counts, label: "client")
+        out += "# HELP tokenbroker_refresh_answers_pending IdP answers kept in memory until the database takes them.\n# TYPE tokenbroker_refresh_answers_pending gauge\n"
+        out += "tokenbroker_refresh_answers_pending \(runtime.tokens.pendingAnswers)\n"
+        out += "# HELP tokenbroker_client_circuits_open Clients whose IdP is not called now after failures.\n# TYPE tokenbroker_client_circuits_open gauge\n"
+        out += "tokenbroker_client_circuits_open \(runtime.tokens.circuits.open(now: runtime.clock.now()))\n"
         out += "# HELP tokenbroker_cache_hits_total Tokens served from memory.\n# TYPE tokenbroker_cache_hits_total counter\n"
         out += "tokenbroker_cache_hits_total \(m.cacheHits.count)\n"
         out += "# HELP tokenbroker_lock_contention_total Refreshes that timed out waiting for a session lock.\n# TYPE tokenbroker_lock_contention_total counter\n"

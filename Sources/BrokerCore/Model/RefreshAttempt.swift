@@ -6,6 +6,7 @@ import Foundation
 /// resolution once the owner's patience has run out, clears it.
 public struct RefreshAttempt: Sendable, Equatable {
     /// Unique per attempt; the answer of attempt X is only ever applied to a row recording X.
+    /// Attempts are matched by id alone: `startedAt` comes back from the database rounded.
     public let id: String
     /// When the request was about to be sent.
     public let startedAt: Date

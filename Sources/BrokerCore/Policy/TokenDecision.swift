@@ -8,9 +8,13 @@ public enum TokenDecision: Sendable, Equatable {
     case reject(BrokerError)
 
     /// Decides before any lock is taken, from a cached or freshly read session.
+    ///
+    /// While a refresh attempt is in flight the held token is not served: an IdP may kill it the
+    /// moment it rotates (spec §5: no replica hands out a superseded token); callers join or wait
+    /// for the flight instead, and get the held token only if it does not end in time.
     public static func decide(_ s: Session, _ need: TokenRequirement, now: Date) -> TokenDecision {
         if let refusal = refusal(s, need) { return .reject(refusal) }
-        if need.forceRefresh { return .refresh }
+        if need.forceRefresh || s.attempt != nil { return .refresh }
         if lives(s, need, now) { return .serve }
         return .refresh
     }

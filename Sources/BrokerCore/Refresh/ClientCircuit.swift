@@ -15,15 +15,15 @@ public struct ClientCircuit: Sendable, Equatable {
 
     public init(retry: RetryPolicy = RetryPolicy()) { self.retry = retry }
 
-    /// Nil: the caller may call the IdP now (and, after failures, is the probe). Else the
-    /// instant before which it must not.
-    public mutating func admit(now: Date) -> Date? {
-        guard failures > 0 else { return nil }
-        if let until = openUntil, now < until { return until }
+    /// Nil: the caller may call the IdP now (after failures, as the probe: `isProbe` then says
+    /// so, and it must report back or `release`). Else the instant before which it must not.
+    public mutating func admit(now: Date) -> (blockedUntil: Date?, isProbe: Bool) {
+        guard failures > 0 else { return (nil, false) }
+        if let until = openUntil, now < until { return (until, false) }
         // A probe that never reported back is taken over after its own patience would have ended.
-        if let p = probeSince, now.timeIntervalSince(p) < 150 { return now.addingTimeInterval(1) }
+        if let p = probeSince, now.timeIntervalSince(p) < 150 { return (now.addingTimeInterval(1), false) }
         probeSince = now
-        return nil
+        return (nil, true)
     }
 
     /// The instant before which no call may go out, without taking the probe.
@@ -43,12 +43,12 @@ public struct ClientCircuit: Sendable, Equatable {
         probeSince = nil
     }
 
-    /// Opens the circuit: for `retryAfter` seconds when the IdP said so, else for the
-    /// (unjittered) backoff of the consecutive failures.
+    /// Opens the circuit: for `retryAfter` seconds when the IdP said so (RFC 9110 §10.2.3: it
+    /// knows best), else for the (unjittered) backoff of the consecutive failures.
     public mutating func failed(retryAfter: Int?, now: Date) {
         failures += 1
         probeSince = nil
         let backoff = min(retry.cap, retry.base * pow(2, Double(failures - 1)))
-        openUntil = now.addingTimeInterval(max(Double(retryAfter ?? 0), backoff))
+        openUntil = now.addingTimeInterval(retryAfter.map { Double(max(1, $0)) } ?? backoff)
     }
 }

@@ -6,7 +6,11 @@ extension RefreshMachine {
     /// nobody else could have presented the token since.
     public static func finish(_ row: Session, attempt: RefreshAttempt, sentAt: Date, outcome: RefreshOutcome,
                               _ ctx: RefreshContext) -> RefreshFinish {
-        guard row.attempt == attempt else {
+        guard row.attempt?.id == attempt.id else {
+            // Written already: the COMMIT went through and only its acknowledgement was lost.
+            if case .granted(let g, _) = outcome, let rt = g.refreshToken, rt == row.refreshToken {
+                return RefreshFinish(result: .success(row), health: .ok)
+            }
             // Not ours any more (cannot happen while the owner keeps within its patience): keep
             // nothing, lose nothing.
             return RefreshFinish(revoke: received(outcome), result: .failure(.sessionNotActive(row.state == .active ? .needsReauth : row.state)),
@@ -100,7 +104,7 @@ extension RefreshMachine {
                                  health: .failed(retryAfter: retryAfter),
                                  event: RefreshEvent(.warn, "idp_unavailable", "refresh failed, the IdP did not act (\(error.reason)); backing off"))
         case .ambiguous:
-            return RefreshFinish(result: .failure(.refreshBusy), next: .resolve, health: .failed(retryAfter: nil),
+            return RefreshFinish(result: .failure(.refreshBusy), next: .resolve,
                                  event: RefreshEvent(.warn, "refresh_outcome_unknown", "the refresh may have reached the IdP and no answer came (\(error.reason)); resolving without presenting it again"))
         }
     }

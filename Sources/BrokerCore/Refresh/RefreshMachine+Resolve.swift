@@ -6,7 +6,7 @@ extension RefreshMachine {
     /// request is over, or by anyone once the owner's patience has run out.
     public static func resolve(_ row: Session, attempt: RefreshAttempt, evidence: AttemptEvidence,
                                _ ctx: RefreshContext) -> RefreshFinish {
-        guard row.attempt == attempt, row.state == .active else {
+        guard row.attempt?.id == attempt.id, row.state == .active else {
             // Somebody resolved it first, or the session ended meanwhile.
             return RefreshFinish(result: row.state == .active ? .failure(.refreshBusy) : .failure(.sessionNotActive(row.state)))
         }

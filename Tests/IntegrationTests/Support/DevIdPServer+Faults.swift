@@ -1,0 +1,52 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The development IdP's fault switches (spec §5 tests): late or dropped answers after the IdP
+/// acted, stalls, introspection and killing old access tokens.
+extension DevIdPServer {
+    /// The next `count` refresh grants are processed, then answered `delayMS` late (`late`), or
+    /// the connection is dropped (`drop`); `drop_unprocessed` drops it without the IdP acting.
+    func refreshFault(_ mode: String, delayMS: Int = 0, count: Int = 1) async throws {
+        let r = try await HTTP.post(issuer + "/admin/refresh-fault", json: ["mode": mode, "delay_ms": delayMS, "count": count])
+        precondition(r.status == 200, "refresh-fault refused")
+    }
+
+    /// Every token request in the next `seconds` is rotated on arrival and answered when the stall ends.
+    func stall(seconds: Double) async throws {
+        _ = try await HTTP.post(issuer + "/admin/stall", json: ["seconds": seconds])
+    }
+
+    func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil) async throws {
+        var body: [String: Any] = [:]
+        if let introspection { body["introspection"] = introspection }
+        if let killOldAccessTokens { body["kill_old_access_tokens"] = killOldAccessTokens }
+        _ = try await HTTP.post(issuer + "/admin/settings", json: body)
+    }
+
+    /// The failing answer carries exactly `body` (e.g. empty, or HTML).
+    func fail(status: Int, body: String, contentType: String? = nil, count: Int, retryAfter: Int? = nil) async throws {
+        var o: [String: Any] = ["status": status, "count": count, "body": body]
+        if let contentType { o["content_type"] = contentType }
+        if let retryAfter { o["retry_after"] = retryAfter }
+        _ = try await HTTP.post(issuer + "/admin/failures", json: o)
+    }
+
+    /// Refresh grants received that named a known token, reuse detected, introspections.
+    func presentations(client: String) async throws -> (presented: Int, reuse: Int, introspections: Int) {
+        let c = try await counters(client: client)
+        return (c["refresh_presentations"] as? Int ?? -1, c["reuse_detected"] as? Int ?? -1, c["introspections"] as? Int ?? -1)
+    }
+
+    /// Whether the IdP holds `token` active (RFC 7662), asked as the client.
+    func isActive(_ token: String, client: String, secret: String) async throws -> Bool {
+        var req = URLRequest(url: URL(string: issuer + "/introspect")!)
+        req.httpMethod = "POST"
+        req.setValue("Basic " + Data("\(client):\(secret)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        req.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        req.httpBody = Data("token=\(token)".utf8)
+        let (data, _) = try await HTTP.session.data(for: req)
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["active"] as? Bool == true
+    }
+}
