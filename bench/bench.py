@@ -4,7 +4,7 @@ measures the cached token path with wrk, measures nginx serving the same respons
 static file with the same wrk settings in the same run, times batches of 1,000, and writes
 bench/results.json. Figures are ratios against the reference measured alongside, since this
 machine (2 cores shared by load generator and server) moves absolute numbers around."""
-import base64, hashlib, json, os, pathlib, re, secrets, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import base64, hashlib, json, os, pathlib, re, secrets, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.parse, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -186,6 +186,7 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
     results.update(jose_bench())
     results.update(wheel_bench())
     results.update(storm_rounds(env, op, idp))
+    results.update(faults_bench(env, op, idp))
     results.update(million_bench(env))
     results.update(signout_bench(env, op, idp))
     results.update({
@@ -204,7 +205,8 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
               "batch1000_ms", "batch1000_p90_ms", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
               "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
               "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
-              "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
+              "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_fault_reuse",
+              "refresh_fault_sessions_lost", "refresh_fault_seconds", "refresh_fault_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
               "ready_rss_mb_1m_sessions", "signout_sessions_per_s", "signout_vs_idp_direct"]:
         print(f"{k:34} {results[k]:>12}")
     print(f"\nwritten to {OUT.relative_to(ROOT)}")
@@ -367,10 +369,10 @@ def storm_rounds(env, op, idp, rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "
     return out
 
 
-def storm_bench(env, op, idp, sessions=10_000, tag=""):
-    """10,000 sessions due within the same 10 s, three replicas, one IdP. The sessions are
-    imported through one replica, made due in the database, then three replicas start and
-    find them in their first load."""
+def storm_setup(env, op, idp, sessions, tag):
+    """A tenant and IdP client with `sessions` grants imported through one replica, all made due
+    within the same 10 s starting 3 s from now (schedule column only). Returns the tenant, the
+    IdP client and when the storm starts."""
     ps, urls = start_brokers(env, 1, {})
     b = urls[0]
     tenant, app = f"storm{tag}", f"storm-app{tag}"
@@ -395,12 +397,18 @@ def storm_bench(env, op, idp, sessions=10_000, tag=""):
     for p in ps:
         p.send_signal(signal.SIGTERM)
         p.wait()
-    # All due within the same 10 s, starting 3 s from now (schedule column only).
     psql(f"UPDATE sessions SET next_refresh_at = now() + interval '3 seconds' + random() * interval '10 seconds' WHERE tenant_id = '{tenant}'")
-    t0 = time.time() + 3
-    ps, urls = start_brokers(env, 3, {})
+    return tenant, app, time.time() + 3
+
+
+def storm_drain(env, idp, app, sessions, t0, during=None):
+    """Three replicas drain the storm (`during(t0)` runs alongside, e.g. a fault); returns the
+    seconds until every session was refreshed at the IdP, the brokers' CPU ms and the IdP's stats."""
+    ps, _ = start_brokers(env, 3, {})
     before = {p.pid: cpu_ms(p.pid) for p in ps}
-    while time.time() - t0 < 180:
+    if during:
+        during(t0)
+    while time.time() - t0 < 240:
         stats = json.loads(http("GET", f"{idp}/stats?client_id={app}")[2])
         if stats["refreshes_ok"] >= sessions:
             break
@@ -409,15 +417,44 @@ def storm_bench(env, op, idp, sessions=10_000, tag=""):
     time.sleep(1)   # let anything straggling show up in the counts
     cpu = sum(cpu_ms(p.pid) - before[p.pid] for p in ps)
     stats = json.loads(http("GET", f"{idp}/stats?client_id={app}&times=1")[2])
-    twice = sum(1 for t in stats["refresh_times"].values() if len(t) > 1)
     for p in ps:
         p.send_signal(signal.SIGTERM)
         p.wait()
+    return drained, cpu, stats
+
+
+def storm_bench(env, op, idp, sessions=10_000, tag=""):
+    """10,000 sessions due within the same 10 s, three replicas, one IdP. The sessions are
+    imported through one replica, made due in the database, then three replicas start and
+    find them in their first load."""
+    tenant, app, t0 = storm_setup(env, op, idp, sessions, tag)
+    drained, cpu, stats = storm_drain(env, idp, app, sessions, t0)
+    twice = sum(1 for t in stats["refresh_times"].values() if len(t) > 1)
     # The storm's sessions would be due again within the hour: keep later rounds to their own.
     psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
     return {"refresh_storm_seconds": round(drained, 2), "refresh_storm_idp_calls": stats["token_calls"].get("refresh_token", 0),
             "refresh_storm_refreshes_ok": stats["refreshes_ok"], "refresh_storm_duplicates": twice + stats["reuse_detected"],
             "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3)}
+
+
+def faults_bench(env, op, idp, sessions=int(os.environ.get("BENCH_FAULT_SESSIONS", "10000"))):
+    """The storm with the IdP stalled 20 s, 4 s into it: every refresh arriving then is rotated at
+    once and answered when the stall ends — past what used to be the broker's 10 s IdP timeout.
+    Goals: no refresh token presented twice, no session lost, CPU per refresh as without faults."""
+    tenant, app, t0 = storm_setup(env, op, idp, sessions, "-faults")
+
+    def stall(start):
+        time.sleep(max(0, start + 4 - time.time()))
+        http("POST", idp + "/admin/stall", body={"seconds": 20})
+    drained, cpu, stats = storm_drain(env, idp, app, sessions, t0, during=lambda start: threading.Thread(target=stall, args=(start,)).start())
+    lost = int(psql(f"SELECT count(*) FROM sessions WHERE tenant_id = '{tenant}' AND state <> 'active'"))
+    pending = int(psql(f"SELECT count(*) FROM sessions WHERE tenant_id = '{tenant}' AND attempt_id IS NOT NULL"))
+    psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
+    r = {"refresh_fault_reuse": stats["reuse_detected"], "refresh_fault_sessions_lost": lost + pending,
+         "refresh_fault_seconds": round(drained, 2), "refresh_fault_idp_calls": stats["token_calls"].get("refresh_token", 0),
+         "refresh_fault_cpu_ms_per_refresh": round(cpu / sessions, 3)}
+    print("refresh faults: " + ", ".join(f"{k} {v}" for k, v in r.items()))
+    return r
 
 
 def million_bench(env, rows=1_000_000):
@@ -452,6 +489,18 @@ def million_bench(env, rows=1_000_000):
     return {"ready_seconds_1m_sessions": round(ready, 3), "ready_rss_mb_1m_sessions": round(rss, 1), "ready_due_within_horizon": due}
 
 
+def faults_only():
+    """`bench.py faults`: the stalled storm alone, results printed, not written."""
+    env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn"}
+    subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
+    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
+                        check=True, capture_output=True, text=True).stdout.strip()
+    idp_port = free_port()
+    start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
+    wait_ready(f"http://127.0.0.1:{idp_port}/jwks")
+    print(json.dumps(faults_bench(env, op, f"http://127.0.0.1:{idp_port}"), indent=2))
+
+
 def storm_only():
     """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
     env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn"}
@@ -465,7 +514,7 @@ def storm_only():
 
 
 try:
-    {"storm": storm_only, "signout": signout_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"storm": storm_only, "signout": signout_only, "faults": faults_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

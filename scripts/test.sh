@@ -16,6 +16,8 @@ mkdir -p "$logs"
 
 if [ -z "${DATABASE_URL:-}" ]; then
   export PGDATABASE_NAME=tokenbroker_test
+  # The private cluster may be stopped and started by the fault tests (PostgreSQL restarted mid-refresh).
+  export TOKENBROKER_TEST_PG_CONTROL="$PWD/scripts/pg.sh"
   scripts/pg.sh start >/dev/null
   trap 'scripts/pg.sh stop' EXIT
   admin="$(PGDATABASE_NAME=postgres scripts/pg.sh url)"

@@ -28,8 +28,18 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// waited for up to `patience`.
     public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval) throws(TokenEndpointError) -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
-        return try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
-                                            timeout: patience, fresh: true))
+        do {
+            return try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
+                                                timeout: patience, fresh: true))
+        } catch {
+            // An endpoint that cannot be reached or is not there may have moved: read the
+            // metadata again (rate-limited) before the next attempt.
+            switch error {
+            case .notSent, .refused(404, _), .refused(405, _): metadata.reread(issuer: client.issuer, now: clock.now())
+            default: break
+            }
+            throw error
+        }
     }
 
     /// Codes are single use too: a fresh connection, never re-sent.

@@ -41,18 +41,21 @@ extension DevIdP {
         return json(200, ["until": until.timeIntervalSince1970, "process": process])
     }
 
-    /// `{"introspection"?: bool, "kill_old_access_tokens"?: bool}`: switches RFC 7662
+    /// `{"introspection"?: bool, "kill_old_access_tokens"?: bool, "iss_parameter"?: bool}`: switches RFC 7662
     /// introspection (default on; off: no `introspection_endpoint` in discovery and 404 at
     /// /introspect) and the killing of a family's earlier access tokens at each rotation
-    /// (default off). Answers the settings now in force, in the same shape.
+    /// (default off), and RFC 9207 `iss` in authorization responses and discovery (default on).
+    /// Answers the settings now in force, in the same shape.
     func changeSettings(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = req.body.isEmpty ? [:] : Self.object(req) else { return json(400, ["error": "invalid_request"]) }
         let now = state.withLock { s -> DevIdPState.Settings in
             if let on = o["introspection"] as? Bool { s.settings.introspection = on }
             if let on = o["kill_old_access_tokens"] as? Bool { s.settings.killOldAccessTokens = on }
+            if let on = o["iss_parameter"] as? Bool { s.settings.issParameter = on }
             return s.settings
         }
-        return json(200, ["introspection": now.introspection, "kill_old_access_tokens": now.killOldAccessTokens])
+        return json(200, ["introspection": now.introspection, "kill_old_access_tokens": now.killOldAccessTokens,
+                          "iss_parameter": now.issParameter])
     }
 
     /// The request's JSON object body, or nil.

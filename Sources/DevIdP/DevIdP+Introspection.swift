@@ -33,6 +33,12 @@ extension DevIdP {
                 return ["active": true, "client_id": clientID, "sub": at.subject, "scope": at.scope,
                         "exp": Int(at.expires.timeIntervalSince1970), "token_type": "Bearer"]
             }
+            // Not in RFC 7662 (§2.2 allows extensions): when a rotation killed this access
+            // token, so that a test can tell a token dead when handed out from one that died after.
+            if let jti, let at = s.accessTokens[jti], at.digest == digest, let f = at.family,
+               let killed = s.families[f]?.killedAt(at.number) {
+                return ["active": false, "killed_at": killed.timeIntervalSince1970]
+            }
             return ["active": false]
         }
         return json(200, body, ["Cache-Control": "no-store"])

@@ -96,7 +96,10 @@ extension DevIdP {
             }
             family.current = next
             // Like django-oauth-toolkit: the family's earlier access tokens die with the rotation.
-            if s.settings.killOldAccessTokens { family.accessValidFrom = family.accessIssued }
+            if s.settings.killOldAccessTokens {
+                family.accessValidFrom = family.accessIssued
+                family.kills.append((family.accessValidFrom, Date()))
+            }
             s.families[rt.family] = family
             s.refreshTokens[next] = .init(family: rt.family, client: clientID, subject: rt.subject, scope: rt.scope)
             s.stats[clientID, default: .init()].refreshesOK += 1

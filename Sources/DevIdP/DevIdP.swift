@@ -76,7 +76,10 @@ public final class DevIdP: Sendable {
             "backchannel_logout_session_supported": true,
             "dpop_signing_alg_values_supported": ["ES256"],
         ]
-        if state.withLock({ $0.settings.introspection }) {
+        let settings = state.withLock { $0.settings }
+        // RFC 9207 can be switched off, as an IdP that stops sending `iss` would.
+        if !settings.issParameter { d["authorization_response_iss_parameter_supported"] = nil }
+        if settings.introspection {
             d["introspection_endpoint"] = issuer + "/introspect"
             d["introspection_endpoint_auth_methods_supported"] = d["token_endpoint_auth_methods_supported"]
         }
@@ -99,9 +102,9 @@ public final class DevIdP: Sendable {
               let client = state.withLock({ $0.clients[clientID] }), client.redirectURIs.contains(redirect) else {
             return json(400, ["error": "invalid_request", "error_description": "unknown client or redirect_uri"])
         }
-        let mode = state.withLock { $0.take(clientID, atAuthorize: true) }
+        let (mode, sendsIss) = state.withLock { ($0.take(clientID, atAuthorize: true), $0.settings.issParameter) }
         func back(_ params: String) -> HTTPResponse {
-            var iss = "&iss=" + FormEncoding.encode(issuer)
+            var iss = sendsIss ? "&iss=" + FormEncoding.encode(issuer) : ""
             if mode == .wrongIssParam { iss = "&iss=" + FormEncoding.encode(issuer + "/other") }
             if mode == .omitIssParam { iss = "" }
             return .redirect(redirect + (redirect.contains("?") ? "&" : "?") + params + "&state=\(FormEncoding.encode(q["state"] ?? ""))" + iss)

@@ -49,6 +49,11 @@ struct DevIdPState {
         var accessIssued = 0
         /// Access tokens numbered below this were killed by a rotation (kill_old_access_tokens).
         var accessValidFrom = 0
+        /// When each kill happened, by the `accessValidFrom` it set: tests ask when a token died.
+        var kills: [(validFrom: Int, at: Date)] = []
+
+        /// When access token `number` was killed, if it was.
+        func killedAt(_ number: Int) -> Date? { kills.first { $0.validFrom > number }?.at }
     }
 
     struct Stats {
@@ -84,6 +89,8 @@ struct DevIdPState {
     struct Settings {
         var introspection = true
         var killOldAccessTokens = false
+        /// RFC 9207: advertise and send `iss` in authorization responses.
+        var issParameter = true
     }
 
     var clients: [String: Client] = [:]

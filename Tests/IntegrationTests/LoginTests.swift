@@ -103,6 +103,16 @@ struct LoginTests {
         #expect((try await w.idp.counters(client: w.idpClientID)["token_calls"] as? [String: Int]) == [:])
     }
 
+    @Test("an IdP that stops advertising RFC 9207 iss: the next login re-reads its metadata and succeeds, no restart needed")
+    func staleDiscovery() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        try expectStatus(try await w.login(subject: "ivan"), 200)     // metadata cached: iss advertised
+        try await w.idp.settings(issParameter: false)
+        try expectStatus(try await w.login(subject: "ivan"), 200)
+        #expect(try w.count("sessions") == 2)
+    }
+
     @Test("an error= answer from the IdP is shown and stores nothing")
     func idpError() async throws {
         let w = try await World()

@@ -1,13 +1,14 @@
 /// RefreshFailure classifies a failed refresh by what it says about the IdP having acted —
 /// status first, then the RFC 6749 §5.2 code (spec §5, §8).
 public enum RefreshFailure: Sendable, Equatable {
-    /// The IdP refused this grant: `invalid_grant`, `access_denied` with 403, any other 400 or
-    /// 403 (with or without a body). The session needs a new sign-in.
+    /// The IdP refused this grant: `invalid_grant`, `access_denied` with 403, any other RFC 6749
+    /// error, a bare 400 or 403. The session needs a new sign-in.
     case grantDead(reason: String)
     /// The IdP refused the client, not the grant: `invalid_client`, `unauthorized_client`, or
     /// 401. The session stays active; an operator must fix the registration.
     case clientRejected
-    /// The IdP did not act: 5xx, 429, the request never left, metadata unavailable.
+    /// The IdP did not act: 5xx, 429, the request never left, metadata unavailable, an endpoint
+    /// that is not there (404).
     case outage(retryAfter: Int?)
     /// The IdP may have acted and the answer is lost: timeout after sending, connection closed,
     /// 504, an unusable 200.
@@ -21,7 +22,12 @@ public enum RefreshFailure: Sendable, Equatable {
             if o.error == "invalid_client" || o.error == "unauthorized_client" || o.status == 401 { return .clientRejected }
             return .grantDead(reason: o.error)
         case .refused(let status, _):
-            return status == 401 ? .clientRejected : .grantDead(reason: "refused_http_\(status)")
+            switch status {
+            case 401: return .clientRejected
+            case 400, 403: return .grantDead(reason: "refused_http_\(status)")
+            // 404, 405, 415…: the endpoint is wrong (stale metadata), the grant is not at fault.
+            default: return .outage(retryAfter: nil)
+            }
         case .transient(_, let after): return .outage(retryAfter: after)
         case .notSent, .metadata: return .outage(retryAfter: nil)
         case .unanswered, .invalidResponse: return .ambiguous

@@ -61,11 +61,12 @@ extension RefreshMachine {
     }
 
     /// The session after a good answer: expiry counted from when the request was sent (the
-    /// token may have been issued then), the old refresh token kept when none came (spec §8).
+    /// token may have been issued then) and never later than a JWT access token's own `exp`;
+    /// the old refresh token kept when none came (spec §8).
     static func applied(_ grant: TokenGrant, to old: Session, sentAt: Date, _ ctx: RefreshContext) -> Session {
         var s = old
-        let lifetime = grant.expiresIn ?? 300
-        let expires = sentAt.addingTimeInterval(lifetime)
+        let expires = AccessTokenExpiry.clamp(sentAt.addingTimeInterval(grant.expiresIn ?? 300), token: grant.accessToken)
+        let lifetime = expires.timeIntervalSince(sentAt)
         s.state = .active
         s.reason = nil
         s.accessToken = grant.accessToken

@@ -18,8 +18,9 @@ extension DevIdPServer {
         _ = try await HTTP.post(issuer + "/admin/stall", json: ["seconds": seconds])
     }
 
-    func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil) async throws {
+    func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil, issParameter: Bool? = nil) async throws {
         var body: [String: Any] = [:]
+        if let issParameter { body["iss_parameter"] = issParameter }
         if let introspection { body["introspection"] = introspection }
         if let killOldAccessTokens { body["kill_old_access_tokens"] = killOldAccessTokens }
         _ = try await HTTP.post(issuer + "/admin/settings", json: body)
@@ -39,14 +40,14 @@ extension DevIdPServer {
         return (c["refresh_presentations"] as? Int ?? -1, c["reuse_detected"] as? Int ?? -1, c["introspections"] as? Int ?? -1)
     }
 
-    /// Whether the IdP holds `token` active (RFC 7662), asked as the client.
-    func isActive(_ token: String, client: String, secret: String) async throws -> Bool {
+    /// The IdP's RFC 7662 answer about `token`, asked as the client.
+    func introspection(_ token: String, client: String, secret: String) async throws -> [String: Any] {
         var req = URLRequest(url: URL(string: issuer + "/introspect")!)
         req.httpMethod = "POST"
         req.setValue("Basic " + Data("\(client):\(secret)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
         req.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         req.httpBody = Data("token=\(token)".utf8)
         let (data, _) = try await HTTP.session.data(for: req)
-        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["active"] as? Bool == true
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
     }
 }
