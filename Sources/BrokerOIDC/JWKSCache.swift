@@ -6,7 +6,7 @@ import Synchronization
 /// and keeps it for `maxAge`. Keys the broker cannot use are skipped, not fatal. A re-fetch
 /// asked for because a token names an unknown `kid` is rate-limited per issuer and per
 /// RefetchBudget: a flood of forged logout tokens costs the IdP one request per 30 s and never
-/// delays the re-fetch a refreshed ID token signed with a new key needs.
+/// delays the re-fetch a refreshed ID token or a login's ID token signed with a new key needs.
 ///
 /// Thread-safety: any thread; fetches run outside the lock (two racing misses may both fetch).
 public final class JWKSCache: KeySetSource {

@@ -30,7 +30,7 @@ extension PostgresSessionStore: SessionCatalog {
             let n = min(r.count, q.limit)
             let page = try (0..<n).map { try decode(r, $0, tenant: tenant) }
             guard r.count > q.limit, let last = page.last else { return (page, nil) }
-            return (page, SessionQuery.Cursor(createdMicros: r.int64(n - 1, 22)!, id: last.id))
+            return (page, SessionQuery.Cursor(createdMicros: r.int64(n - 1, Self.columnCount)!, id: last.id))
         }
     }
 }

@@ -15,6 +15,8 @@ public final class PostgresSessionStore: SessionStore {
         self.sealer = sealer
     }
 
+    /// How many columns `columns` selects (`decode` reads them by position).
+    static let columnCount = 26
     static let columns = """
         id, client_id, subject, issuer, array_to_string(scopes, ' '), sid, email, extract(epoch from auth_time), \
         access_token, extract(epoch from access_expires_at), access_lifetime, refresh_token, id_token, state, \
@@ -71,20 +73,18 @@ public final class PostgresSessionStore: SessionStore {
             try c.execute("BEGIN")
             do {
                 let key = LockKey.session(tenant: tenant, id: id)
-                let rows: PGRows
-                if timeout <= 0 {
-                    // Try the lock and re-read in one round trip: no row means another holder
-                    // (or, rarely, no such session: checked only then).
-                    rows = try c.execute("""
-                        SELECT \(raw: Self.columns) FROM sessions
-                        WHERE tenant_id = \(tenant) AND id = \(id) AND pg_try_advisory_xact_lock(\(key))
-                        FOR UPDATE SKIP LOCKED
-                        """)
-                    if rows.count == 0 {
-                        let exists = try c.execute("SELECT 1 FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
-                        throw exists ? BrokerError.refreshBusy : BrokerError.notFound("session")
-                    }
-                } else {
+                // Try the lock and re-read in one round trip: usually nobody holds it. No row
+                // means another holder (or, rarely, no such session: checked only then); a
+                // caller that may wait then waits for it.
+                var rows = try c.execute("""
+                    SELECT \(raw: Self.columns) FROM sessions
+                    WHERE tenant_id = \(tenant) AND id = \(id) AND pg_try_advisory_xact_lock(\(key))
+                    FOR UPDATE SKIP LOCKED
+                    """)
+                if rows.count == 0 {
+                    let exists = try c.execute("SELECT 1 FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
+                    guard exists else { throw BrokerError.notFound("session") }
+                    guard timeout > 0 else { throw BrokerError.refreshBusy }
                     rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
                 }
                 guard rows.count == 1 else { throw BrokerError.notFound("session") }

@@ -66,4 +66,19 @@ struct TokenDecisionTests {
         s.refreshToken = nil
         #expect(TokenDecision.decideLocked(s, TokenRequirement(minTTL: 60), seenVersion: 1, now: now) == .reject(.sessionNotActive(.needsReauth)))
     }
+
+    @Test("during a backoff a token that does not satisfy the caller is refused from memory, with Retry-After")
+    func backoffRefusedFromMemory() {
+        var s = session(ttl: 30)
+        s.backoffUntil = now + 4.5
+        #expect(TokenDecision.decide(s, TokenRequirement(minTTL: 60), now: now) == .reject(.idpUnavailable(retryAfter: 5)))
+        #expect(TokenDecision.decide(s, TokenRequirement(minTTL: 10), now: now) == .serve)
+    }
+
+    @Test("while a refresh attempt is in flight the held token is not served")
+    func attemptInFlightNotServed() {
+        var s = session(ttl: 600)
+        s.attempt = RefreshAttempt(id: "a", startedAt: now)
+        #expect(TokenDecision.decide(s, TokenRequirement(minTTL: 60), now: now) == .refresh)
+    }
 }

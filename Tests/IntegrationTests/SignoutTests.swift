@@ -102,7 +102,7 @@ struct SignoutTests {
         let r = try signout(w, ["--all", "--wait", "--idp-wait", "2"])
         #expect(r.status == 3)
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
-        #expect(summary["revoked"] as? Int == 3 && summary["idp_pending"] as? Int == 3)
+        #expect(summary["revoked"] as? Int == 3 && summary["idp_pending"] as? Int == 3, "\(r.out) \(r.err)")
         try expectStatus(try await w.token(try #require(try runPSQL("SELECT id FROM sessions WHERE tenant_id = '\(w.tenant)' LIMIT 1")
             .split(separator: "\n").first.map(String.init))), 409)
     }

@@ -22,11 +22,11 @@ public struct JWTVerifier: Sendable {
         case keysUnavailable(TokenEndpointError)
     }
 
-    /// An ID token. `budget` is whose JWKS re-fetch an unknown `kid` may spend: `.tokenEndpoint`
-    /// for refreshed ID tokens, which came on the authenticated channel — there an unknown kid
-    /// after the re-fetch means the keys are not to be had yet (`keysUnavailable`), not a forgery.
+    /// An ID token. `budget` is whose JWKS re-fetch an unknown `kid` may spend: `.refresh` for
+    /// refreshed ID tokens, which came on the authenticated channel — there an unknown kid after
+    /// the re-fetch means the keys are not to be had yet (`keysUnavailable`), not a forgery.
     public func verify(_ token: String, _ expect: IDTokenExpectation, now: Date,
-                       budget: RefetchBudget = .untrusted) throws(Failure) -> VerifiedIDToken {
+                       budget: RefetchBudget = .callback) throws(Failure) -> VerifiedIDToken {
         // An access token or a logout token must not pass for an ID token (RFC 9068 §4, RFC 8725 §3.11).
         let jws = try signed(token, by: expect.issuer, now: now, budget: budget) { !$0.hasSuffix("at+jwt") && !$0.hasSuffix("logout+jwt") }
         do { return try IDTokenRules.check(jws.claims, expect, now: now) } catch { throw .rejected(error) }
@@ -34,7 +34,7 @@ public struct JWTVerifier: Sendable {
 
     /// A back-channel logout token (OpenID Connect Back-Channel Logout 1.0 §2.6).
     public func verifyLogoutToken(_ token: String, issuer: String, clientID: String, now: Date) throws(Failure) -> LogoutClaims {
-        let jws = try signed(token, by: issuer, now: now, budget: .untrusted) { $0 == "logout+jwt" || $0 == "application/logout+jwt" || $0 == "jwt" }
+        let jws = try signed(token, by: issuer, now: now, budget: .logoutToken) { $0 == "logout+jwt" || $0 == "application/logout+jwt" || $0 == "jwt" }
         do { return try LogoutTokenRules.check(jws.claims, issuer: issuer, clientID: clientID, now: now) } catch { throw .rejected(error) }
     }
 
@@ -54,7 +54,7 @@ public struct JWTVerifier: Sendable {
         var candidates = try keys(for: jws, alg, issuer, now: now, refetch: nil)
         if candidates.isEmpty { candidates = try keys(for: jws, alg, issuer, now: now, refetch: budget) }
         guard !candidates.isEmpty else {
-            if budget == .tokenEndpoint { throw .keysUnavailable(.metadata("jwks: no key matches the kid of a refreshed ID token")) }
+            if budget == .refresh { throw .keysUnavailable(.metadata("jwks: no key matches the kid of a refreshed ID token")) }
             throw .rejected(JOSEError("no key of the issuer matches kid and alg"))
         }
         guard candidates.contains(where: { signatures.verify(alg, key: $0, input: jws.signingInput, signature: jws.signature) }) else {

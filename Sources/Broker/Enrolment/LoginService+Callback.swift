@@ -100,6 +100,8 @@ extension LoginService {
 
     /// Audits a refused callback and throws the refusal.
     private func refuse(_ login: PendingLogin, _ e: BrokerError, _ now: Date) throws -> Completion {
+        events(LogLine(tenant: login.tenant, client: login.client, session: nil,
+                       event: RefreshEvent(.warn, e.code, "login refused: \(e.message)")))
         audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: e.code))
         throw e
     }

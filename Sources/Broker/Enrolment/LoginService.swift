@@ -19,12 +19,13 @@ public struct LoginService: Sendable {
     let feed: any ChangeFeed
     let audit: any AuditSink
     let clock: any Clock
+    let events: @Sendable (LogLine) -> Void
     /// How long a started login may wait for its callback (spec §3: 10 minutes).
     public static let lifetime: TimeInterval = 600
 
     public init(logins: any LoginStore, sessions: any SessionStore, registry: RegistryCache, directory: any IssuerDirectory,
                 endpoint: any TokenEndpoint, idTokens: JWTVerifier, digest: any Digest, feed: any ChangeFeed,
-                audit: any AuditSink, clock: any Clock) {
+                audit: any AuditSink, clock: any Clock, events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.logins = logins
         self.sessions = sessions
         self.registry = registry
@@ -35,6 +36,7 @@ public struct LoginService: Sendable {
         self.feed = feed
         self.audit = audit
         self.clock = clock
+        self.events = events
     }
 
     public struct Request: Sendable {

@@ -100,7 +100,7 @@ extension TokenService {
         // authenticated token-endpoint channel, so an unknown kid earns a JWKS re-fetch.
         let expect = IDTokenExpectation(issuer: row.issuer, clientID: client.clientID, nonce: nil, subject: row.subject)
         do {
-            _ = try idTokens.verify(id, expect, now: clock.now(), budget: .tokenEndpoint)
+            _ = try idTokens.verify(id, expect, now: clock.now(), budget: .refresh)
             return .granted(grant, idToken: .valid)
         } catch {
             switch error {
@@ -170,6 +170,8 @@ extension TokenService {
     }
 
     private func ended(_ f: RefreshFinish) -> FlightEnd {
+        // The row as written (a backoff, say) answers the next callers from memory.
+        if let w = f.write, w.state == .active { cache.put(w, now: clock.now()) }
         switch f.result {
         case .success(let s):
             metrics.refreshes.add("ok")
@@ -192,7 +194,7 @@ extension TokenService {
 
     private func log(_ key: SessionKey, _ client: ClientRegistration, _ e: RefreshEvent) {
         if e.code == "idp_client_rejected" { metrics.clientRejected.add(key.tenant + "/" + client.id) }
-        events(RefreshLogLine(tenant: key.tenant, client: client.id, session: key.id, event: e))
+        events(LogLine(tenant: key.tenant, client: client.id, session: key.id, event: e))
     }
 
     /// Keeps this replica's cache current and tells other replicas what to forget (the new
@@ -213,7 +215,10 @@ extension TokenService {
             feed.publish(.session(tenant: key.tenant, id: key.id))
             audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: state.rawValue))
         case .failure(let e):
-            if e != .refreshBusy && e != .idpUnavailable(retryAfter: nil) { cache.remove(key) }
+            switch e {
+            case .refreshBusy, .idpUnavailable, .idpRejectedClient: break   // the cached row (with its backoff) stays
+            default: cache.remove(key)
+            }
             if e != .refreshBusy {
                 audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: e.code))
             }

@@ -34,7 +34,7 @@ public final class TokenService: Sendable {
     /// How long a sent refresh request is waited for (spec §5), independently of callers.
     let patience: TimeInterval
     let jitter: @Sendable () -> Double
-    let events: @Sendable (RefreshLogLine) -> Void
+    let events: @Sendable (LogLine) -> Void
     public let circuits: ClientCircuits
     let pending = PendingAnswers()
     /// IdP answers waiting for the database, for metrics.
@@ -48,7 +48,7 @@ public final class TokenService: Sendable {
                 feed: any ChangeFeed, clock: any Clock, executor: BlockingExecutor, cache: SessionCache,
                 idTokens: JWTVerifier? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
                 patience: TimeInterval = 120, jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) },
-                events: @escaping @Sendable (RefreshLogLine) -> Void = { _ in }) {
+                events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.store = store
         self.registry = registry
         self.endpoint = endpoint

@@ -56,16 +56,7 @@ public final class BrokerRuntime: Sendable {
         tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
                               executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
                               idTokens: idTokens, lockTimeout: config.lockTimeout, patience: config.refreshPatience,
-                              events: { line in
-                                  let e = line.event
-                                  let l = logger.with(("tenant", line.tenant), ("client", line.client), ("session_id", line.session),
-                                                      ("code", e.code))
-                                  switch e.level {
-                                  case .info: l.info(e.message)
-                                  case .warn: l.warn(e.message)
-                                  case .error: l.error(e.message)
-                                  }
-                              })
+                              events: Self.eventLog(logger))
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys)
@@ -79,7 +70,7 @@ public final class BrokerRuntime: Sendable {
                                                registry: registry, audit: audit, clock: clock)
         logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
                               directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
-                              clock: clock)
+                              clock: clock, events: Self.eventLog(logger))
         engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,
                                pool: RefreshPool(globalCap: config.refreshConcurrency))
         migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())
@@ -164,6 +155,20 @@ public final class BrokerRuntime: Sendable {
         executor.shutdown()
         feed.stop()
         flush()
+    }
+
+    /// Writes the services' log lines: tenant, client, session and code as fields.
+    static func eventLog(_ logger: Logger) -> @Sendable (LogLine) -> Void {
+        { line in
+            let e = line.event
+            var l = logger.with(("tenant", line.tenant), ("client", line.client), ("code", e.code))
+            if let s = line.session { l = l.with(("session_id", s)) }
+            switch e.level {
+            case .info: l.info(e.message)
+            case .warn: l.warn(e.message)
+            case .error: l.error(e.message)
+            }
+        }
     }
 
     /// sql/ next to the working directory, the installed copy, or the checkout of the binary.

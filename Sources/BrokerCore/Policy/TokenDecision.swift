@@ -16,6 +16,10 @@ public enum TokenDecision: Sendable, Equatable {
         if let refusal = refusal(s, need) { return .reject(refusal) }
         if need.forceRefresh || s.attempt != nil { return .refresh }
         if lives(s, need, now) { return .serve }
+        // Backing off: no IdP call before then, whoever asks (spec §5) — answered from memory.
+        if let b = s.backoffUntil, b > now {
+            return .reject(.idpUnavailable(retryAfter: max(1, Int(b.timeIntervalSince(now).rounded(.up)))))
+        }
         return .refresh
     }
 

@@ -8,20 +8,24 @@ public protocol KeySetSource: Sendable {
     func keys(issuer: String, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey]
 }
 
-/// RefetchBudget is whose re-fetch a token with an unknown `kid` may spend. Tokens anyone can
-/// send (back-channel logout tokens, callbacks) must never use up the budget of the refresh
-/// path, whose ID tokens arrive on the authenticated token-endpoint channel: a forged logout
-/// token must not be able to make a key rotation end sessions.
+/// RefetchBudget is whose re-fetch a token with an unknown `kid` may spend, per issuer. Tokens
+/// anyone can send (back-channel logout tokens) or cause (callbacks) never use up the budget of
+/// the refresh path, whose ID tokens arrive on the authenticated token-endpoint channel, nor each
+/// other's: a forged logout token must not be able to make a key rotation end sessions or fail
+/// logins.
 public enum RefetchBudget: Sendable, Hashable {
-    /// ID tokens of refresh responses: a re-fetch on every miss, at most one a second per issuer.
-    case tokenEndpoint
-    /// Logout tokens and callbacks: at most one re-fetch per interval (30 s) per issuer.
-    case untrusted
+    /// ID tokens of refresh responses: a re-fetch on every miss, at most one a second.
+    case refresh
+    /// ID tokens of code exchanges at the callback: at most one re-fetch per 10 s.
+    case callback
+    /// Back-channel logout tokens: at most one re-fetch per 30 s.
+    case logoutToken
 
     public var minimumInterval: TimeInterval {
         switch self {
-        case .tokenEndpoint: 1
-        case .untrusted: 30
+        case .refresh: 1
+        case .callback: 10
+        case .logoutToken: 30
         }
     }
 }
