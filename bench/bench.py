@@ -323,8 +323,8 @@ def signout_bench(env, op, idp, sessions=int(os.environ.get("BENCH_SIGNOUT_SESSI
             "signout_vs_idp_direct": round(rate / ref, 3)}
 
 
-def signout_only():
-    """`bench.py signout`: the sign-out benchmark alone; merged into bench/results.json."""
+def standalone():
+    """What a benchmark run alone needs: the brokers' environment, an operator key, a dev IdP."""
     env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn"}
     subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
     op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
@@ -332,7 +332,12 @@ def signout_only():
     idp_port = free_port()
     start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
     wait_ready(f"http://127.0.0.1:{idp_port}/jwks")
-    r = signout_bench(env, op, f"http://127.0.0.1:{idp_port}")
+    return env, op, f"http://127.0.0.1:{idp_port}"
+
+
+def signout_only():
+    """`bench.py signout`: the sign-out benchmark alone; merged into bench/results.json."""
+    r = signout_bench(*standalone())
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
     previous.update(r)
     OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
@@ -491,26 +496,12 @@ def million_bench(env, rows=1_000_000):
 
 def faults_only():
     """`bench.py faults`: the stalled storm alone, results printed, not written."""
-    env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn"}
-    subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
-    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
-                        check=True, capture_output=True, text=True).stdout.strip()
-    idp_port = free_port()
-    start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
-    wait_ready(f"http://127.0.0.1:{idp_port}/jwks")
-    print(json.dumps(faults_bench(env, op, f"http://127.0.0.1:{idp_port}"), indent=2))
+    print(json.dumps(faults_bench(*standalone()), indent=2))
 
 
 def storm_only():
     """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
-    env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn"}
-    subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
-    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
-                        check=True, capture_output=True, text=True).stdout.strip()
-    idp_port = free_port()
-    start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
-    wait_ready(f"http://127.0.0.1:{idp_port}/jwks")
-    print(json.dumps(storm_rounds(env, op, f"http://127.0.0.1:{idp_port}", rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
+    print(json.dumps(storm_rounds(*standalone(), rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
 try:

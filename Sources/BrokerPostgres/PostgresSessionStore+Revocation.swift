@@ -22,15 +22,7 @@ extension PostgresSessionStore: RevocationStore {
                     for (token, hint) in tokens {
                         queued.append(try queueRevocation(c, tenant: tenant, session: id, client: before.client, token: token, hint: hint, now: now))
                     }
-                    var s = before
-                    s.version += 1
-                    s.state = .revoked
-                    s.accessToken = nil
-                    s.accessExpiresAt = nil
-                    s.refreshToken = nil
-                    s.idToken = nil
-                    s.nextRefreshAt = nil
-                    s.lastError = nil
+                    let s = before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false)
                     try update(c, s, expectedVersion: before.version)
                     after = s
                     try c.execute("""

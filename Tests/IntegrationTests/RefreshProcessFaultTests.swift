@@ -126,8 +126,11 @@ struct RefreshProcessFaultTests {
                         guard r.status == 200, let at = r["access_token"] as? String, let exp = RefreshEngineTests.expiry(of: at),
                               let shown = (r["expires_at"] as? String).flatMap(Self.instant) else { continue }
                         tally.handed.add(1, ordering: .relaxed)
-                        // The IdP's exp is whole seconds; the answer took a few ms to arrive.
-                        if Double(exp) - received < Double(max(minTTL, 1)) - 0.05 { tally.bad.add(1, ordering: .relaxed) }
+                        // The IdP's exp is whole seconds; the answer took a little while to arrive
+                        // (a quarter second allowed for the trip on two busy cores; the faults
+                        // this catches — expiry counted from the end of the IdP call, whole-second
+                        // rounding — cost up to a second).
+                        if Double(exp) - received < Double(max(minTTL, 1)) - 0.25 { tally.bad.add(1, ordering: .relaxed) }
                         if shown > Double(exp) + 0.001 { tally.overstated.add(1, ordering: .relaxed) }
                         try await Task.sleep(for: .milliseconds(20))
                     }

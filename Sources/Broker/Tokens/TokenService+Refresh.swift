@@ -29,7 +29,10 @@ extension TokenService {
             client = c
         } catch { return (.failure(Self.brokerError(error)), nil) }
         let circuit = key.tenant + "/" + clientID
-        for _ in 0..<4 {
+        // Waits are bounded by the deadline; fresh starts after a resolution by this count.
+        var starts = 0
+        while starts < 4 {
+            starts += 1
             let now = clock.now()
             let (blocked, probe) = circuits.admit(circuit, now: now)
             let ctx = context(client, now: now, blockedUntil: blocked)
@@ -62,6 +65,7 @@ extension TokenService {
                 // Another replica's attempt is in flight: its commit notice wakes us (demand only).
                 if case .demand = trigger, e == .refreshBusy, clock.now() < deadline {
                     notices.wait(key, until: min(until, deadline), now: clock.now())
+                    starts -= 1
                     continue
                 }
                 return (.failure(e), until)

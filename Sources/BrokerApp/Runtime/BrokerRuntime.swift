@@ -113,23 +113,9 @@ public final class BrokerRuntime: Sendable {
         t.name = "housekeeper"
         t.start()
         // Revocations the IdP has not confirmed yet, from every replica's outbox share.
-        let revoker = Thread { [revocations] in
-            while true {
-                Thread.sleep(forTimeInterval: 1)
-                revocations.deliverDue()
-            }
-        }
-        revoker.name = "revoker"
-        revoker.start()
+        Self.every(1, "revoker") { [revocations] in revocations.deliverDue() }
         // IdP answers whose write the database did not take: written as soon as it is back.
-        let writer = Thread { [tokens] in
-            while true {
-                Thread.sleep(forTimeInterval: 0.5)
-                tokens.retryPendingAnswers()
-            }
-        }
-        writer.name = "pending-answers"
-        writer.start()
+        Self.every(0.5, "pending-answers") { [tokens] in tokens.retryPendingAnswers() }
         // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
         let signer = Thread { [signouts] in
             while true {
@@ -155,6 +141,18 @@ public final class BrokerRuntime: Sendable {
         executor.shutdown()
         feed.stop()
         flush()
+    }
+
+    /// Runs `work` on a thread of its own every `seconds`, for the life of the process.
+    static func every(_ seconds: TimeInterval, _ name: String, _ work: @escaping @Sendable () -> Void) {
+        let t = Thread {
+            while true {
+                Thread.sleep(forTimeInterval: seconds)
+                work()
+            }
+        }
+        t.name = name
+        t.start()
     }
 
     /// Writes the services' log lines: tenant, client, session and code as fields.

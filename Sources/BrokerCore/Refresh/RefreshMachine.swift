@@ -60,17 +60,7 @@ public enum RefreshMachine {
 
     /// The row of a session that needs a new sign-in: token material erased, never scheduled.
     static func ended(_ row: Session, reason: String, _ lastError: String) -> Session {
-        var s = row
-        s.version += 1
-        s.state = .needsReauth
-        s.reason = reason
-        s.lastError = lastError
-        s.accessToken = nil
-        s.accessExpiresAt = nil
-        s.refreshToken = nil
-        s.nextRefreshAt = nil
-        s.backoffUntil = nil
-        return s
+        row.ended(.needsReauth, reason: reason, lastError: lastError)
     }
 
     /// The row after a transient failure: no IdP call for this session before the backoff ends,
