@@ -41,6 +41,7 @@ struct RefreshMachineTests {
         }
         #expect(a == RefreshAttempt(id: "a1", startedAt: t0))
         #expect(w.attempt == a && w.version == 8 && token == "rt-0")
+        #expect(w.nextRefreshAt == t0 + 120 + RefreshMachine.margin)   // other replicas' timers stay away meanwhile
     }
 
     @Test("while an attempt stands, nobody presents the token: callers wait for it")

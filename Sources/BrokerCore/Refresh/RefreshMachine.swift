@@ -52,6 +52,9 @@ public enum RefreshMachine {
         var w = row
         w.version += 1
         w.attempt = attempt
+        // Nobody's timer need look before the owner's patience has run out: its outcome's write
+        // announces the real schedule, and if it never comes the others resolve it then.
+        w.nextRefreshAt = now.addingTimeInterval(ctx.patience + margin)
         return .send(write: w, attempt: attempt, refreshToken: token)
     }
 
