@@ -205,6 +205,16 @@ struct RefreshMachineTests {
         #expect(try f.result.get().state == .active && f.write?.refreshToken == "rt-1" && f.write?.reason == nil)
     }
 
+    @Test("a late failure, or a forged ID token, for an attempt given up as lost leaves the session ended")
+    func finishLostStaysEnded() {
+        let (w, a) = sent(row())
+        let lost = RefreshMachine.resolve(w, attempt: a, evidence: .inactive, ctx).write!
+        let late = RefreshMachine.finish(lost, attempt: a, sentAt: t0, outcome: .failed(.transient(reason: "HTTP 503", retryAfter: 3)), ctx)
+        #expect(late.write?.state == .needsReauth && late.write?.attempt == nil && late.result == .failure(.sessionNotActive(.needsReauth)))
+        let forged = RefreshMachine.finish(lost, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .rejected("signature")), ctx)
+        #expect(forged.write?.state == .needsReauth && forged.revoke == ["rt-1"])
+    }
+
     // MARK: resolve
 
     @Test("introspection says active: the IdP did not act; the attempt is cleared and the session due")

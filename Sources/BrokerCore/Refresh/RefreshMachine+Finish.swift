@@ -23,9 +23,13 @@ extension RefreshMachine {
         case .revoked:
             // Revoked while the call was in flight: what came back is revoked too.
             return RefreshFinish(write: cleared, revoke: received(outcome), result: .failure(.sessionNotActive(.revoked)))
-        case .needsReauth where row.reason != "refresh_outcome_lost":
-            return RefreshFinish(write: cleared, revoke: received(outcome), result: .failure(.sessionNotActive(.needsReauth)))
-        case .active, .needsReauth:
+        case .needsReauth:
+            // Only a good answer of the very attempt that was given up as lost revives the
+            // session; anything else leaves it ended, and what came back is revoked.
+            guard row.reason == "refresh_outcome_lost", case .granted(_, .valid) = outcome else {
+                return RefreshFinish(write: cleared, revoke: received(outcome), result: .failure(.sessionNotActive(.needsReauth)))
+            }
+        case .active:
             break
         }
         switch outcome {
