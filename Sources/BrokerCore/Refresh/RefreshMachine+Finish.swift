@@ -13,7 +13,7 @@ extension RefreshMachine {
             }
             // Not ours any more (cannot happen while the owner keeps within its patience): keep
             // nothing, lose nothing.
-            return RefreshFinish(revoke: received(outcome), result: .failure(.sessionNotActive(row.state == .active ? .needsReauth : row.state)),
+            return RefreshFinish(revoke: received(outcome), result: .failure(row.state == .active ? .refreshBusy : .sessionNotActive(row.state)),
                                  event: RefreshEvent(.error, "refresh_orphaned", "the session no longer records this attempt; the tokens received are revoked"))
         }
         var cleared = row
