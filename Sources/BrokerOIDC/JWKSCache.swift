@@ -20,8 +20,6 @@ public final class JWKSCache: KeySetSource {
     private let directory: any IssuerDirectory
     private let maxAge: TimeInterval
     private let entries = Mutex<[String: Entry]>([:])
-    /// JWKS documents fetched, for metrics.
-    public let fetches = Atomic<Int>(0)
 
     public init(http: BlockingHTTP, directory: any IssuerDirectory, maxAge: TimeInterval = 3600) {
         self.http = http
@@ -42,7 +40,6 @@ public final class JWKSCache: KeySetSource {
             guard claimed else { return c.keys }
         }
         let keys = try fetch(issuer: issuer, now: now)
-        fetches.add(1, ordering: .relaxed)
         entries.withLock { m in
             var e = Entry(keys: keys, fetchedAt: now, lastRefetch: m[issuer]?.lastRefetch ?? [:])
             if let budget = refetch { e.lastRefetch[budget] = now }

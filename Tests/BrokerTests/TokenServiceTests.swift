@@ -82,10 +82,18 @@ struct TokenServiceTests {
         #expect(h.endpoint.spentTokens.count == 1)
     }
 
-    @Test("403 access_denied is terminal too; 400 access_denied is not")
-    func accessDeniedOnlyTerminalWith403() {
-        #expect(TokenEndpointError.oauth(OAuthError(error: "access_denied", description: nil, status: 403)).isTerminal)
-        #expect(!TokenEndpointError.oauth(OAuthError(error: "access_denied", description: nil, status: 400)).isTerminal)
+    @Test("403 access_denied ends the grant; so does a 400 refusal (classified by status first, issue 9)")
+    func accessDeniedEndsTheGrant() {
+        #expect(RefreshFailure.classify(.oauth(OAuthError(error: "access_denied", description: nil, status: 403))) == .grantDead(reason: "access_denied"))
+        #expect(RefreshFailure.classify(.oauth(OAuthError(error: "access_denied", description: nil, status: 400))) == .grantDead(reason: "access_denied"))
+    }
+
+    @Test("an IdP's error member reaches reasons and logs only as a plain RFC 6749 code")
+    func errorCodeSanitized() {
+        let odd = OAuthError(error: "invalid_grant: rt-SECRET-VALUE", description: nil, status: 400)
+        #expect(odd.code == "unrecognized_error" && TokenEndpointError.oauth(odd).reason == "unrecognized_error (HTTP 400)")
+        #expect(RefreshFailure.classify(.oauth(odd)) == .grantDead(reason: "unrecognized_error"))
+        #expect(OAuthError(error: "invalid_grant", description: nil, status: 400).code == "invalid_grant")
     }
 
     @Test("an IdP outage answers 503 with Retry-After and keeps the session active")

@@ -9,9 +9,6 @@ final class Once<Value: Sendable>: Sendable {
 
     init(_ completion: @escaping @Sendable (Value) -> Void) { self.completion = Mutex(completion) }
 
-    /// Whether the completion was taken already.
-    var done: Bool { completion.withLock { $0 == nil } }
-
     /// The completion, to the first caller only (nil to every later one): the winner alone
     /// computes, audits and delivers its result.
     func take() -> (@Sendable (Value) -> Void)? {
@@ -20,6 +17,4 @@ final class Once<Value: Sendable>: Sendable {
             return c
         }
     }
-
-    @Sendable func call(_ value: Value) { take()?(value) }
 }

@@ -44,15 +44,12 @@ extension LoginService {
         } else if meta.issParameterSupported {
             // The IdP may have stopped advertising it: read its metadata again (rate-limited), so
             // that logins do not fail until a restart.
-            if directory.reread(issuer: login.issuer, now: now),
-               let fresh = try? directory.metadata(issuer: login.issuer, now: now), !fresh.issParameterSupported {
-                // It no longer sends iss: the response is acceptable without one.
-            } else {
-                return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now)
-            }
+            let stopped = directory.reread(issuer: login.issuer, now: now)
+                && (try? directory.metadata(issuer: login.issuer, now: now))?.issParameterSupported == false
+            if !stopped { return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now) }
         }
         if let e = cb.error {
-            let code = Self.isToken(e) ? e : "invalid_request"
+            let code = OAuthError.isCode(e) ? e : "invalid_request"
             audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: "idp:" + code))
             return .refused(error: code, redirectAfter: login.redirectAfter)
         }
@@ -110,7 +107,7 @@ extension LoginService {
     static func refusal(_ e: TokenEndpointError) -> BrokerError {
         switch e {
         case .oauth(let o):
-            let code = isToken(o.error) ? o.error : "invalid_grant"
+            let code = OAuthError.isCode(o.error) ? o.error : "invalid_grant"
             return .badRequest(code: code, message: "the identity provider refused the code (\(code))")
         case .transient(_, let after): return .idpUnavailable(retryAfter: after)
         case .notSent, .unanswered: return .idpUnavailable(retryAfter: nil)
@@ -119,11 +116,6 @@ extension LoginService {
         case .invalidResponse(let why): return .badRequest(code: "invalid_token_response", message: why)
         case .metadata(let why): return .unprocessable(code: "idp_misconfigured", message: why)
         }
-    }
-
-    /// An RFC 6749 error code is a short token of letters and underscores; anything else is not echoed.
-    static func isToken(_ s: String) -> Bool {
-        (1...64).contains(s.utf8.count) && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || $0 == 95 || ($0 >= 48 && $0 <= 57) }
     }
 
 }

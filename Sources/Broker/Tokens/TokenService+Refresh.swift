@@ -72,7 +72,7 @@ extension TokenService {
             case .resolve(let attempt):
                 let f = resolve(key, client, attempt, token: row.refreshToken)
                 if f.next == .again { continue }
-                return ended(f)
+                return flightEnd(f)
             case .send(let written, let attempt, let token):
                 // Until the outcome is known, this replica does not serve the token being replaced.
                 cache.put(written, now: clock.now())
@@ -82,7 +82,7 @@ extension TokenService {
                 circuits.report(circuit, f.health, now: clock.now())
                 if f.next == .resolve { f = resolve(key, client, attempt, token: token) }
                 if f.next == .again { continue }
-                return ended(f)
+                return flightEnd(f)
             }
         }
         return (.failure(.refreshBusy), nil)
@@ -123,6 +123,7 @@ extension TokenService {
                 return (f.write, f.revoke, f)
             }
             if let e = f.event { log(a.key, a.client, e) }
+            if case .failure(.idpRejectedClient) = f.result { metrics.clientRejected.add(a.key.tenant + "/" + a.client.id) }
             return f
         } catch {
             if case .notFound = Self.brokerError(error) { return RefreshFinish(result: .failure(.notFound("session"))) }
@@ -168,12 +169,12 @@ extension TokenService {
             if case .failure(.storeUnavailable) = f.result { continue }
             var result = f
             if f.next == .resolve { result = resolve(a.key, a.client, a.attempt, token: a.presented) }
-            afterFlight(a.key, ended(result).result, actor: "engine")
+            afterFlight(a.key, flightEnd(result).result, actor: "engine")
         }
         return pending.count
     }
 
-    private func ended(_ f: RefreshFinish) -> FlightEnd {
+    private func flightEnd(_ f: RefreshFinish) -> FlightEnd {
         // The row as written (a backoff, say) answers the next callers from memory.
         if let w = f.write, w.state == .active { cache.put(w, now: clock.now()) }
         switch f.result {
@@ -197,7 +198,6 @@ extension TokenService {
     }
 
     private func log(_ key: SessionKey, _ client: ClientRegistration, _ e: RefreshEvent) {
-        if e.code == "idp_client_rejected" { metrics.clientRejected.add(key.tenant + "/" + client.id) }
         events(LogLine(tenant: key.tenant, client: client.id, session: key.id, event: e))
     }
 

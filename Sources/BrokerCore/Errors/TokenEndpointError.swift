@@ -22,18 +22,10 @@ public enum TokenEndpointError: Error, Sendable, Equatable {
     /// The IdP's metadata could not be obtained or does not match the configured issuer.
     case metadata(String)
 
-    /// Whether this failure ends the grant: `invalid_grant`, or `access_denied` with 403 (spec §8).
-    public var isTerminal: Bool {
-        if case .oauth(let e) = self {
-            return e.error == "invalid_grant" || (e.error == "access_denied" && e.status == 403)
-        }
-        return false
-    }
-
     /// A generic description for logs and `last_error`: never a token, never an IdP body.
     public var reason: String {
         switch self {
-        case .oauth(let o): "\(o.error) (HTTP \(o.status))"
+        case .oauth(let o): "\(o.code) (HTTP \(o.status))"
         case .transient(let r, _), .notSent(let r), .unanswered(let r), .invalidResponse(let r), .metadata(let r): r
         case .refused(let status, let r): "HTTP \(status): \(r)"
         }
@@ -50,5 +42,14 @@ public struct OAuthError: Error, Sendable, Equatable {
         self.error = error
         self.description = description
         self.status = status
+    }
+
+    /// `error` when it is a plain RFC 6749 code (a short token of `a-z`, `0-9`, `_`), else
+    /// `unrecognized_error`: the only form of the IdP's words that may reach a log line, a
+    /// stored reason or a response — an IdP could put anything, a token even, in that member.
+    public var code: String { Self.isCode(error) ? error : "unrecognized_error" }
+
+    public static func isCode(_ s: String) -> Bool {
+        (1...64).contains(s.utf8.count) && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || $0 == 95 || ($0 >= 48 && $0 <= 57) }
     }
 }

@@ -19,9 +19,7 @@ public struct ClientCircuit: Sendable, Equatable {
     /// so, and it must report back or `release`). Else the instant before which it must not.
     public mutating func admit(now: Date) -> (blockedUntil: Date?, isProbe: Bool) {
         guard failures > 0 else { return (nil, false) }
-        if let until = openUntil, now < until { return (until, false) }
-        // A probe that never reported back is taken over after its own patience would have ended.
-        if let p = probeSince, now.timeIntervalSince(p) < 150 { return (now.addingTimeInterval(1), false) }
+        if let until = blockedUntil(now: now) { return (until, false) }
         probeSince = now
         return (nil, true)
     }
@@ -30,6 +28,7 @@ public struct ClientCircuit: Sendable, Equatable {
     public func blockedUntil(now: Date) -> Date? {
         guard failures > 0 else { return nil }
         if let until = openUntil, now < until { return until }
+        // A probe that never reported back is taken over after its own patience would have ended.
         if let p = probeSince, now.timeIntervalSince(p) < 150 { return now.addingTimeInterval(1) }
         return nil
     }

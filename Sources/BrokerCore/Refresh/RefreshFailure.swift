@@ -20,7 +20,7 @@ public enum RefreshFailure: Sendable, Equatable {
             // Not token-endpoint codes in RFC 6749 §5.2, but sent by some IdPs when overloaded.
             if o.error == "temporarily_unavailable" || o.error == "server_error" { return .outage(retryAfter: nil) }
             if o.error == "invalid_client" || o.error == "unauthorized_client" || o.status == 401 { return .clientRejected }
-            return .grantDead(reason: o.error)
+            return .grantDead(reason: o.code)
         case .refused(let status, _):
             switch status {
             case 401: return .clientRejected

@@ -39,7 +39,7 @@ extension RefreshMachine {
             return RefreshFinish(write: s, result: .success(s), health: .ok,
                                  event: revived ? RefreshEvent(.warn, "refresh_recovered", "a refresh answer that was written late revived the session") : nil)
         case .granted(let grant, .rejected(let why)):
-            var s = ended(row, reason: "id_token_rejected", "refreshed ID token rejected: \(why)")
+            var s = row.ended(.needsReauth, reason: "id_token_rejected", lastError: "refreshed ID token rejected: \(why)")
             s.attempt = nil
             s.idToken = nil
             return RefreshFinish(write: s, revoke: [grant.refreshToken ?? row.refreshToken].compactMap { $0 },
@@ -92,7 +92,7 @@ extension RefreshMachine {
     static func failed(_ row: Session, _ error: TokenEndpointError, _ ctx: RefreshContext) -> RefreshFinish {
         switch RefreshFailure.classify(error) {
         case .grantDead(let reason):
-            var s = ended(row, reason: reason, error.reason)
+            var s = row.ended(.needsReauth, reason: reason, lastError: error.reason)
             s.attempt = nil
             s.failureCount += 1
             return RefreshFinish(write: s, result: .failure(.sessionNotActive(.needsReauth)), health: .ok,

@@ -18,7 +18,7 @@ extension RefreshMachine {
         case .inactive, .noIntrospection:
             // The attempt stays recorded: should its answer turn up after all (written late by
             // its owner), it still applies.
-            var s = ended(row, reason: "refresh_outcome_lost", "the refresh's outcome was lost")
+            var s = row.ended(.needsReauth, reason: "refresh_outcome_lost", lastError: "the refresh's outcome was lost")
             s.attempt = attempt
             let why = evidence == .inactive ? "introspection says the refresh token is no longer active"
                                             : "no introspection and on_ambiguous_refresh is fail_closed"

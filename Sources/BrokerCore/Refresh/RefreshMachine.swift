@@ -32,7 +32,7 @@ public enum RefreshMachine {
             switch TokenDecision.decideLocked(row, need, seenVersion: seen, now: now) {
             case .serve: return .serve(row)
             case .reject(.sessionNotActive(.needsReauth)) where row.state == .active && row.refreshToken == nil:
-                return .stop(write: ended(row, reason: "no_refresh_token", "no refresh token"), .sessionNotActive(.needsReauth))
+                return .stop(write: row.ended(.needsReauth, reason: "no_refresh_token", lastError: "no refresh token"), .sessionNotActive(.needsReauth))
             case .reject(let e): return .stop(write: nil, e)
             case .refresh: break
             }
@@ -40,7 +40,7 @@ public enum RefreshMachine {
             switch DueDecision.decide(row, now: now) {
             case .reschedule: return .serve(row)
             case .drop where row.state == .active:
-                return .stop(write: ended(row, reason: "no_refresh_token", "no refresh token"), .sessionNotActive(.needsReauth))
+                return .stop(write: row.ended(.needsReauth, reason: "no_refresh_token", lastError: "no refresh token"), .sessionNotActive(.needsReauth))
             case .drop: return .stop(write: nil, .sessionNotActive(row.state))
             case .refresh: break
             }
@@ -60,11 +60,6 @@ public enum RefreshMachine {
 
     /// Whole seconds from `now` until `t`, at least 1 (a Retry-After value).
     static func seconds(_ t: Date, _ now: Date) -> Int { max(1, Int(t.timeIntervalSince(now).rounded(.up))) }
-
-    /// The row of a session that needs a new sign-in: token material erased, never scheduled.
-    static func ended(_ row: Session, reason: String, _ lastError: String) -> Session {
-        row.ended(.needsReauth, reason: reason, lastError: lastError)
-    }
 
     /// The row after a transient failure: no IdP call for this session before the backoff ends,
     /// which the timer follows on every replica.
