@@ -295,7 +295,7 @@ def signout_bench(env, op, idp, sessions=int(os.environ.get("BENCH_SIGNOUT_SESSI
     job = json.loads(body)
     while not (job["state"] == "done" and job["idp_pending"] == 0):
         time.sleep(0.2)
-        job = json.loads(http("GET", f"{url}/v1/signouts/{job['job_id']}", key)[2])
+        job = json.loads(http("GET", f"{url}/v1/tenants/{tenant}/signouts/{job['job_id']}", key)[2])
     elapsed = time.perf_counter() - t0
     cpu = cpu_ms(p.pid) - cpu0
     stats = json.loads(http("GET", f"{idp}/stats?client_id={app}")[2])

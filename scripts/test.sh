@@ -19,10 +19,13 @@ if [ -z "${DATABASE_URL:-}" ]; then
   # The private cluster may be stopped and started by the fault tests (PostgreSQL restarted mid-refresh).
   export TOKENBROKER_TEST_PG_CONTROL="$PWD/scripts/pg.sh"
   scripts/pg.sh start >/dev/null
-  trap 'scripts/pg.sh stop' EXIT
+  trap 'scripts/pgbouncer.sh stop; scripts/pg.sh stop' EXIT
   admin="$(PGDATABASE_NAME=postgres scripts/pg.sh url)"
   psql "$admin" -qc "DROP DATABASE IF EXISTS tokenbroker_test WITH (FORCE)" -c "CREATE DATABASE tokenbroker_test" >/dev/null
   DATABASE_URL="$(scripts/pg.sh url)"
+  # The pooler suite runs replicas through PgBouncer in transaction mode (deploy/REPLICAS.md).
+  TOKENBROKER_TEST_PGBOUNCER_URL="$(scripts/pgbouncer.sh start)"
+  export TOKENBROKER_TEST_PGBOUNCER_URL
 fi
 export DATABASE_URL
 export TOKENBROKER_BIN_DIR="$(swift build --show-bin-path)"

@@ -2,8 +2,11 @@ import BrokerCore
 import Foundation
 
 /// Migrator applies the numbered plain-SQL files of `sql/` (`NNN_name.sql`) in order, each in
-/// its own transaction together with its row in `schema_migrations`, under a session-level
-/// advisory lock so that replicas migrating at once apply each file exactly once.
+/// its own transaction together with its row in `schema_migrations`. Each transaction first takes
+/// a transaction-scoped advisory lock and re-reads what is applied, so that replicas migrating
+/// at once apply each file exactly once — and the lock ends with the transaction whatever
+/// happens, also behind a transaction pooler (a session-level lock would stay on a pooled
+/// server connection).
 public struct Migrator: Sendable {
     /// The advisory lock key of migrations ("tbmigrat" in ASCII).
     static let lockKey: Int64 = 0x7462_6d69_6772_6174
@@ -30,20 +33,24 @@ public struct Migrator: Sendable {
 
     /// Applies what is missing; returns the versions applied now.
     public func migrate(_ c: PGConnection) throws -> [Int] {
-        try c.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
-        defer { _ = try? c.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
-        try c.execute("""
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
-            """)
-        let applied = try appliedVersions(c)
         var done: [Int] = []
-        for m in migrations where !applied.contains(m.version) {
+        for m in migrations {
             do {
-                try c.executeScript("BEGIN;\n\(m.sql)\n;INSERT INTO schema_migrations (version, name) VALUES (\(m.version), '\(m.name.replacingOccurrences(of: "'", with: "''"))');\nCOMMIT;")
+                try c.executeScript("""
+                    BEGIN;
+                    SELECT pg_advisory_xact_lock(\(Self.lockKey));
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+                    """)
+                guard try !appliedVersions(c).contains(m.version) else {
+                    try c.executeScript("COMMIT")
+                    continue
+                }
+                try c.executeScript("\(m.sql)\n;INSERT INTO schema_migrations (version, name) VALUES (\(m.version), '\(m.name.replacingOccurrences(of: "'", with: "''"))');\nCOMMIT;")
             } catch {
                 _ = try? c.executeScript("ROLLBACK")
-                throw PGError(sqlstate: error.sqlstate, message: "migration \(m.name): \(error.message)")
+                let e = error as? PGError ?? PGError(sqlstate: "XX000", message: "\(error)")
+                throw PGError(sqlstate: e.sqlstate, message: "migration \(m.name): \(e.message)")
             }
             done.append(m.version)
         }
@@ -52,13 +59,13 @@ public struct Migrator: Sendable {
 
     /// Versions in `sql/` that the database has not applied (empty: current).
     public func pending(_ c: PGConnection) throws -> [Int] {
-        let exists = try c.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
-        let applied: Set<Int> = exists.bool(0, 0) == true ? try appliedVersions(c) : []
+        let exists: Bool = try c.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").first { try $0.next() } ?? false
+        let applied: Set<Int> = exists ? try appliedVersions(c) : []
         return migrations.map(\.version).filter { !applied.contains($0) }
     }
 
     private func appliedVersions(_ c: PGConnection) throws -> Set<Int> {
         let r = try c.execute("SELECT version FROM schema_migrations")
-        return Set((0..<r.count).compactMap { r.int($0, 0) })
+        return Set(try r.map { try $0.next() as Int })
     }
 }

@@ -10,34 +10,115 @@ import Foundation
 public final class PGConnection: @unchecked Sendable {
     let conn: OpaquePointer
 
+    /// Connects. Nothing is SET on the session afterwards (a transaction pooler would hand that
+    /// state to other clients): the application name travels as a start-up parameter (the URL's
+    /// own wins), and server notices are not printed.
     public init(url: String) throws(PGError) {
-        guard let c = PQconnectdb(url) else { throw PGError(sqlstate: "08000", message: "out of memory") }
+        let c: OpaquePointer? = ["application_name", "dbname"].withCStrings { keys in
+            ["tokenbroker", url].withCStrings { values in PQconnectdbParams(keys, values, 1) }
+        }
+        guard let c else { throw PGError(sqlstate: "08000", message: "out of memory") }
         guard PQstatus(c) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(c)).trimmingCharacters(in: .whitespacesAndNewlines)
             PQfinish(c)
             throw PGError(sqlstate: "08001", message: "cannot connect to PostgreSQL: \(PGError.redactingPasswords(message))")
         }
         conn = c
-        _ = try? executeScript("SET application_name = 'tokenbroker'; SET client_min_messages = warning")
+        PQsetNoticeProcessor(c, { context, message in
+            guard let context, let message else { return }
+            let me = Unmanaged<PGConnection>.fromOpaque(context).takeUnretainedValue()
+            me.noticeHandler?(String(cString: message))
+        }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit { PQfinish(conn) }
 
+    /// Receives the server's notices on this connection (none by default). Set it before the
+    /// connection is shared; the plan-shape test reads auto_explain's plans through it.
+    public var noticeHandler: (@Sendable (String) -> Void)?
+
     /// Whether the connection still works (checked after an error, before reuse).
     public var isHealthy: Bool { PQstatus(conn) == CONNECTION_OK }
 
-    /// Runs one statement with its parameters bound (text format).
+    /// How a statement is planned: planner settings that hold for the statement's own
+    /// transaction (in an explicit transaction: to its end).
+    public struct Plan: Sendable {
+        let settings: [(name: String, value: String)]
+
+        /// PostgreSQL's default: planned with the values bound, from the statistics of those values.
+        public static let custom = Plan(settings: [])
+        /// Planned without looking at the values, so that a key lookup uses its key whatever the
+        /// statistics say about the tenant (a tenant bulk-imported after the last ANALYZE looks
+        /// empty to a custom plan, which then scans another index for all of its rows).
+        public static let generic = Plan(settings: [("plan_cache_mode", "force_generic_plan")])
+        /// Sorting made prohibitive: an ORDER BY … LIMIT page walks the index that has its order
+        /// and stops at the page's end, however small the statistics say the tenant is.
+        public static let indexOrder = Plan(settings: [("enable_sort", "off")])
+    }
+
+    /// Runs one statement with its parameters bound (text format). A plan's settings cost no
+    /// extra round trip: they are set in the same pipeline, for the statement's transaction
+    /// only, so nothing is left on the connection for a pooler to pass on.
     @discardableResult
-    public func execute(_ sql: SQL) throws(PGError) -> PGRows {
+    public func execute(_ sql: SQL, plan: Plan = .custom) throws(PGError) -> PGRows {
+        guard !plan.settings.isEmpty else { return try check(send(sql, pipelined: false)) }
+        guard PQenterPipelineMode(conn) == 1 else { throw failure("cannot enter pipeline mode") }
+        defer { _ = PQexitPipelineMode(conn) }
+        for (name, value) in plan.settings {
+            guard send("SELECT set_config(\(name), \(value), true)", pipelined: true) != nil else { throw failure("cannot send the statement") }
+        }
+        guard send(sql, pipelined: true) != nil, PQpipelineSync(conn) == 1 else { throw failure("cannot send the statement") }
+        let n = plan.settings.count
+        let results = pipelineResults(expecting: n + 2)
+        guard results.count == n + 2, PQresultStatus(results[n + 1]) == PGRES_PIPELINE_SYNC else {
+            for r in results { PQclear(r) }
+            throw failure("no result (connection lost)")
+        }
+        PQclear(results[n + 1])
+        for i in 0..<n {
+            do { _ = try check(results[i]) } catch {
+                for r in results[(i + 1)...n] { PQclear(r) }
+                throw error
+            }
+        }
+        return try check(results[n])
+    }
+
+    /// Sends the statement; without a pipeline, waits for its result.
+    private func send(_ sql: SQL, pipelined: Bool) -> OpaquePointer? {
         let n = sql.binds.count
         var cstrings: [UnsafeMutablePointer<CChar>?] = sql.binds.map { $0.map { strdup($0) } ?? nil }
         defer { for p in cstrings { free(p) } }
-        let result: OpaquePointer? = cstrings.withUnsafeMutableBufferPointer { buf in
+        return cstrings.withUnsafeMutableBufferPointer { buf in
             buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(n, 1)) { values in
-                PQexecParams(conn, sql.text, Int32(n), nil, n == 0 ? nil : values, nil, nil, 0)
+                let v = n == 0 ? nil : values
+                if pipelined {
+                    return PQsendQueryParams(conn, sql.text, Int32(n), nil, v, nil, nil, 0) == 1 ? conn : nil
+                }
+                return PQexecParams(conn, sql.text, Int32(n), nil, v, nil, nil, 0)
             }
         }
-        guard let result else { throw PGError(sqlstate: "08006", message: "no result (connection lost)") }
+    }
+
+    /// The pipeline's results up to and including its sync (one per statement, then the sync).
+    private func pipelineResults(expecting n: Int) -> [OpaquePointer] {
+        var out: [OpaquePointer] = []
+        var ends = 0
+        while out.count < n + 2 {
+            guard let r = PQgetResult(conn) else {
+                ends += 1     // the end of one statement's results
+                if PQstatus(conn) != CONNECTION_OK || ends > n + 1 { break }
+                continue
+            }
+            out.append(r)
+            if PQresultStatus(r) == PGRES_PIPELINE_SYNC { break }
+        }
+        return out
+    }
+
+    /// The result as rows (which free it), or its error thrown (the result freed).
+    private func check(_ result: OpaquePointer?) throws(PGError) -> PGRows {
+        guard let result else { throw failure("no result (connection lost)") }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
             return PGRows(result)
@@ -47,6 +128,10 @@ public final class PGConnection: @unchecked Sendable {
             PQclear(result)
             throw PGError(sqlstate: state, message: primary)
         }
+    }
+
+    private func failure(_ what: String) -> PGError {
+        PGError(sqlstate: PQstatus(conn) == CONNECTION_OK ? "XX000" : "08006", message: what)
     }
 
     /// Runs several statements in one round trip (no parameters: migrations only).
@@ -72,5 +157,14 @@ public final class PGConnection: @unchecked Sendable {
             PQfreemem(n)
         }
         return out
+    }
+}
+
+extension Array where Element == String {
+    /// The strings as a NULL-terminated C array, valid inside `body`.
+    func withCStrings<T>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+        let copies = map { strdup($0) } + [nil]
+        defer { for p in copies { free(p) } }
+        return copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }

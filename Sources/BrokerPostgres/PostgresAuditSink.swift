@@ -100,13 +100,13 @@ extension PostgresAuditSink: AuditLog {
                 ORDER BY id DESC
                 LIMIT \(q.limit + 1)
                 """)
-            let n = min(r.count, q.limit)
-            let records = (0..<n).map { i in
-                AuditRecord(id: r.int64(i, 0)!, event: AuditEvent(at: r.date(i, 1)!, actor: r.string(i, 4)!, action: r.string(i, 5)!, tenant: tenant,
-                                                                  session: r.string(i, 6), outcome: r.string(i, 7)!),
-                            lastAt: r.date(i, 2)!, count: r.int(i, 3)!)
-            }
-            return (records, r.count > q.limit ? records.last?.id : nil)
+            let records = try r.map { row in
+                let id: Int64 = try row.next(), at: Date = try row.next(), lastAt: Date = try row.next(), count: Int = try row.next()
+                let event = try AuditEvent(at: at, actor: row.next(), action: row.next(), tenant: tenant, session: row.next(),
+                                           outcome: row.next())
+                return AuditRecord(id: id, event: event, lastAt: lastAt, count: count)
+            }.prefix(q.limit)
+            return (Array(records), r.count > q.limit ? records.last?.id : nil)
         }
     }
 }

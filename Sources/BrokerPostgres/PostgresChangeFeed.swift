@@ -6,14 +6,21 @@ import Foundation
 /// `c|tenant|id`, `t|tenant`, `u|tenant|client|subject`, `n|tenant|id|client|epoch-or-empty`.
 ///
 /// A dedicated connection listens on its own thread; when it breaks it reconnects and delivers
-/// `.resync`, since notifications sent meanwhile are lost.
+/// `.resync`, since notifications sent meanwhile are lost. LISTEN is session state, so that
+/// connection goes to `listenURL`, straight to PostgreSQL even when the pool goes through a
+/// transaction pooler (which would hand the notifications to whichever client holds the server
+/// connection); NOTIFY is sent through the pool, inside the writing transaction.
 public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     static let channel = "tokenbroker_changes"
     private let pool: PGPool
+    private let listenURL: String
     private let stopped = NSCondition()
     private var stopping = false
 
-    public init(pool: PGPool) { self.pool = pool }
+    public init(pool: PGPool, listenURL: String) {
+        self.pool = pool
+        self.listenURL = listenURL
+    }
 
     public func publish(_ change: Change) {
         _ = try? pool.withConnection { c in try c.execute("SELECT pg_notify(\(Self.channel), \(Self.encode(change)))") }
@@ -42,7 +49,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         var first = true
         while !isStopping {
             do {
-                let c = try pool.dedicated()
+                let c = try PGConnection(url: listenURL)
                 try c.execute("LISTEN \(raw: Self.channel)")
                 if !first { handler(.resync) }
                 first = false

@@ -32,16 +32,19 @@ public final class PostgresLoginStore: LoginStore {
                 DELETE FROM logins WHERE state_hash = \(stateHash)
                 RETURNING id, tenant_id, client_id, issuer, verifier, nonce, array_to_string(scopes, ' '), redirect_after,
                     extract(epoch from created_at), extract(epoch from expires_at)
-                """)
-            guard r.count == 1 else { return nil }
-            let id = r.string(0, 0)!, tenant = r.string(0, 1)!
-            func open(_ col: Int, _ name: String) throws -> String {
-                guard let sealed = r.bytes(0, col) else { throw BrokerError.internalError }
-                do { return try sealer.open(sealed, context: "logins/\(tenant)/\(id)/\(name)") } catch { throw BrokerError.internalError }
+                """, plan: .generic)
+            return try r.first { row in
+                let id: String = try row.next(), tenant: String = try row.next()
+                let client: String = try row.next(), issuer: String = try row.next()
+                func open(_ sealed: [UInt8]?, _ name: String) throws -> String {
+                    guard let sealed else { throw BrokerError.internalError }
+                    do { return try sealer.open(sealed, context: "logins/\(tenant)/\(id)/\(name)") } catch { throw BrokerError.internalError }
+                }
+                let verifier = try open(row.bytes(), "verifier"), nonce = try open(row.bytes(), "nonce")
+                return PendingLogin(id: id, tenant: tenant, client: client, issuer: issuer, stateHash: stateHash, verifier: verifier,
+                                    nonce: nonce, scopes: try row.words(), redirectAfter: try row.next(), createdAt: try row.next(),
+                                    expiresAt: try row.next())
             }
-            return PendingLogin(id: id, tenant: tenant, client: r.string(0, 2)!, issuer: r.string(0, 3)!, stateHash: stateHash,
-                                verifier: try open(4, "verifier"), nonce: try open(5, "nonce"), scopes: r.words(0, 6),
-                                redirectAfter: r.string(0, 7), createdAt: r.date(0, 8)!, expiresAt: r.date(0, 9)!)
         }
     }
 

@@ -12,17 +12,21 @@ public final class PostgresRegistryStore: RegistryStore {
         self.sealer = sealer
     }
 
+    static let tenantColumns = "id, name, disabled, extract(epoch from created_at)"
+
+    static func tenant(_ r: inout PGRow) throws -> Tenant {
+        try Tenant(id: r.next(), name: r.next(), disabled: r.next(), createdAt: r.next())
+    }
+
     public func tenant(_ id: String) throws -> Tenant? {
         try pool.run { c in
-            let r = try c.execute("SELECT id, name, disabled, extract(epoch from created_at) FROM tenants WHERE id = \(id)")
-            return r.count == 0 ? nil : Tenant(id: r.string(0, 0)!, name: r.string(0, 1)!, disabled: r.bool(0, 2)!, createdAt: r.date(0, 3)!)
+            try c.execute("SELECT \(raw: Self.tenantColumns) FROM tenants WHERE id = \(id)", plan: .generic).first(Self.tenant)
         }
     }
 
     public func tenants() throws -> [Tenant] {
         try pool.run { c in
-            let r = try c.execute("SELECT id, name, disabled, extract(epoch from created_at) FROM tenants ORDER BY id")
-            return (0..<r.count).map { Tenant(id: r.string($0, 0)!, name: r.string($0, 1)!, disabled: r.bool($0, 2)!, createdAt: r.date($0, 3)!) }
+            try c.execute("SELECT \(raw: Self.tenantColumns) FROM tenants ORDER BY id").map(Self.tenant)
         }
     }
 
@@ -31,43 +35,47 @@ public final class PostgresRegistryStore: RegistryStore {
             let r = try c.execute("""
                 INSERT INTO tenants (id, name, created_at) VALUES (\(id), \(name), \(now))
                 ON CONFLICT (id) DO UPDATE SET name = excluded.name
-                RETURNING extract(epoch from created_at), disabled, (xmax = 0)
+                RETURNING \(raw: Self.tenantColumns), (xmax = 0)
                 """)
-            return (Tenant(id: id, name: name, disabled: r.bool(0, 1)!, createdAt: r.date(0, 0)!), r.bool(0, 2)!)
+            guard let row = try r.first({ (try Self.tenant(&$0), try $0.next() as Bool) }) else { throw BrokerError.storeUnavailable }
+            return row
         }
     }
 
     public func client(tenant: String, id: String) throws -> ClientRegistration? {
         try pool.run { c in
-            let r = try c.execute("""
+            try c.execute("""
                 SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' '),
                        array_to_string(redirect_after_allowed, ' '), refresh_policy::text, max_concurrent_refreshes, assertion_alg,
                        on_ambiguous_refresh
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
-                """)
-            guard r.count == 1 else { return nil }
-            let policy = (try? JSONDecoder().decode(RefreshPolicy.self, from: Data(r.string(0, 6)!.utf8))) ?? RefreshPolicy()
-            return ClientRegistration(
-                tenant: tenant, id: id, issuer: r.string(0, 0)!, clientID: r.string(0, 1)!,
-                authMethod: ClientAuthMethod(rawValue: r.string(0, 2)!) ?? .none, redirectURI: r.string(0, 3)!,
-                scopes: r.words(0, 4), redirectAfterAllowed: r.words(0, 5), refreshPolicy: policy,
-                maxConcurrentRefreshes: r.int(0, 7)!, assertionAlgorithm: r.string(0, 8).flatMap(JWSAlgorithm.init(rawValue:)),
-                onAmbiguousRefresh: r.string(0, 9).flatMap(AmbiguousRefreshPolicy.init(rawValue:)) ?? .failClosed)
+                """, plan: .generic).first { r in
+                let issuer: String = try r.next(), clientID: String = try r.next(), method: String = try r.next()
+                let redirectURI: String = try r.next(), scopes = try r.words(), redirectAfter = try r.words()
+                let policyText: String = try r.next()
+                let policy = (try? JSONDecoder().decode(RefreshPolicy.self, from: Data(policyText.utf8))) ?? RefreshPolicy()
+                let maxConcurrent: Int = try r.next(), alg: String? = try r.next(), ambiguous: String? = try r.next()
+                return ClientRegistration(
+                    tenant: tenant, id: id, issuer: issuer, clientID: clientID, authMethod: ClientAuthMethod(rawValue: method) ?? .none,
+                    redirectURI: redirectURI, scopes: scopes, redirectAfterAllowed: redirectAfter, refreshPolicy: policy,
+                    maxConcurrentRefreshes: maxConcurrent, assertionAlgorithm: alg.flatMap(JWSAlgorithm.init(rawValue:)),
+                    onAmbiguousRefresh: ambiguous.flatMap(AmbiguousRefreshPolicy.init(rawValue:)) ?? .failClosed)
+            }
         }
     }
 
     public func clientSecret(tenant: String, id: String) throws -> String? {
         try pool.run { c in
-            let r = try c.execute("SELECT client_secret FROM clients WHERE tenant_id = \(tenant) AND id = \(id)")
-            guard r.count == 1, let sealed = r.bytes(0, 0) else { return nil }
+            let r = try c.execute("SELECT client_secret FROM clients WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic)
+            guard let found = try r.first({ try $0.bytes() }), let sealed = found else { return nil }
             return try sealer.open(sealed, context: "clients/\(tenant)/\(id)/client_secret")
         }
     }
 
     public func assertionKey(tenant: String, id: String) throws -> [UInt8]? {
         try pool.run { c in
-            let r = try c.execute("SELECT assertion_key FROM clients WHERE tenant_id = \(tenant) AND id = \(id)")
-            guard r.count == 1, let sealed = r.bytes(0, 0) else { return nil }
+            let r = try c.execute("SELECT assertion_key FROM clients WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic)
+            guard let found = try r.first({ try $0.bytes() }), let sealed = found else { return nil }
             let b64 = try sealer.open(sealed, context: "clients/\(tenant)/\(id)/assertion_key")
             return Data(base64Encoded: b64).map { [UInt8]($0) }
         }
@@ -94,21 +102,22 @@ public final class PostgresRegistryStore: RegistryStore {
                     on_ambiguous_refresh = excluded.on_ambiguous_refresh, updated_at = excluded.updated_at
                 RETURNING (xmax = 0)
                 """)
-            return (cl, r.bool(0, 0)!)
+            return (cl, try r.first { try $0.next() } ?? false)
         }
     }
 
     public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])? {
         try pool.run { c in
-            let r = try c.execute("""
+            try c.execute("""
                 SELECT name, array_to_string(roles, ' '), array_to_string(tenants, ' '), secret_hash,
                        extract(epoch from revoked_at)
                 FROM api_keys WHERE id = \(id)
-                """)
-            guard r.count == 1 else { return nil }
-            let p = Principal(id: id, name: r.string(0, 0)!, roles: Set(r.words(0, 1).compactMap(Role.init(rawValue:))),
-                              tenants: Set(r.words(0, 2)), revokedAt: r.date(0, 4))
-            return (p, r.bytes(0, 3) ?? [])
+                """, plan: .generic).first { r in
+                let name: String = try r.next(), roles = try r.words(), tenants = try r.words(), hash = try r.bytes() ?? []
+                let p = Principal(id: id, name: name, roles: Set(roles.compactMap(Role.init(rawValue:))), tenants: Set(tenants),
+                                  revokedAt: try r.next())
+                return (p, secretHash: hash)
+            }
         }
     }
 
@@ -130,7 +139,13 @@ public final class PostgresRegistryStore: RegistryStore {
 
     public func touchAPIKeys(_ ids: [String], at: Date) throws {
         guard !ids.isEmpty else { return }
-        try pool.run { c in try c.execute("UPDATE api_keys SET last_used_at = \(at) WHERE id = ANY(\(ids))") }
+        try pool.run { c in
+            // In id order, so that replicas marking the same keys never deadlock.
+            try c.execute("""
+                UPDATE api_keys k SET last_used_at = \(at)
+                FROM (SELECT id FROM api_keys WHERE id = ANY(\(ids)) ORDER BY id FOR NO KEY UPDATE) l WHERE k.id = l.id
+                """, plan: .generic)
+        }
     }
 
 }

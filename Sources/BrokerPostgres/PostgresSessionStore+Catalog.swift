@@ -2,7 +2,9 @@ import BrokerCore
 import Foundation
 
 /// The admin listing: keyset pagination on (created_at, id), newest first, token columns never
-/// selected (so never unsealed).
+/// selected (so never unsealed). Planned with sorting made prohibitive: the plan walks an index
+/// in the page's order and stops at the page's end, whatever the statistics say about the
+/// tenant (otherwise a tenant the statistics think tiny is gathered whole and sorted).
 extension PostgresSessionStore: SessionCatalog {
     static let metadataColumns = columns
         .replacingOccurrences(of: "access_token,", with: "NULL::bytea,")
@@ -26,11 +28,11 @@ extension PostgresSessionStore: SessionCatalog {
                        ('epoch'::timestamptz + \(q.after?.createdMicros ?? 0)::bigint * interval '1 microsecond', \(q.after?.id)))
                 ORDER BY created_at DESC, id DESC
                 LIMIT \(q.limit + 1)
-                """)
-            let n = min(r.count, q.limit)
-            let page = try (0..<n).map { try decode(r, $0, tenant: tenant) }
-            guard r.count > q.limit, let last = page.last else { return (page, nil) }
-            return (page, SessionQuery.Cursor(createdMicros: r.int64(n - 1, Self.columnCount)!, id: last.id))
+                """, plan: .indexOrder)
+            let rows = try r.map { row in (try decode(&row, tenant: tenant), try row.next() as Int64) }
+            let page = rows.prefix(q.limit)
+            guard rows.count > q.limit, let last = page.last else { return (page.map(\.0), nil) }
+            return (page.map(\.0), SessionQuery.Cursor(createdMicros: last.1, id: last.0.id))
         }
     }
 }

@@ -7,37 +7,23 @@ import Foundation
 extension PostgresSessionStore: RevocationStore {
     public func revoke(tenant: String, id: String, timeout: TimeInterval, now: Date) throws
         -> (before: Session, after: Session, queued: [PendingRevocation]) {
-        try pool.run { c in
-            try c.execute("BEGIN")
-            do {
-                let rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
-                guard rows.count == 1 else { throw BrokerError.notFound("session") }
-                let before = try decode(rows, 0, tenant: tenant)
-                var queued: [PendingRevocation] = []
-                var after = before
-                if before.state != .revoked {
-                    var tokens: [(String, String)] = []
-                    if let rt = before.refreshToken { tokens.append((rt, "refresh_token")) }
-                    if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((at, "access_token")) }
-                    for (token, hint) in tokens {
-                        queued.append(try queueRevocation(c, tenant: tenant, session: id, client: before.client, token: token, hint: hint, now: now))
-                    }
-                    let s = before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false)
-                    try update(c, s, expectedVersion: before.version)
-                    after = s
-                    try c.execute("""
-                        UPDATE sessions SET revoked_at = \(now) WHERE tenant_id = \(tenant) AND id = \(id)
-                        """)
-                    // Every replica drops the session from memory at COMMIT (the schedule's
-                    // cancellation went out with the update).
-                    try c.execute("SELECT pg_notify(\(PostgresChangeFeed.channel), \(PostgresChangeFeed.encode(.session(tenant: tenant, id: id))))")
-                }
-                try c.execute("COMMIT")
-                return (before, after, queued)
-            } catch {
-                _ = try? c.execute("ROLLBACK")
-                throw error
+        try pool.transact { c in
+            let rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
+            guard let before = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
+            guard before.state != .revoked else { return (before, before, []) }
+            var tokens: [(String, String)] = []
+            if let rt = before.refreshToken { tokens.append((rt, "refresh_token")) }
+            if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((at, "access_token")) }
+            let queued = try tokens.map { token, hint in
+                try queueRevocation(c, tenant: tenant, session: id, client: before.client, token: token, hint: hint, now: now)
             }
+            let after = before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false)
+            try update(c, after, expectedVersion: before.version)
+            try c.execute("UPDATE sessions SET revoked_at = \(now) WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic)
+            // Every replica drops the session from memory at COMMIT (the schedule's
+            // cancellation went out with the update).
+            try c.execute("SELECT pg_notify(\(PostgresChangeFeed.channel), \(PostgresChangeFeed.encode(.session(tenant: tenant, id: id))))")
+            return (before, after, queued)
         }
     }
 
@@ -58,7 +44,8 @@ extension PostgresSessionStore: RevocationStore {
 
     public func pendingRevocations(tenant: String, session: String) throws -> Int {
         try pool.run { c in
-            try c.execute("SELECT count(*) FROM revocation_outbox WHERE tenant_id = \(tenant) AND session_id = \(session)").int(0, 0) ?? 0
+            try c.execute("SELECT count(*) FROM revocation_outbox WHERE tenant_id = \(tenant) AND session_id = \(session)", plan: .generic)
+                .first { try $0.next() } ?? 0
         }
     }
 
@@ -73,13 +60,15 @@ extension PostgresSessionStore: RevocationStore {
                 """)
             var claimed: [PendingRevocation] = [], unopened: [String] = []
             for i in 0..<r.count {
-                let id = r.string(i, 0)!, tenant = r.string(i, 1)!
-                guard let sealed = r.bytes(i, 4), let token = try? sealer.open(sealed, context: "revocations/\(tenant)/\(id)/token") else {
+                var row = r.row(i)
+                let id: String = try row.next(), tenant: String = try row.next()
+                let session: String = try row.next(), client: String = try row.next()
+                guard let sealed = try row.bytes(), let token = try? sealer.open(sealed, context: "revocations/\(tenant)/\(id)/token") else {
                     unopened.append(id)
                     continue
                 }
-                claimed.append(PendingRevocation(id: id, tenant: tenant, session: r.string(i, 2)!, client: r.string(i, 3)!, token: token,
-                                                 hint: r.string(i, 5)!, attempts: r.int(i, 6)!))
+                claimed.append(PendingRevocation(id: id, tenant: tenant, session: session, client: client, token: token,
+                                                 hint: try row.next(), attempts: try row.next()))
             }
             // Sealed under a key this replica lacks (a keyring being rolled out): give them back
             // for a replica that has it, rather than holding them for the lease.
@@ -88,19 +77,21 @@ extension PostgresSessionStore: RevocationStore {
                     UPDATE revocation_outbox SET next_attempt_at = \(now.addingTimeInterval(5)), attempts = attempts - 1,
                         last_error = 'sealed under a key this replica does not hold'
                     WHERE id = ANY(\(unopened))
-                    """)
+                    """, plan: .generic)
             }
             return claimed
         }
     }
 
-    public func revocationDelivered(id: String) throws {
-        try pool.run { c in try c.execute("DELETE FROM revocation_outbox WHERE id = \(id)") }
+    public func revocationDelivered(tenant: String, id: String) throws {
+        try pool.run { c in try c.execute("DELETE FROM revocation_outbox WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic) }
     }
 
-    public func revocationFailed(id: String, next: Date, reason: String) throws {
+    public func revocationFailed(tenant: String, id: String, next: Date, reason: String) throws {
         try pool.run { c in
-            try c.execute("UPDATE revocation_outbox SET next_attempt_at = \(next), last_error = \(reason) WHERE id = \(id)")
+            try c.execute("""
+                UPDATE revocation_outbox SET next_attempt_at = \(next), last_error = \(reason) WHERE tenant_id = \(tenant) AND id = \(id)
+                """, plan: .generic)
         }
     }
 }

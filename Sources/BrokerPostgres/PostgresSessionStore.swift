@@ -15,8 +15,7 @@ public final class PostgresSessionStore: SessionStore {
         self.sealer = sealer
     }
 
-    /// How many columns `columns` selects (`decode` reads them by position).
-    static let columnCount = 26
+    /// The columns `decode` reads, in its order.
     static let columns = """
         id, client_id, subject, issuer, array_to_string(scopes, ' '), sid, email, extract(epoch from auth_time), \
         access_token, extract(epoch from access_expires_at), access_lifetime, refresh_token, id_token, state, \
@@ -27,26 +26,25 @@ public final class PostgresSessionStore: SessionStore {
 
     public func session(tenant: String, id: String) throws -> Session? {
         try pool.run { c in
-            let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)")
-            return try rows.count == 0 ? nil : decode(rows, 0, tenant: tenant)
+            try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic)
+                .first { try decode(&$0, tenant: tenant) }
         }
     }
 
     public func sessions(tenant: String, ids: [String]) throws -> [Session] {
         try pool.run { c in
-            let rows = try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = ANY(\(ids))")
-            return try (0..<rows.count).map { try decode(rows, $0, tenant: tenant) }
+            try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = ANY(\(ids))", plan: .generic)
+                .map { try decode(&$0, tenant: tenant) }
         }
     }
 
     public func latestSession(tenant: String, client: String, subject: String) throws -> Session? {
         try pool.run { c in
-            let rows = try c.execute("""
+            try c.execute("""
                 SELECT \(raw: Self.columns) FROM sessions
                 WHERE tenant_id = \(tenant) AND client_id = \(client) AND subject = \(subject)
                 ORDER BY state = 'active' DESC, created_at DESC LIMIT 1
-                """)
-            return try rows.count == 0 ? nil : decode(rows, 0, tenant: tenant)
+                """, plan: .generic).first { try decode(&$0, tenant: tenant) }
         }
     }
 
@@ -69,37 +67,29 @@ public final class PostgresSessionStore: SessionStore {
 
     public func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
                                           _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
-        try pool.run { c in
-            try c.execute("BEGIN")
-            do {
-                let key = LockKey.session(tenant: tenant, id: id)
-                // Try the lock and re-read in one round trip: usually nobody holds it. No row
-                // means another holder (or, rarely, no such session: checked only then); a
-                // caller that may wait then waits for it.
-                var rows = try c.execute("""
-                    SELECT \(raw: Self.columns) FROM sessions
-                    WHERE tenant_id = \(tenant) AND id = \(id) AND pg_try_advisory_xact_lock(\(key))
-                    FOR UPDATE SKIP LOCKED
-                    """)
-                if rows.count == 0 {
-                    let exists = try c.execute("SELECT 1 FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
-                    guard exists else { throw BrokerError.notFound("session") }
-                    guard timeout > 0 else { throw BrokerError.refreshBusy }
-                    rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
-                }
-                guard rows.count == 1 else { throw BrokerError.notFound("session") }
-                let locked = try decode(rows, 0, tenant: tenant)
-                let (write, revoke, result) = try body(locked)
-                if let s = write { try update(c, s, expectedVersion: locked.version) }
-                for token in revoke {
-                    try queueRevocation(c, tenant: tenant, session: id, client: locked.client, token: token, hint: "refresh_token", now: Date())
-                }
-                try c.execute("COMMIT")
-                return result
-            } catch {
-                _ = try? c.execute("ROLLBACK")
-                throw error
+        try pool.transact { c in
+            let key = LockKey.session(tenant: tenant, id: id)
+            // Try the lock and re-read in one round trip: usually nobody holds it. No row
+            // means another holder (or, rarely, no such session: checked only then); a
+            // caller that may wait then waits for it.
+            var rows = try c.execute("""
+                SELECT \(raw: Self.columns) FROM sessions
+                WHERE tenant_id = \(tenant) AND id = \(id) AND pg_try_advisory_xact_lock(\(key))
+                FOR UPDATE SKIP LOCKED
+                """, plan: .generic)
+            if rows.count == 0 {
+                let exists = try c.execute("SELECT 1 FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
+                guard exists else { throw BrokerError.notFound("session") }
+                guard timeout > 0 else { throw BrokerError.refreshBusy }
+                rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
             }
+            guard let locked = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
+            let (write, revoke, result) = try body(locked)
+            if let s = write { try update(c, s, expectedVersion: locked.version) }
+            for token in revoke {
+                try queueRevocation(c, tenant: tenant, session: id, client: locked.client, token: token, hint: "refresh_token", now: Date())
+            }
+            return result
         }
     }
 
@@ -108,17 +98,25 @@ public final class PostgresSessionStore: SessionStore {
     func lockAndRead(_ c: PGConnection, tenant: String, id: String, timeout: TimeInterval) throws -> PGRows {
         try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
         try c.execute("SELECT pg_advisory_xact_lock(\(LockKey.session(tenant: tenant, id: id)))")
-        return try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE")
+        return try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE",
+                             plan: .generic)
     }
 
+    /// The marks of one flush, in one statement. Every replica locks the rows it marks in the
+    /// same order (the sorted `locked` CTE locks each row as it yields it, before the UPDATE
+    /// touches it), so two replicas marking the same sessions wait for each other instead of
+    /// deadlocking.
     public func touch(_ uses: [SessionUse]) throws {
         guard !uses.isEmpty else { return }
         try pool.run { c in
             try c.execute("""
-                UPDATE sessions s SET last_used_at = greatest(s.last_used_at, to_timestamp(u.at))
-                FROM unnest(\(uses.map(\.tenant)), \(uses.map(\.id)), \(uses.map { $0.at.timeIntervalSince1970 })) AS u(tenant, id, at)
-                WHERE s.tenant_id = u.tenant AND s.id = u.id
-                """)
+                WITH u AS (SELECT * FROM unnest(\(uses.map(\.tenant)), \(uses.map(\.id)),
+                                                \(uses.map { $0.at.timeIntervalSince1970 })) AS u(tenant, id, at)),
+                locked AS (SELECT s.tenant_id, s.id, u.at FROM u JOIN sessions s ON s.tenant_id = u.tenant AND s.id = u.id
+                           ORDER BY s.tenant_id, s.id FOR NO KEY UPDATE OF s)
+                UPDATE sessions s SET last_used_at = greatest(s.last_used_at, to_timestamp(l.at))
+                FROM locked l WHERE s.tenant_id = l.tenant_id AND s.id = l.id
+                """, plan: .generic)
         }
     }
 
@@ -128,14 +126,14 @@ public final class PostgresSessionStore: SessionStore {
                 SELECT tenant_id, id, client_id, extract(epoch from next_refresh_at) FROM sessions
                 WHERE state = 'active' AND next_refresh_at < \(before)
                 ORDER BY next_refresh_at LIMIT \(limit)
-                """)
-            return (0..<r.count).map { DueSession(tenant: r.string($0, 0)!, id: r.string($0, 1)!, client: r.string($0, 2)!, at: r.date($0, 3)!) }
+                """, plan: .generic)
+            return try r.map { try DueSession(tenant: $0.next(), id: $0.next(), client: $0.next(), at: $0.next()) }
         }
     }
 
     public func countGrantedBefore(_ grantedBefore: Date) throws -> Int {
         try pool.run { c in
-            try c.execute("SELECT count(*) FROM sessions WHERE state = 'active' AND granted_at < \(grantedBefore)").int(0, 0) ?? 0
+            try c.execute("SELECT count(*) FROM sessions WHERE state = 'active' AND granted_at < \(grantedBefore)").first { try $0.next() } ?? 0
         }
     }
 
@@ -159,7 +157,7 @@ public final class PostgresSessionStore: SessionStore {
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             RETURNING 1)
             SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated
-            """)
+            """, plan: .generic)
         // The row is locked FOR UPDATE, so this cannot miss; if it ever does, write nothing.
         guard updated.count == 1 else { throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh") }
     }
@@ -168,28 +166,35 @@ public final class PostgresSessionStore: SessionStore {
         value.map { sealer.seal($0, context: "sessions/\(s.tenant)/\(s.id)/\(column)") }
     }
 
-    private func open(_ rows: PGRows, _ r: Int, _ col: Int, tenant: String, id: String, _ column: String) throws -> String? {
-        guard let sealed = rows.bytes(r, col) else { return nil }
+    private func open(_ sealed: [UInt8]?, tenant: String, id: String, _ column: String) throws -> String? {
+        guard let sealed else { return nil }
         do { return try sealer.open(sealed, context: "sessions/\(tenant)/\(id)/\(column)") } catch {
             throw BrokerError.internalError
         }
     }
 
-    func decode(_ rows: PGRows, _ r: Int, tenant: String) throws -> Session {
-        let id = rows.string(r, 0)!
+    /// Reads the columns of `columns`, in order.
+    func decode(_ r: inout PGRow, tenant: String) throws -> Session {
+        let id: String = try r.next()
+        let client: String = try r.next(), subject: String = try r.next(), issuer: String = try r.next()
+        let scopes = try r.words()
+        let claims = try IdentityClaims(sid: r.next(), email: r.next(), authTime: r.next())
+        let accessToken = try open(r.bytes(), tenant: tenant, id: id, "access_token")
+        let accessExpiresAt: Date? = try r.next(), accessLifetime: Double? = try r.next()
+        let refreshToken = try open(r.bytes(), tenant: tenant, id: id, "refresh_token")
+        let idToken = try open(r.bytes(), tenant: tenant, id: id, "id_token")
+        let state = SessionState(rawValue: try r.next()) ?? .revoked
+        let nextRefreshAt: Date? = try r.next(), version: Int64 = try r.next(), failureCount: Int = try r.next()
+        let lastError: String? = try r.next(), grantedAt: Date = try r.next(), createdAt: Date = try r.next()
+        let lastUsedAt: Date? = try r.next(), lastRefreshedAt: Date? = try r.next()
+        let attemptID: String? = try r.next(), attemptStartedAt: Date? = try r.next()
+        let backoffUntil: Date? = try r.next(), reason: String? = try r.next()
         return Session(
-            tenant: tenant, id: id, client: rows.string(r, 1)!, subject: rows.string(r, 2)!, issuer: rows.string(r, 3)!,
-            scopes: rows.words(r, 4),
-            claims: IdentityClaims(sid: rows.string(r, 5), email: rows.string(r, 6), authTime: rows.date(r, 7)),
-            accessToken: try open(rows, r, 8, tenant: tenant, id: id, "access_token"), accessExpiresAt: rows.date(r, 9),
-            accessLifetime: rows.double(r, 10), refreshToken: try open(rows, r, 11, tenant: tenant, id: id, "refresh_token"),
-            idToken: try open(rows, r, 12, tenant: tenant, id: id, "id_token"),
-            state: SessionState(rawValue: rows.string(r, 13)!) ?? .revoked, nextRefreshAt: rows.date(r, 14),
-            version: rows.int64(r, 15)!, failureCount: rows.int(r, 16)!, lastError: rows.string(r, 17),
-            grantedAt: rows.date(r, 18)!, createdAt: rows.date(r, 19)!, lastUsedAt: rows.date(r, 20),
-            lastRefreshedAt: rows.date(r, 21),
-            attempt: rows.string(r, 22).map { RefreshAttempt(id: $0, startedAt: rows.date(r, 23) ?? Date(timeIntervalSince1970: 0)) },
-            backoffUntil: rows.date(r, 24), reason: rows.string(r, 25))
+            tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes, claims: claims,
+            accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime, refreshToken: refreshToken,
+            idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version, failureCount: failureCount,
+            lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt,
+            attempt: attemptID.map { RefreshAttempt(id: $0, startedAt: attemptStartedAt ?? Date(timeIntervalSince1970: 0)) },
+            backoffUntil: backoffUntil, reason: reason)
     }
-
 }

@@ -1,4 +1,4 @@
-import Broker
+@testable import Broker
 import BrokerCore
 import BrokerTesting
 import Foundation
@@ -45,5 +45,56 @@ struct AuthenticatorTests {
         _ = try auth.authenticate("Bearer " + key, now: now)
         _ = try store.revokeAPIKey(id: id, now: now)
         #expect(throws: BrokerError.self) { try auth.authenticate("Bearer " + key, now: now + 61) }
+    }
+
+    @Test("memory answers known and made-up keys; only a key never seen is a miss for a worker thread")
+    func cachedAnswersFromMemory() throws {
+        let (auth, key, id) = try makeKey()
+        #expect(auth.cached("Bearer " + key, now: now) == nil, "a key never seen needs the store")
+        _ = try auth.authenticate("Bearer " + key, now: now)
+        #expect(try auth.cached("Bearer " + key, now: now)?.get().id == id)
+        let madeUp = "Bearer tbk_00000000000000ff_" + String(repeating: "A", count: 43)
+        #expect(auth.cached(madeUp, now: now) == nil)
+        #expect(throws: BrokerError.self) { try auth.authenticate(madeUp, now: now) }
+        #expect(auth.cached(madeUp, now: now) == .failure(.unauthorized("missing, malformed, unknown or revoked API key")),
+                "an unknown id is remembered as unknown")
+        #expect(auth.cached("Basic x", now: now) != nil, "a malformed header never needs the store")
+    }
+
+    @Test("a flood of made-up key ids never pushes a real key out of memory")
+    func floodKeepsRealKeys() throws {
+        var rng = SystemRandomNumberGenerator()
+        let id = Authenticator.newID(using: &rng)
+        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        try store.createAPIKey(Principal(id: id, name: "k", roles: [.worker], tenants: ["t1"]), secretHash: hash, now: now)
+        let auth = Authenticator(store: store, hasher: hasher, maxAge: 60, capacity: 10, unknownCapacity: 100)
+        _ = try auth.authenticate("Bearer " + key, now: now)
+        for i in 0..<5_000 {
+            let fake = "Bearer tbk_" + String(format: "%016x", 1_000_000 + i) + "_" + String(repeating: "A", count: 43)
+            _ = try? auth.authenticate(fake, now: now)
+        }
+        #expect(try auth.cached("Bearer " + key, now: now)?.get().id == id)
+    }
+}
+
+@Suite("LRU cache")
+struct LRUCacheTests {
+    @Test("evicts the least recently used; a read counts as a use; removed slots are reused")
+    func evictsLeastRecentlyUsed() {
+        var c = LRUCache<Int, String>(capacity: 3)
+        c.set(1, "a"); c.set(2, "b"); c.set(3, "c")
+        #expect(c.get(1) == "a")
+        c.set(4, "d")
+        #expect(c.get(2) == nil && c.get(1) == "a" && c.get(3) == "c" && c.get(4) == "d")
+        c.remove(3)
+        c.set(5, "e")
+        #expect(c.count == 3 && c.get(1) == "a" && c.get(4) == "d" && c.get(5) == "e")
+        c.set(1, "a2")
+        c.set(6, "f")
+        #expect(c.get(4) == nil && c.get(1) == "a2" && c.get(5) == "e" && c.get(6) == "f")
+        c.removeAll()
+        #expect(c.count == 0 && c.get(1) == nil)
+        c.set(7, "g")
+        #expect(c.get(7) == "g")
     }
 }

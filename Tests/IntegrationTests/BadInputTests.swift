@@ -130,9 +130,9 @@ struct BadInputTests {
     }
 }
 
-/// Runs one SQL statement through psql against the test database and returns its output.
-func runPSQL(_ sql: String) throws -> String {
-    try runTool("/usr/bin/psql", [try TestEnv.databaseURL(), "-Atqc", sql])
+/// Runs one SQL statement through psql against the test database (or `url`) and returns its output.
+func runPSQL(_ sql: String, url: String? = nil) throws -> String {
+    try runTool("/usr/bin/psql", [try url ?? TestEnv.databaseURL(), "-Atqc", sql])
 }
 
 /// Runs a PostgreSQL client tool and returns what it printed.

@@ -7,7 +7,10 @@ import Synchronization
 /// Keys look like `tbk_<16 hex id>_<43 base64url secret>` (256 random bits). The id finds the
 /// stored SHA-256 of the secret, and the hashes are compared in constant time, so that the
 /// lookup leaks nothing about the secret. Principals are cached for `maxAge` and dropped at
-/// once on revocation (change feed).
+/// once on revocation (change feed), in a bounded LRU; ids the store does not know are cached
+/// apart, in a smaller LRU of their own, so that a flood of made-up keys costs one query per id
+/// per `maxAge` and never pushes a real key out. `cached` answers from memory only, for HTTP
+/// threads; a miss goes to `authenticate` on a worker thread.
 ///
 /// Thread-safety: every method may be called from any thread.
 public final class Authenticator: Sendable {
@@ -30,12 +33,16 @@ public final class Authenticator: Sendable {
     private let store: any RegistryStore
     private let hasher: any SecretHasher
     private let maxAge: TimeInterval
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries: Mutex<LRUCache<String, Entry>>
+    private let unknown: Mutex<LRUCache<String, Date>>
 
-    public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval) {
+    public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval, capacity: Int = 100_000,
+                unknownCapacity: Int = 10_000) {
         self.store = store
         self.hasher = hasher
         self.maxAge = maxAge
+        entries = Mutex(LRUCache(capacity: capacity))
+        unknown = Mutex(LRUCache(capacity: unknownCapacity))
     }
 
     /// Makes a new key for `principal.id` from 32 random bytes; returns the key to show once and
@@ -50,14 +57,45 @@ public final class Authenticator: Sendable {
         (0..<8).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &rng)) }.joined()
     }
 
+    static let refused = BrokerError.unauthorized("missing, malformed, unknown or revoked API key")
+
     /// The principal holding the key in `authorization` (the whole header value), or
     /// `unauthorized` for a missing, malformed, unknown or revoked key — one answer for all,
-    /// so that a caller learns nothing about which keys exist.
+    /// so that a caller learns nothing about which keys exist. May query the store.
     public func authenticate(_ authorization: String?, now: Date) throws -> Principal {
-        let refused = BrokerError.unauthorized("missing, malformed, unknown or revoked API key")
-        guard var header = authorization else { throw refused }
-        // `Bearer tbk_<16 hex>_<secret>`, read as bytes (the scheme is case-insensitive, RFC 7235 §2.1).
-        let parts: (id: String, secret: String)? = header.withUTF8 { u in
+        if let known = cached(authorization, now: now) { return try known.get() }
+        guard let parts = Self.parse(authorization) else { throw Self.refused }
+        let found = try store.apiKey(id: parts.id)
+        guard let found else {
+            unknown.withLock { $0.set(parts.id, now) }
+            throw Self.refused
+        }
+        let e = Entry(principal: found.0, hash: found.secretHash, at: now)
+        entries.withLock { $0.set(parts.id, e) }
+        return try check(e, secret: parts.secret)
+    }
+
+    /// The answer from memory, or nil when only the store can tell (call `authenticate` where
+    /// blocking is fine). Never blocks on I/O.
+    public func cached(_ authorization: String?, now: Date) -> Result<Principal, BrokerError>? {
+        guard let parts = Self.parse(authorization) else { return .failure(Self.refused) }
+        if let e = entries.withLock({ $0.get(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
+            return Result { try check(e, secret: parts.secret) }.mapError { _ in Self.refused }
+        }
+        if let at = unknown.withLock({ $0.get(parts.id) }), now.timeIntervalSince(at) < maxAge { return .failure(Self.refused) }
+        return nil
+    }
+
+    private func check(_ e: Entry, secret: String) throws(BrokerError) -> Principal {
+        guard let principal = e.principal, principal.revokedAt == nil, hasher.equal(hasher.hash(secret), e.hash) else { throw Self.refused }
+        if !e.used.load(ordering: .relaxed) { e.used.store(true, ordering: .relaxed) }
+        return principal
+    }
+
+    /// `Bearer tbk_<16 hex>_<secret>`, read as bytes (the scheme is case-insensitive, RFC 7235 §2.1).
+    static func parse(_ authorization: String?) -> (id: String, secret: String)? {
+        guard var header = authorization else { return nil }
+        return header.withUTF8 { u in
             let pre = Array("bearer tbk_".utf8)
             guard u.count > pre.count + 17 else { return nil }
             for i in 0..<7 where (u[i] | (i == 6 ? 0 : 0x20)) != pre[i] { return nil }
@@ -71,37 +109,22 @@ public final class Authenticator: Sendable {
             return (String(decoding: UnsafeBufferPointer(rebasing: u[idStart..<sep]), as: UTF8.self),
                     String(decoding: UnsafeBufferPointer(rebasing: u[(sep + 1)...]), as: UTF8.self))
         }
-        guard let parts else { throw refused }
-        let entry = try lookup(parts.id, now: now)
-        guard let principal = entry.principal, principal.revokedAt == nil,
-              hasher.equal(hasher.hash(parts.secret), entry.hash) else { throw refused }
-        if !entry.used.load(ordering: .relaxed) { entry.used.store(true, ordering: .relaxed) }
-        return principal
     }
 
     /// Key ids used since the last call (for last_used_at, written in bulk).
     public func drainUsed() -> [String] {
-        entries.withLock { m in m.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
+        entries.withLock { m in m.entries.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
     }
 
     public func forget(_ change: Change) {
         switch change {
-        case .apiKey(let id): _ = entries.withLock { $0.removeValue(forKey: id) }
-        case .resync: entries.withLock { $0.removeAll() }
+        case .apiKey(let id):
+            entries.withLock { $0.remove(id) }
+            unknown.withLock { $0.remove(id) }
+        case .resync:
+            entries.withLock { $0.removeAll() }
+            unknown.withLock { $0.removeAll() }
         default: break
         }
-    }
-
-    private func lookup(_ id: String, now: Date) throws -> Entry {
-        if let e = entries.withLock({ $0[id] }), now.timeIntervalSince(e.at) < maxAge { return e }
-        let found = try store.apiKey(id: id)
-        // Unknown ids are cached too (with an empty hash that never matches), so that a flood
-        // of made-up keys does not become a flood of queries.
-        let e = Entry(principal: found?.0, hash: found?.secretHash ?? [], at: now)
-        entries.withLock { m in
-            if m.count > 100_000 { m.removeAll(keepingCapacity: true) }
-            m[id] = e
-        }
-        return e
     }
 }

@@ -75,12 +75,12 @@ public struct RevocationService: Sendable {
         let now = clock.now()
         do {
             guard let client = try registry.client(tenant: p.tenant, id: p.client, now: now) else {
-                try store.revocationFailed(id: p.id, next: retry.nextAttempt(after: p.attempts + 1, retryAfter: nil, now: now, draw: 1),
+                try store.revocationFailed(tenant: p.tenant, id: p.id, next: retry.nextAttempt(after: p.attempts + 1, retryAfter: nil, now: now, draw: 1),
                                            reason: "client not found")
                 return false
             }
             try endpoint.revoke(client: client, token: p.token, hint: p.hint)
-            try store.revocationDelivered(id: p.id)
+            try store.revocationDelivered(tenant: p.tenant, id: p.id)
             audit.record(AuditEvent(at: now, actor: "broker", action: "session.revoke_at_idp", tenant: p.tenant, session: p.session, outcome: p.hint))
             return true
         } catch {
@@ -91,7 +91,7 @@ public struct RevocationService: Sendable {
                 if case .transient(_, let after) = e { retryAfter = after }
             }
             let next = retry.nextAttempt(after: p.attempts + 1, retryAfter: retryAfter, now: now, draw: Double.random(in: 0.5...1))
-            try? store.revocationFailed(id: p.id, next: next, reason: reason)
+            try? store.revocationFailed(tenant: p.tenant, id: p.id, next: next, reason: reason)
             return false
         }
     }

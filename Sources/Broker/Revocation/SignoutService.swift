@@ -5,7 +5,8 @@ import Synchronization
 /// SignoutService runs bulk sign-outs (spec §4.3): a job snapshots the matching sessions when
 /// it is created; every replica then revokes its pending items in batches (`work`), each
 /// session through RevocationService — so each is revoked here at once and at the IdP now or
-/// from the outbox — with the IdP calls of each client rate-limited per replica.
+/// from the outbox — with the IdP calls of each client rate-limited per replica. A batch is
+/// claimed with a committed lease, revoked with no transaction open, then recorded.
 ///
 /// Thread-safety: any thread; `work` is called by one loop per replica.
 public final class SignoutService: Sendable {
@@ -17,10 +18,13 @@ public final class SignoutService: Sendable {
     /// Sessions revoked per second and client, per replica (0: unlimited).
     let ratePerClient: Double
     let parallelism: Int
+    /// How long a claimed batch stays with this replica. Longer than a batch takes, ideally; when
+    /// it runs out first another replica revokes the rest again, which changes nothing.
+    let lease: TimeInterval
     private let limiters = Mutex<[String: RateLimiter]>([:])
 
     public init(store: any SignoutStore, revocations: RevocationService, registry: RegistryCache, audit: any AuditSink, clock: any Clock,
-                ratePerClient: Double, parallelism: Int = 8) {
+                ratePerClient: Double, parallelism: Int = 8, lease: TimeInterval = 30) {
         self.store = store
         self.revocations = revocations
         self.registry = registry
@@ -28,6 +32,7 @@ public final class SignoutService: Sendable {
         self.clock = clock
         self.ratePerClient = ratePerClient
         self.parallelism = parallelism
+        self.lease = lease
     }
 
     /// Creates a job (202 semantics: it runs in the background). An empty filter needs `all`.
@@ -53,25 +58,27 @@ public final class SignoutService: Sendable {
         return r
     }
 
-    /// The job if it belongs to a tenant the caller reaches (else nil: another tenant's job looks absent).
-    public func job(id: String, visibleTo principal: Principal) throws -> SignoutJob? {
-        guard let j = try store.job(id: id), principal.authorize(.admin, tenant: j.tenant) == nil else { return nil }
-        return j
+    /// The tenant's job (the route has authorized the caller for the tenant).
+    public func job(tenant: String, id: String) throws -> SignoutJob? {
+        try store.job(tenant: tenant, id: id)
     }
 
     /// Revokes one batch of pending items of any job; returns how many were processed (0: idle).
     @discardableResult
     public func work(batch: Int = 100) -> Int {
-        (try? store.processPendingItems(limit: batch) { items in
-            let outcomes = Mutex([SignoutItem.Outcome](repeating: .failed, count: items.count))
-            DispatchQueue.concurrentPerform(iterations: min(parallelism, items.count)) { lane in
-                for i in stride(from: lane, to: items.count, by: parallelism) {
-                    let o = revoke(items[i])
-                    outcomes.withLock { $0[i] = o }
-                }
+        guard let items = try? store.claimPendingItems(now: clock.now(), lease: lease, limit: batch), !items.isEmpty else { return 0 }
+        let outcomes = Mutex([SignoutItem.Outcome](repeating: .failed, count: items.count))
+        DispatchQueue.concurrentPerform(iterations: min(parallelism, items.count)) { lane in
+            for i in stride(from: lane, to: items.count, by: parallelism) {
+                let o = revoke(items[i])
+                outcomes.withLock { $0[i] = o }
             }
-            return outcomes.withLock { $0 }
-        }) ?? 0
+        }
+        let results = outcomes.withLock { o in zip(items, o).map { SignoutItem.Result($0, $1) } }
+        // Not recorded (the database is away): the lease runs out and the items are revoked
+        // again, which changes nothing for those already revoked.
+        try? store.record(results, now: clock.now())
+        return items.count
     }
 
     private func revoke(_ item: SignoutItem) -> SignoutItem.Outcome {

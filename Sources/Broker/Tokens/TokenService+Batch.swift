@@ -20,9 +20,20 @@ extension TokenService {
         let collector = BatchCollector(results, remaining: missing.count, completion: completion)
         let misses = missing
         executor.submit { [self] in
+            let now = clock.now()
+            // The tenant first (its error comes before any session's), then every missed
+            // session id in one query: ids it does not find are answered here, not queried again.
+            do { _ = try registry.activeTenant(tenant, now: now) } catch {
+                for i in misses { collector.set(i, finish(.failure(Self.brokerError(error)), principal, tenant, nil, now)) }
+                return
+            }
             let ids = misses.compactMap { i -> String? in if case .session(let id) = targets[i] { id } else { nil } }
-            preload(tenant: tenant, ids: ids)
+            let found = preload(tenant: tenant, ids: ids)
             for i in misses {
+                if case .session(let id) = targets[i], let found, !found.contains(id) {
+                    collector.set(i, finish(.failure(.notFound("session")), principal, tenant, nil, now))
+                    continue
+                }
                 token(by: principal, tenant: tenant, target: targets[i], request: request) { collector.set(i, $0) }
             }
         }

@@ -111,10 +111,14 @@ public final class TokenService: Sendable {
 
     /// Loads sessions into the cache in one query (a batch's misses), so that each item then
     /// resolves from memory.
-    public func preload(tenant: String, ids: [String]) {
-        guard !ids.isEmpty, let found = try? store.sessions(tenant: tenant, ids: ids) else { return }
+    /// Returns the ids found (nil when the store could not be asked).
+    @discardableResult
+    public func preload(tenant: String, ids: [String]) -> Set<String>? {
+        guard !ids.isEmpty else { return [] }
+        guard let found = try? store.sessions(tenant: tenant, ids: ids) else { return nil }
         let now = clock.now()
         for s in found { cache.put(s, now: now) }
+        return Set(found.map(\.id))
     }
 
     /// Runs a due session's refresh on the calling (engine worker) thread, sharing the flight

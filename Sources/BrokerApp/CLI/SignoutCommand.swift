@@ -57,7 +57,7 @@ enum SignoutCommand {
                     if bar { progress(job) }
                     Thread.sleep(forTimeInterval: 0.5)
                     do {
-                        job = try api.call("GET", "/v1/signouts/\(job["job_id"] as? String ?? "")", expect: 200)
+                        job = try api.call("GET", "/v1/tenants/\(tenant)/signouts/\(job["job_id"] as? String ?? "")", expect: 200)
                         lastContact = Date()
                     } catch let f as API.Unreachable {
                         guard Date().timeIntervalSince(lastContact) < timeout else { throw Failure(message: f.message) }

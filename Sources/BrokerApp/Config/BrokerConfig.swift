@@ -8,6 +8,9 @@ import Foundation
 /// Every value is validated before anything starts; errors name the variable, never a secret.
 public struct BrokerConfig: Sendable {
     public var databaseURL: String
+    /// Where LISTEN runs: a direct connection (session state), also when `databaseURL` is a
+    /// transaction pooler. Defaults to `databaseURL`.
+    public var listenDatabaseURL: String
     public var http: HTTPServerConfig
     /// Nil for commands that seal nothing (migrate, tenant, apikey).
     public var sealingKeys: SealingKeys?
@@ -23,6 +26,8 @@ public struct BrokerConfig: Sendable {
     public var refreshConcurrency: Int
     /// Bulk sign-out: sessions revoked per second and client, per replica (0: unlimited).
     public var signoutRatePerClient: Int
+    /// Bulk sign-out: how long a replica keeps the batch it claimed (a dead replica's items come back after it).
+    public var signoutLease: TimeInterval
     public var accessLog: Bool
     public var logLevel: LogLevel
     public var migrationsDirectory: URL?
@@ -91,7 +96,7 @@ public struct BrokerConfig: Sendable {
         refresh.grantLifetime = TimeInterval(try int("TOKENBROKER_GRANT_LIFETIME_SECONDS", 7 * 86_400, 3600...(365 * 86_400)))
         refresh.grantWarning = min(86_400, refresh.grantLifetime / 7)
         return BrokerConfig(
-            databaseURL: db, http: http, sealingKeys: keys, workerThreads: workers,
+            databaseURL: db, listenDatabaseURL: value("TOKENBROKER_LISTEN_DATABASE_URL") ?? db, http: http, sealingKeys: keys, workerThreads: workers,
             databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 16 + 4, 1...1024),
             cacheMaxAge: TimeInterval(try int("TOKENBROKER_CACHE_MAX_AGE_SECONDS", 30, 0...3600)),
             cacheCapacity: try int("TOKENBROKER_CACHE_CAPACITY", 200_000, 100...10_000_000),
@@ -100,6 +105,7 @@ public struct BrokerConfig: Sendable {
             refreshPatience: TimeInterval(try int("TOKENBROKER_REFRESH_PATIENCE_SECONDS", 120, 2...3600)),
             refresh: refresh, refreshConcurrency: try int("TOKENBROKER_REFRESH_CONCURRENCY", 16, 1...512),
             signoutRatePerClient: try int("TOKENBROKER_SIGNOUT_RATE_PER_CLIENT", 50, 0...100_000),
+            signoutLease: TimeInterval(try int("TOKENBROKER_SIGNOUT_LEASE_SECONDS", 30, 2...3600)),
             accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,
             migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) })
     }

@@ -3,14 +3,28 @@ import BrokerHTTP
 
 extension BrokerRuntime {
     /// Authenticates the request's API key and checks its role in `tenant` before running
-    /// `body`; any error thrown on the way becomes its JSON response.
-    func guarded(_ req: HTTPRequest, _ role: Role, tenant: String?, _ body: (Principal) throws -> HTTPReply) -> HTTPReply {
-        do {
-            let p = try auth.authenticate(req.header("authorization"), now: clock.now())
-            if let refusal = p.authorize(role, tenant: tenant) { throw refusal }
-            return try body(p)
-        } catch {
-            return .now(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
+    /// `body`; any error thrown on the way becomes its JSON response. A key the authenticator
+    /// does not hold in memory is looked up on a worker thread, never on the HTTP thread.
+    func guarded(_ req: HTTPRequest, _ role: Role, tenant: String?, _ body: @escaping @Sendable (Principal) throws -> HTTPReply) -> HTTPReply {
+        let header = req.header("authorization")
+        let run: @Sendable (Result<Principal, BrokerError>) -> HTTPReply = { known in
+            do {
+                let p = try known.get()
+                if let refusal = p.authorize(role, tenant: tenant) { throw refusal }
+                return try body(p)
+            } catch {
+                return .now(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
+            }
+        }
+        if let known = auth.cached(header, now: clock.now()) { return run(known) }
+        return .later { [executor, auth, clock] respond in
+            executor.submit {
+                let known = Result { try auth.authenticate(header, now: clock.now()) }.mapError { ($0 as? BrokerError) ?? .internalError }
+                switch run(known) {
+                case .now(let r): respond(r)
+                case .later(let answer): answer(respond)
+                }
+            }
         }
     }
 

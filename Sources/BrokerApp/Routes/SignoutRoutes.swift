@@ -10,7 +10,7 @@ struct SignoutRoutes {
 
     func register(_ r: inout Router) {
         r.add("POST", "/v1/tenants/{t}/signouts", create)
-        r.add("GET", "/v1/signouts/{id}", show)
+        r.add("GET", "/v1/tenants/{t}/signouts/{id}", show)
     }
 
     private func create(_ req: HTTPRequest) -> HTTPReply {
@@ -29,16 +29,17 @@ struct SignoutRoutes {
             return runtime.later(req) {
                 let (job, _) = try runtime.signouts.create(tenant: tenant, filter: filter, dryRun: dryRun, idempotencyKey: key, actor: p.id)
                 var r = HTTPResponse.json(202, Render.signout(job))
-                r.headers.append(("Location", "/v1/signouts/\(job.id)"))
+                r.headers.append(("Location", "/v1/tenants/\(tenant)/signouts/\(job.id)"))
                 return r
             }
         }
     }
 
     private func show(_ req: HTTPRequest) -> HTTPReply {
-        runtime.guarded(req, .admin, tenant: nil as String?) { p in
+        let tenant = req[param: "t"]
+        return runtime.guarded(req, .admin, tenant: tenant) { _ in
             runtime.later(req) {
-                guard let job = try runtime.signouts.job(id: req[param: "id"], visibleTo: p) else { throw BrokerError.notFound("sign-out job") }
+                guard let job = try runtime.signouts.job(tenant: tenant, id: req[param: "id"]) else { throw BrokerError.notFound("sign-out job") }
                 return .json(200, Render.signout(job))
             }
         }

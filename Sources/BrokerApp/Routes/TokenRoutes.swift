@@ -36,7 +36,7 @@ struct TokenRoutes {
         r.add("POST", "/v1/tenants/{t}/tokens:batch", batch)
     }
 
-    private func serve(_ req: HTTPRequest, _ target: @escaping (Body) throws -> TokenTarget) -> HTTPReply {
+    private func serve(_ req: HTTPRequest, _ target: @escaping @Sendable (Body) throws -> TokenTarget) -> HTTPReply {
         let tenant = req[param: "t"]
         return runtime.guarded(req, .worker, tenant: tenant) { principal in
             let body = try Body(req)

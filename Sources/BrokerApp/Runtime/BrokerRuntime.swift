@@ -41,7 +41,7 @@ public final class BrokerRuntime: Sendable {
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)
-        feed = PostgresChangeFeed(pool: pool)
+        feed = PostgresChangeFeed(pool: pool, listenURL: config.listenDatabaseURL)
         executor = BlockingExecutor(threads: config.workerThreads, name: "broker-worker")
         let http = BlockingHTTP(timeout: config.idpTimeout)
         let registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)
@@ -64,7 +64,7 @@ public final class BrokerRuntime: Sendable {
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout)
         signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
-                                  clock: clock, ratePerClient: Double(config.signoutRatePerClient))
+                                  clock: clock, ratePerClient: Double(config.signoutRatePerClient), lease: config.signoutLease)
         replays = PostgresReplayGuard(pool: pool)
         backchannel = BackchannelLogoutService(verifier: idTokens, replays: replays, catalog: sessions, revocations: revocations,
                                                registry: registry, audit: audit, clock: clock)

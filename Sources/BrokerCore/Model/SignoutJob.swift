@@ -78,4 +78,15 @@ public struct SignoutItem: Sendable, Equatable {
         self.session = session
         self.client = client
     }
+
+    /// An item with its outcome, to record.
+    public struct Result: Sendable, Equatable {
+        public let item: SignoutItem
+        public let outcome: Outcome
+
+        public init(_ item: SignoutItem, _ outcome: Outcome) {
+            self.item = item
+            self.outcome = outcome
+        }
+    }
 }

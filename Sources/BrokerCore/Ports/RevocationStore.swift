@@ -20,8 +20,8 @@ public protocol RevocationStore: Sendable {
     func claimDueRevocations(now: Date, lease: TimeInterval, limit: Int) throws -> [PendingRevocation]
 
     /// The IdP confirmed: forget the entry.
-    func revocationDelivered(id: String) throws
+    func revocationDelivered(tenant: String, id: String) throws
 
     /// The IdP could not be reached or refused: try again at `next`.
-    func revocationFailed(id: String, next: Date, reason: String) throws
+    func revocationFailed(tenant: String, id: String, next: Date, reason: String) throws
 }

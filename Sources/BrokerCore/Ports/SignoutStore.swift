@@ -1,6 +1,7 @@
 import Foundation
 
-/// SignoutStore keeps bulk sign-out jobs and their items. Thread-safe.
+/// SignoutStore keeps bulk sign-out jobs and their items. Every job is read within its tenant.
+/// Thread-safe.
 public protocol SignoutStore: Sendable {
     /// Creates the job and snapshots its items (the tenant's sessions matching the filter and not
     /// revoked yet) in one transaction; a dry run stores the count only. With an idempotency key
@@ -8,11 +9,15 @@ public protocol SignoutStore: Sendable {
     /// filter or dry_run differ.
     func createJob(_ job: SignoutJob, idempotencyKey: String?) throws -> (SignoutJob, created: Bool)
 
-    func job(id: String) throws -> SignoutJob?
+    /// The tenant's job (another tenant's job id finds nothing).
+    func job(tenant: String, id: String) throws -> SignoutJob?
 
-    /// Claims up to `limit` pending items of any job (FOR UPDATE SKIP LOCKED, held while `body`
-    /// runs), records the outcomes `body` returns, updates the jobs' counts and states, and
-    /// commits. If the replica dies meanwhile the claim rolls back and another replica takes the
-    /// items again. Returns how many items were processed.
-    func processPendingItems(limit: Int, _ body: ([SignoutItem]) -> [SignoutItem.Outcome]) throws -> Int
+    /// Claims up to `limit` pending items of any job whose lease has run out, leased until
+    /// `now + lease`, and commits the claim: nothing stays open while the items are revoked.
+    /// Items of a replica that died come back when their lease ends.
+    func claimPendingItems(now: Date, lease: TimeInterval, limit: Int) throws -> [SignoutItem]
+
+    /// Records claimed items' outcomes (items no longer pending are left as they are) and
+    /// recomputes their jobs' counts and states, in one transaction.
+    func record(_ outcomes: [SignoutItem.Result], now: Date) throws
 }

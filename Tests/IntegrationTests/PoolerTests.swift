@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+
+/// Replicas behind PgBouncer in transaction pooling mode (deploy/REPLICAS.md), the pooler that
+/// `make test` starts (scripts/pgbouncer.sh): the pool goes through it, LISTEN goes straight to
+/// PostgreSQL (TOKENBROKER_LISTEN_DATABASE_URL), and nothing else needs session state.
+@Suite("PgBouncer in transaction pooling mode", .serialized,
+       .enabled(if: ProcessInfo.processInfo.environment["TOKENBROKER_TEST_PGBOUNCER_URL"] != nil, "make test starts PgBouncer"))
+struct PoolerTests {
+    static var poolerURL: String { ProcessInfo.processInfo.environment["TOKENBROKER_TEST_PGBOUNCER_URL"] ?? "" }
+
+    /// The pooler's URL for database `db`.
+    static func poolerURL(named db: String) -> String {
+        let u = poolerURL
+        guard let at = u.range(of: "@/"), let q = u.range(of: "?", range: at.upperBound..<u.endIndex) else { return u }
+        return u.replacingCharacters(in: at.upperBound..<q.lowerBound, with: db)
+    }
+
+    func world(replicas: Int) async throws -> World {
+        try await World(replicas: replicas, extraEnv: ["DATABASE_URL": Self.poolerURL, "TOKENBROKER_LISTEN_DATABASE_URL": try TestEnv.databaseURL()])
+    }
+
+    @Test("three replicas through the pooler, 90 concurrent requests for one expiring session: one refresh at the IdP")
+    func singleFlight() async throws {
+        let w = try await world(replicas: 3)
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "pooled", expiresIn: 5)
+        let before = try await w.idp.stats(client: w.idpClientID)
+        let replies = try await withThrowingTaskGroup(of: HTTP.Reply.self) { g in
+            for i in 0..<90 { g.addTask { try await w.token(session, replica: i % 3) } }
+            return try await g.reduce(into: []) { $0.append($1) }
+        }
+        #expect(replies.allSatisfy { $0.status == 200 }, "\(replies.filter { $0.status != 200 }.map(\.text).prefix(3))")
+        #expect(Set(replies.compactMap { $0["access_token"] as? String }).count == 1)
+        let after = try await w.idp.stats(client: w.idpClientID)
+        #expect(after.refreshCalls - before.refreshCalls == 1)
+        #expect(after.reuseDetected == 0)
+    }
+
+    @Test("a revocation on one replica stops the others handing out the token within 1 s")
+    func revocationReach() async throws {
+        let w = try await world(replicas: 3)
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "revoked-pooled")
+        for replica in 0..<3 { try expectStatus(try await w.token(session, replica: replica), 200) }   // cached everywhere
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(session)", key: w.workerKey), 200)
+        let revokedAt = Date()
+        for replica in 1..<3 {
+            while try await w.token(session, replica: replica).status == 200 {
+                #expect(Date().timeIntervalSince(revokedAt) <= 1, "replica \(replica) still hands out the revoked session's token")
+                if Date().timeIntervalSince(revokedAt) > 1 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        for replica in 0..<3 { try expectStatus(try await w.token(session, replica: replica), 409) }
+    }
+
+    @Test("two migrations at once through the pooler apply each file once and leave no lock behind")
+    func migrationsTwiceAtOnce() async throws {
+        let db = "pooled_" + UUID().uuidString.prefix(8).lowercased()
+        _ = try runPSQL("CREATE DATABASE \(db)")
+        defer { _ = try? runPSQL("DROP DATABASE \(db) WITH (FORCE)") }
+        let env = ["DATABASE_URL": Self.poolerURL(named: db)]
+        let runs = try await withThrowingTaskGroup(of: (status: Int32, out: String, err: String).self) { g in
+            for _ in 0..<2 { g.addTask { try runCommand("tokenbroker", ["migrate"], env: env) } }
+            return try await g.reduce(into: []) { $0.append($1) }
+        }
+        #expect(runs.allSatisfy { $0.status == 0 }, "\(runs.map(\.err))")
+        let files = try FileManager.default.contentsOfDirectory(atPath: TestEnv.root.appendingPathComponent("sql").path).filter { $0.hasSuffix(".sql") }.count
+        let direct = try TestEnv.databaseURL(named: db)
+        #expect(try runPSQL("SELECT count(*) FROM schema_migrations", url: direct).trimmingCharacters(in: .whitespacesAndNewlines) == "\(files)")
+        #expect(try runPSQL("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", url: direct)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "0", "an advisory lock outlived its migration")
+        // A direct migration afterwards does not wait for anything.
+        let started = Date()
+        let again = try runCommand("tokenbroker", ["migrate"], env: ["DATABASE_URL": direct])
+        #expect(again.status == 0 && Date().timeIntervalSince(started) < 5, "\(again.err)")
+    }
+}
