@@ -21,7 +21,8 @@ public final class PostgresSessionStore: SessionStore {
         access_token, extract(epoch from access_expires_at), access_lifetime, refresh_token, id_token, state, \
         extract(epoch from next_refresh_at), version, failure_count, last_error, extract(epoch from granted_at), \
         extract(epoch from created_at), extract(epoch from last_used_at), extract(epoch from last_refreshed_at), \
-        attempt_id, extract(epoch from attempt_started_at), extract(epoch from backoff_until), reason
+        attempt_id, extract(epoch from attempt_started_at), extract(epoch from backoff_until), reason, \
+        extract(epoch from grant_expires_at)
         """
 
     public func session(tenant: String, id: String) throws -> Session? {
@@ -54,13 +55,13 @@ public final class PostgresSessionStore: SessionStore {
                 INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, sid, email, auth_time,
                     access_token, access_expires_at, access_lifetime, refresh_token, id_token, state, next_refresh_at,
                     version, failure_count, last_error, granted_at, created_at, last_used_at, last_refreshed_at,
-                    attempt_id, attempt_started_at, backoff_until, reason)
+                    attempt_id, attempt_started_at, backoff_until, reason, grant_expires_at)
                 VALUES (\(s.tenant), \(s.id), \(s.client), \(s.subject), \(s.issuer), \(s.scopes), \(s.claims.sid),
                     \(s.claims.email), \(s.claims.authTime), \(seal(s.accessToken, s, "access_token")), \(s.accessExpiresAt),
                     \(s.accessLifetime), \(seal(s.refreshToken, s, "refresh_token")), \(seal(s.idToken, s, "id_token")),
                     \(s.state.rawValue), \(s.nextRefreshAt), \(s.version), \(s.failureCount), \(s.lastError),
                     \(s.grantedAt), \(s.createdAt), \(s.lastUsedAt), \(s.lastRefreshedAt),
-                    \(s.attempt?.id), \(s.attempt?.startedAt), \(s.backoffUntil), \(s.reason))
+                    \(s.attempt?.id), \(s.attempt?.startedAt), \(s.backoffUntil), \(s.reason), \(s.grantExpiresAt))
                 """)
         }
     }
@@ -131,9 +132,10 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
-    public func countGrantedBefore(_ grantedBefore: Date) throws -> Int {
+    public func countGrantsExpiring(before: Date) throws -> Int {
         try pool.run { c in
-            try c.execute("SELECT count(*) FROM sessions WHERE state = 'active' AND granted_at < \(grantedBefore)").first { try $0.next() } ?? 0
+            try c.execute("SELECT count(*) FROM sessions WHERE state = 'active' AND grant_expires_at < \(before)", plan: .generic)
+                .first { try $0.next() } ?? 0
         }
     }
 
@@ -152,8 +154,9 @@ public final class PostgresSessionStore: SessionStore {
                 refresh_token = \(seal(s.refreshToken, s, "refresh_token")), id_token = \(seal(s.idToken, s, "id_token")),
                 state = \(s.state.rawValue), next_refresh_at = \(s.nextRefreshAt), version = \(s.version),
                 failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt),
+                last_used_at = greatest(last_used_at, \(s.lastUsedAt)),
                 attempt_id = \(s.attempt?.id), attempt_started_at = \(s.attempt?.startedAt), backoff_until = \(s.backoffUntil),
-                reason = \(s.reason)
+                reason = \(s.reason), grant_expires_at = \(s.grantExpiresAt)
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             RETURNING 1)
             SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated
@@ -188,13 +191,13 @@ public final class PostgresSessionStore: SessionStore {
         let lastError: String? = try r.next(), grantedAt: Date = try r.next(), createdAt: Date = try r.next()
         let lastUsedAt: Date? = try r.next(), lastRefreshedAt: Date? = try r.next()
         let attemptID: String? = try r.next(), attemptStartedAt: Date? = try r.next()
-        let backoffUntil: Date? = try r.next(), reason: String? = try r.next()
+        let backoffUntil: Date? = try r.next(), reason: String? = try r.next(), grantExpiresAt: Date? = try r.next()
         return Session(
             tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes, claims: claims,
             accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime, refreshToken: refreshToken,
             idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version, failureCount: failureCount,
             lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt,
             attempt: attemptID.map { RefreshAttempt(id: $0, startedAt: attemptStartedAt ?? Date(timeIntervalSince1970: 0)) },
-            backoffUntil: backoffUntil, reason: reason)
+            backoffUntil: backoffUntil, reason: reason, grantExpiresAt: grantExpiresAt)
     }
 }

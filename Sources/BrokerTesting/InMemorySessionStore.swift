@@ -75,8 +75,8 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    public func countGrantedBefore(_ grantedBefore: Date) throws -> Int {
-        rows.withLock { r in r.values.filter { $0.state == .active && $0.grantedAt < grantedBefore }.count }
+    public func countGrantsExpiring(before: Date) throws -> Int {
+        rows.withLock { r in r.values.filter { $0.state == .active && ($0.grantExpiresAt.map { $0 < before } ?? false) }.count }
     }
 
     public func touch(_ uses: [SessionUse]) throws {

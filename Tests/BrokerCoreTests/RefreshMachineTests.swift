@@ -10,11 +10,11 @@ struct RefreshMachineTests {
     let need = TokenRequirement(minTTL: 60)
 
     func row(ttl: TimeInterval? = 10, refreshToken: String? = "rt-0", attempt: RefreshAttempt? = nil, backoff: Date? = nil,
-             state: SessionState = .active, reason: String? = nil) -> Session {
+             state: SessionState = .active, reason: String? = nil, usedAgo: TimeInterval = 60, refreshedAgo: TimeInterval = 3000) -> Session {
         Session(tenant: "t", id: "s", client: "c", subject: "u", issuer: "https://i", scopes: ["openid"], accessToken: ttl == nil ? nil : "at-0",
                 accessExpiresAt: ttl.map { t0 + $0 }, accessLifetime: 3600, refreshToken: refreshToken, state: state,
-                nextRefreshAt: t0 - 1, version: 7, grantedAt: t0 - 86_400, createdAt: t0 - 86_400, attempt: attempt,
-                backoffUntil: backoff, reason: reason)
+                nextRefreshAt: t0 - 1, version: 7, grantedAt: t0 - 86_400, createdAt: t0 - 86_400, lastUsedAt: t0 - usedAgo,
+                lastRefreshedAt: t0 - refreshedAgo, attempt: attempt, backoffUntil: backoff, reason: reason)
     }
 
     let grant = TokenGrant(accessToken: "at-1", tokenType: "Bearer", expiresIn: 60, refreshToken: "rt-1", scope: nil, idToken: nil)
@@ -287,5 +287,64 @@ struct RefreshMachineTests {
         #expect(c.admit(now: t0 + 12) == (t0 + 13, false))   // backoff without Retry-After: 2 s after the 2nd failure
         c.succeeded()
         #expect(c.admit(now: t0 + 12) == (nil, false) && c.admit(now: t0 + 12) == (nil, false))
+    }
+
+    // MARK: refresh in proportion to use
+
+    @Test("an idle session's timer spends nothing: the schedule moves to its keep-alive")
+    func dueIdleRests() {
+        let idle = row(usedAgo: 4 * 3600, refreshedAgo: 3000)    // three lifetimes without a hand-out
+        #expect(RefreshMachine.start(idle, .due, ctx, attemptID: "a1") == .rest(write: {
+            var w = idle
+            w.version += 1
+            w.nextRefreshAt = t0 - 3000 + 86_400
+            return w
+        }()))
+        guard case .send = RefreshMachine.start(row(usedAgo: 3 * 3600 - 1), .due, ctx, attemptID: "a1") else {
+            Issue.record("a session used within three lifetimes is refreshed ahead of expiry"); return
+        }
+    }
+
+    @Test("an idle session whose keep-alive is due is refreshed; so is one a worker asks for (a use); idle_after 0 never rests")
+    func idleKeepAliveAndDemand() {
+        guard case .send = RefreshMachine.start(row(usedAgo: 5 * 86_400, refreshedAgo: 86_400), .due, ctx, attemptID: "a1") else {
+            Issue.record("the keep-alive refresh must run"); return
+        }
+        guard case .send(let woken, _, _) = RefreshMachine.start(row(usedAgo: 5 * 86_400), .demand(seenVersion: 7, need: need), ctx, attemptID: "a1") else {
+            Issue.record("a worker's request refreshes an idle session on demand"); return
+        }
+        #expect(woken.lastUsedAt == t0, "asking is a use: the refresh's schedule is proactive again")
+        var always = ctx
+        always.policy.idleAfter = 0
+        guard case .send = RefreshMachine.start(row(usedAgo: 5 * 86_400), .due, always, attemptID: "a1") else {
+            Issue.record("idle_after 0 refreshes ahead of every expiry"); return
+        }
+    }
+
+    @Test("after a refresh: an idle session is next due at its keep-alive, a used one ahead of expiry; the grant's end follows the policy")
+    func finishSchedulesByUse() {
+        let (usedW, usedA) = sent(row())
+        let used = RefreshMachine.finish(usedW, attempt: usedA, sentAt: t0, outcome: .granted(grant, idToken: .valid), ctx).write!
+        #expect(used.nextRefreshAt == t0 + 48 && used.refreshMode == "proactive")    // 60 s token, 20 % lead
+        #expect(used.grantExpiresAt == t0 - 86_400 + 7 * 86_400, "fixed from the sign-in")
+        // The keep-alive of a session unused for days (the timer's: no worker asked).
+        guard case .send(let idleW, let idleA, _) = RefreshMachine.start(row(usedAgo: 5 * 86_400, refreshedAgo: 86_400), .due, ctx, attemptID: "a2") else {
+            Issue.record("expected the keep-alive to be sent"); return
+        }
+        var rolling = ctx
+        rolling.policy.grantLifetimeRolling = true
+        rolling.policy.grantLifetime = 14 * 86_400
+        let idle = RefreshMachine.finish(idleW, attempt: idleA, sentAt: t0, outcome: .granted(grant, idToken: .valid), rolling).write!
+        #expect(idle.nextRefreshAt == t0 + 86_400 && idle.refreshMode == "idle")
+        #expect(idle.grantExpiresAt == t0 + 14 * 86_400, "rolling from each refresh")
+    }
+
+    @Test("a policy stored by an older version keeps its values and takes the new defaults")
+    func olderPolicyDecodes() throws {
+        let old = #"{"leadFraction":0.1,"leadCap":120,"jitterSeconds":3,"minTTL":30}"#
+        let p = try JSONDecoder().decode(RefreshPolicy.self, from: Data(old.utf8))
+        #expect(p.leadFraction == 0.1 && p.leadCap == 120 && p.jitterSeconds == 3 && p.minTTL == 30)
+        #expect(p.idleAfter == nil && p.keepaliveEvery == 86_400 && p.grantLifetime == 7 * 86_400 && !p.grantLifetimeRolling)
+        #expect(RefreshPolicy(idleAfter: 5).problem != nil && RefreshPolicy(keepaliveEvery: 1).problem != nil)
     }
 }

@@ -92,7 +92,8 @@ extension LoginService {
         return Session(tenant: login.tenant, id: Identifiers.session(using: &rng), client: client.id, subject: v.subject, issuer: login.issuer,
                        scopes: g.scope ?? login.scopes, claims: v.claims, accessToken: g.accessToken, accessExpiresAt: expires,
                        accessLifetime: lifetime, refreshToken: g.refreshToken, idToken: g.idToken, state: .active, nextRefreshAt: next,
-                       grantedAt: now, createdAt: now, lastRefreshedAt: now)
+                       grantedAt: now, createdAt: now, lastRefreshedAt: now,
+                       grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now))
     }
 
     /// Audits a refused callback and throws the refusal.

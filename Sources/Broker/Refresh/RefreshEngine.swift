@@ -22,7 +22,7 @@ public final class RefreshEngine: @unchecked Sendable {
         /// one replica refreshes and the others hear of it before they try.
         public var spread: TimeInterval = 0.5
         /// The IdP's absolute refresh-token lifetime (XID: 7 days), and how early to report it.
-        public var grantLifetime: TimeInterval = 7 * 86_400
+        /// Grants ending within this are counted as near their end (a gauge).
         public var grantWarning: TimeInterval = 86_400
         public init() {}
     }
@@ -161,7 +161,7 @@ public final class RefreshEngine: @unchecked Sendable {
             guard let due = try? store.dueSessions(before: now.addingTimeInterval(config.horizon), limit: config.loadLimit) else { return }
             defer {
                 // Reported, not needed to schedule: counted after the due sessions are armed.
-                if let near = try? store.countGrantedBefore(now.addingTimeInterval(-(config.grantLifetime - config.grantWarning))) {
+                if let near = try? store.countGrantsExpiring(before: now.addingTimeInterval(config.grantWarning)) {
                     nearGrantExpiry.store(near, ordering: .relaxed)
                 }
             }

@@ -43,7 +43,7 @@ extension TokenService {
                 (start, row) = try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: trigger == .due ? 0 : lockTimeout) { row in
                     let st = RefreshMachine.start(row, trigger, ctx, attemptID: attemptID)
                     switch st {
-                    case .send(let w, _, _), .stop(let w?, _): return (w, [], (st, row))
+                    case .send(let w, _, _), .stop(let w?, _), .rest(let w): return (w, [], (st, row))
                     default: return (nil, [], (st, row))
                     }
                 }
@@ -57,6 +57,9 @@ extension TokenService {
             switch start {
             case .serve(let s):
                 metrics.refreshes.add("skipped")
+                return (.success((s, false)), nil)
+            case .rest(let s):
+                metrics.refreshes.add("idle")
                 return (.success((s, false)), nil)
             case .stop(let written, let e):
                 if let w = written { log(key, client, RefreshEvent(.warn, w.reason ?? "needs_reauth", "the session has nothing to refresh with; it needs a new sign-in")) }

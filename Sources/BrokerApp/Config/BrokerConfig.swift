@@ -93,8 +93,6 @@ public struct BrokerConfig: Sendable {
         guard refresh.loadInterval < refresh.horizon else {
             throw Invalid(description: "TOKENBROKER_REFRESH_LOAD_SECONDS must be shorter than TOKENBROKER_REFRESH_HORIZON_SECONDS")
         }
-        refresh.grantLifetime = TimeInterval(try int("TOKENBROKER_GRANT_LIFETIME_SECONDS", 7 * 86_400, 3600...(365 * 86_400)))
-        refresh.grantWarning = min(86_400, refresh.grantLifetime / 7)
         return BrokerConfig(
             databaseURL: db, listenDatabaseURL: value("TOKENBROKER_LISTEN_DATABASE_URL") ?? db, http: http, sealingKeys: keys, workerThreads: workers,
             databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 16 + 4, 1...1024),

@@ -30,9 +30,10 @@ enum Render {
         }
     }
 
-    /// `grantLifetime` is the IdP's absolute refresh-token lifetime: the document shows when the
-    /// grant ends (spec §8), since no token response says so.
-    static func session(_ s: Session, grantLifetime: TimeInterval) -> String {
+    /// The document shows when the grant ends (spec §8: the IdP's absolute refresh-token
+    /// lifetime, from the client's policy), since no token response says so, and how the engine
+    /// refreshes the session (`refresh_mode`: proactive, or idle — on demand and a keep-alive).
+    static func session(_ s: Session) -> String {
         JSONText.object([
             ("session_id", JSONText.quote(s.id)), ("tenant", JSONText.quote(s.tenant)), ("client", JSONText.quote(s.client)),
             ("subject", JSONText.quote(s.subject)), ("issuer", JSONText.quote(s.issuer)), ("scope", JSONText.quote(Scopes.format(s.scopes))),
@@ -40,17 +41,18 @@ enum Render {
             ("refresh_attempt_started_at", RFC3339.optional(s.attempt?.startedAt)), ("backoff_until", RFC3339.optional(s.backoffUntil)),
             ("sid", JSONText.optional(s.claims.sid)), ("email", JSONText.optional(s.claims.email)),
             ("auth_time", RFC3339.optional(s.claims.authTime)), ("access_expires_at", RFC3339.optional(s.accessExpiresAt)),
-            ("next_refresh_at", RFC3339.optional(s.nextRefreshAt)), ("version", String(s.version)),
+            ("next_refresh_at", RFC3339.optional(s.nextRefreshAt)), ("refresh_mode", JSONText.optional(s.refreshMode)),
+            ("version", String(s.version)),
             ("failure_count", String(s.failureCount)), ("last_error", JSONText.optional(s.lastError)),
-            ("granted_at", RFC3339.optional(s.grantedAt)), ("grant_expires_at", RFC3339.optional(s.grantedAt.addingTimeInterval(grantLifetime))),
+            ("granted_at", RFC3339.optional(s.grantedAt)), ("grant_expires_at", RFC3339.optional(s.grantExpiresAt)),
             ("created_at", RFC3339.optional(s.createdAt)),
             ("last_used_at", RFC3339.optional(s.lastUsedAt)), ("last_refreshed_at", RFC3339.optional(s.lastRefreshedAt)),
         ])
     }
 
     /// A revocation's answer: the session now, and whether the IdP confirmed.
-    static func revocation(_ o: RevocationService.Outcome, grantLifetime: TimeInterval) -> String {
-        let doc = session(o.after, grantLifetime: grantLifetime)
+    static func revocation(_ o: RevocationService.Outcome) -> String {
+        let doc = session(o.after)
         return String(doc.dropLast()) + ",\"idp_revocation\":" + JSONText.quote(o.pendingAtIdP == 0 ? "confirmed" : "pending") + "}"
     }
 
@@ -97,7 +99,9 @@ enum Render {
             ("refresh_policy", JSONText.object([
                 ("lead_seconds", p.leadSeconds.map { String(Int($0)) } ?? "null"), ("lead_fraction", String(p.leadFraction)),
                 ("lead_cap_seconds", String(Int(p.leadCap))), ("jitter_seconds", String(Int(p.jitterSeconds))),
-                ("min_ttl", String(Int(p.minTTL)))])),
+                ("min_ttl", String(Int(p.minTTL))), ("idle_after_seconds", p.idleAfter.map { String(Int($0)) } ?? "null"),
+                ("keepalive_every_seconds", String(Int(p.keepaliveEvery))), ("grant_lifetime_seconds", String(Int(p.grantLifetime))),
+                ("grant_lifetime_rolling", p.grantLifetimeRolling ? "true" : "false")])),
             ("max_concurrent_refreshes", String(c.maxConcurrentRefreshes)),
             ("on_ambiguous_refresh", JSONText.quote(c.onAmbiguousRefresh.rawValue)),
         ] + assertion)

@@ -31,8 +31,7 @@ struct AdminRoutes {
             return runtime.later(req) {
                 _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
                 let (page, next) = try runtime.catalog.sessions(tenant: tenant, matching: filter)
-                let lifetime = runtime.config.refresh.grantLifetime
-                return .json(200, JSONText.object([("sessions", JSONText.array(page.map { Render.session($0, grantLifetime: lifetime) })),
+                return .json(200, JSONText.object([("sessions", JSONText.array(page.map { Render.session($0) })),
                                                    ("next_cursor", JSONText.optional(next?.text))]))
             }
         }
@@ -45,7 +44,7 @@ struct AdminRoutes {
             return runtime.later(req) {
                 _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
                 let o = try runtime.revocations.revoke(tenant: tenant, id: id, actor: p.id, endSession: endSession)
-                return .json(200, Render.revocation(o, grantLifetime: runtime.config.refresh.grantLifetime))
+                return .json(200, Render.revocation(o))
             }
         }
     }

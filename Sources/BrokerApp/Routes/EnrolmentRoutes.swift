@@ -41,7 +41,7 @@ struct EnrolmentRoutes {
             case .signedIn(let s, let after?):
                 r = .redirect(Self.adding(("session_id", s.id), to: after))
             case .signedIn(let s, nil):
-                r = .json(200, Render.session(s, grantLifetime: runtime.config.refresh.grantLifetime))
+                r = .json(200, Render.session(s))
             case .refused(let error, let after?):
                 r = .redirect(Self.adding(("error", error), to: after))
             case .refused(let error, nil):

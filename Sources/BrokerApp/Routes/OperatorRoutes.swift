@@ -21,6 +21,10 @@ struct OperatorRoutes {
             policy.leadCap = try p.double("lead_cap_seconds") ?? policy.leadCap
             policy.jitterSeconds = try p.double("jitter_seconds") ?? policy.jitterSeconds
             policy.minTTL = try p.double("min_ttl") ?? policy.minTTL
+            policy.idleAfter = try p.double("idle_after_seconds")
+            policy.keepaliveEvery = try p.double("keepalive_every_seconds") ?? policy.keepaliveEvery
+            policy.grantLifetime = try p.double("grant_lifetime_seconds") ?? policy.grantLifetime
+            policy.grantLifetimeRolling = try p.bool("grant_lifetime_rolling") ?? policy.grantLifetimeRolling
         }
         guard let scopes = try b.strings("scopes") else {
             throw BrokerError.badRequest(code: "invalid_request", message: "'scopes' is required")

@@ -15,7 +15,7 @@ struct SessionRoutes {
             return runtime.guarded(req, .admin, tenant: tenant) { _ in
                 runtime.later(req) {
                     _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
-                    return .json(200, Render.session(try runtime.admin.session(tenant: tenant, id: req[param: "id"]), grantLifetime: runtime.config.refresh.grantLifetime))
+                    return .json(200, Render.session(try runtime.admin.session(tenant: tenant, id: req[param: "id"])))
                 }
             }
         }
@@ -39,11 +39,11 @@ struct SessionRoutes {
                     do {
                         _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
                         let s = try runtime.admin.importSession(i, tenant: tenant, actor: principal.id)
-                        guard s.accessToken == nil else { return respond(.json(201, Render.session(s, grantLifetime: runtime.config.refresh.grantLifetime))) }
+                        guard s.accessToken == nil else { return respond(.json(201, Render.session(s))) }
                         // No usable access token came with the grant: refresh at once (spec §4.3).
                         runtime.tokens.token(by: principal, tenant: tenant, target: .session(s.id), request: TokenRequest(minTTL: 0)) { _ in
                             let now = (try? runtime.admin.session(tenant: tenant, id: s.id)) ?? s
-                            respond(.json(201, Render.session(now, grantLifetime: runtime.config.refresh.grantLifetime)))
+                            respond(.json(201, Render.session(now)))
                         }
                     } catch {
                         respond(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))

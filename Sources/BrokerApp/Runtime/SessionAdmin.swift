@@ -40,7 +40,7 @@ public struct SessionAdmin: Sendable {
             refreshToken: i.refreshToken, state: .active,
             nextRefreshAt: usable ? client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: i.expiresAt!, jitter: Double.random(in: -1...1)) : now,
             grantedAt: i.grantedAt ?? now,
-            createdAt: now)
+            createdAt: now, grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: i.grantedAt ?? now, refreshedAt: nil))
         try store.insert(session)
         feed.publish(.subject(tenant: tenant, client: client.id, subject: i.subject))
         feed.publish(.scheduled(tenant: tenant, id: session.id, client: client.id, at: session.nextRefreshAt))

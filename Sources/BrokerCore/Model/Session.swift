@@ -36,6 +36,9 @@ public struct Session: Sendable, Equatable {
     public var backoffUntil: Date?
     /// Why the session is not active, machine-readable (`invalid_grant`, `refresh_outcome_lost`, …).
     public var reason: String?
+    /// When the IdP ends the grant whatever happens (its absolute refresh-token lifetime, from
+    /// the client's `grant_lifetime`: from the sign-in, or from each refresh when it rolls).
+    public var grantExpiresAt: Date?
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
@@ -43,7 +46,7 @@ public struct Session: Sendable, Equatable {
                 idToken: String? = nil, state: SessionState = .active, nextRefreshAt: Date? = nil,
                 version: Int64 = 1, failureCount: Int = 0, lastError: String? = nil, grantedAt: Date,
                 createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
-                attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil) {
+                attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil) {
         self.tenant = tenant
         self.id = id
         self.client = client
@@ -68,6 +71,16 @@ public struct Session: Sendable, Equatable {
         self.attempt = attempt
         self.backoffUntil = backoffUntil
         self.reason = reason
+        self.grantExpiresAt = grantExpiresAt
+    }
+
+    /// Proactive: refreshed ahead of expiry; idle: not handed out lately, refreshed on demand and
+    /// by a keep-alive — read from the schedule itself (a refresh planned after the token's
+    /// expiry is a keep-alive).
+    public var refreshMode: String? {
+        guard state == .active, let next = nextRefreshAt else { return nil }
+        if let exp = accessExpiresAt, next > exp { return "idle" }
+        return "proactive"
     }
 
     /// Seconds the access token still lives at `now` (negative once expired, nil without one).

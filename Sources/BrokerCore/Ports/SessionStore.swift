@@ -37,9 +37,9 @@ public protocol SessionStore: Sendable {
     /// tenant: the refresh engine's loader, and the one query that is not scoped to a tenant.
     func dueSessions(before: Date, limit: Int) throws -> [DueSession]
 
-    /// Active sessions whose grant began before `grantedBefore` (near the IdP's absolute
-    /// refresh-token lifetime, spec §8), across every tenant.
-    func countGrantedBefore(_ grantedBefore: Date) throws -> Int
+    /// Active sessions whose grant the IdP ends before `before` (its absolute refresh-token
+    /// lifetime, spec §8), across every tenant.
+    func countGrantsExpiring(before: Date) throws -> Int
 }
 
 extension SessionStore {

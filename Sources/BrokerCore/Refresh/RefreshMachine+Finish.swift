@@ -83,7 +83,8 @@ extension RefreshMachine {
         s.lastError = nil
         s.backoffUntil = nil
         s.lastRefreshedAt = ctx.now
-        s.nextRefreshAt = ctx.policy.nextRefresh(issuedAt: sentAt, expiresAt: expires, jitter: ctx.jitter)
+        s.grantExpiresAt = ctx.policy.grantExpiry(grantedAt: old.grantedAt, refreshedAt: ctx.now)
+        s.nextRefreshAt = ctx.policy.schedule(s, issuedAt: sentAt, expiresAt: expires, now: ctx.now, jitter: ctx.jitter)
         return s
     }
 

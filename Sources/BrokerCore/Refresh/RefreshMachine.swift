@@ -44,6 +44,13 @@ public enum RefreshMachine {
             case .drop: return .stop(write: nil, .sessionNotActive(row.state))
             case .refresh: break
             }
+            // Nobody has asked for it lately: no refresh ahead of expiry, only the keep-alive.
+            if ctx.policy.isIdle(row, now: now), ctx.policy.keepalive(row) > now {
+                var w = row
+                w.version += 1
+                w.nextRefreshAt = ctx.policy.keepalive(row)
+                return .rest(write: w)
+            }
         }
         if let b = row.backoffUntil, b > now { return .wait(until: b, .idpUnavailable(retryAfter: seconds(b, now))) }
         if let b = ctx.blockedUntil, b > now { return .wait(until: b, .idpUnavailable(retryAfter: seconds(b, now))) }
@@ -52,6 +59,8 @@ public enum RefreshMachine {
         var w = row
         w.version += 1
         w.attempt = attempt
+        // A worker asking is a use: the refresh's schedule (finish) is the proactive one again.
+        if case .demand = trigger { w.lastUsedAt = max(row.lastUsedAt ?? now, now) }
         // Nobody's timer need look before the owner's patience has run out: its outcome's write
         // announces the real schedule, and if it never comes the others resolve it then.
         w.nextRefreshAt = now.addingTimeInterval(ctx.patience + margin)

@@ -10,6 +10,9 @@ public enum RefreshStart: Sendable, Equatable {
     /// The IdP must not be called before `until` (an attempt is in flight elsewhere, the
     /// session or its client is backing off); callers get `error` unless the cached token does.
     case wait(until: Date, BrokerError)
+    /// (Timer) The session is idle and its keep-alive is not due: no IdP call; commit `write`,
+    /// which moves the schedule to the keep-alive.
+    case rest(write: Session)
     /// An attempt whose owner's patience has run out: resolve it without presenting the token.
     case resolve(RefreshAttempt)
     /// Commit `write` (it records `attempt`), then present `refreshToken` once.
