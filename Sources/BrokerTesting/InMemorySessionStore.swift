@@ -7,16 +7,18 @@ import Synchronization
 /// advisory lock: one holder per session, others wait up to the timeout. `held` is guarded by
 /// `locks`, hence `@unchecked Sendable`.
 public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
-    private let rows = Mutex<[String: Session]>([:])
+    let rows = Mutex<[String: Session]>([:])
     private let locks = NSCondition()
     private var held = Set<String>()
     public let touched = Mutex<[SessionUse]>([])
     /// Refresh tokens queued for revocation at the IdP, in order.
     public let revoked = Mutex<[String]>([])
+    /// The revocation outbox: entries and when each is next due.
+    let outbox = Mutex<[String: (entry: PendingRevocation, due: Date)]>([:])
 
     public init() {}
 
-    private static func key(_ tenant: String, _ id: String) -> String { tenant + "\u{0}" + id }
+    static func key(_ tenant: String, _ id: String) -> String { tenant + "\u{0}" + id }
 
     public func session(tenant: String, id: String) throws -> Session? { rows.withLock { $0[Self.key(tenant, id)] } }
 

@@ -12,6 +12,39 @@ struct InMemoryStoreContractTests {
     }
 }
 
+@Suite("Every store port's contract: in memory")
+struct InMemoryPortContractTests {
+    @Test("registry", arguments: RegistryStoreContract.allCases)
+    func registry(_ c: RegistryStoreContract) throws { try c.run(InMemoryRegistryStore()) }
+
+    @Test("pending logins", arguments: LoginStoreContract.allCases)
+    func logins(_ c: LoginStoreContract) throws { try c.run(InMemoryLoginStore(), tenants: ("t1", "t2")) }
+
+    @Test("revocation and its outbox", arguments: RevocationStoreContract.allCases)
+    func revocation(_ c: RevocationStoreContract) throws { try c.run(InMemorySessionStore(), tenants: ("t1", "t2")) }
+
+    @Test("sign-out jobs", arguments: SignoutStoreContract.allCases)
+    func signouts(_ c: SignoutStoreContract) throws {
+        let sessions = InMemorySessionStore()
+        try c.run(InMemorySignoutStore(sessions: sessions), sessions: sessions, tenants: ("t1", "t2"))
+    }
+
+    @Test("session listing")
+    func catalog() throws {
+        let sessions = InMemorySessionStore()
+        try SessionCatalogContract.run(sessions, sessions: sessions, tenants: ("t1", "t2"))
+    }
+
+    @Test("audit trail")
+    func audit() throws {
+        let sink = RecordingAuditSink()
+        try AuditLogContract.run(sink, log: sink, tenants: ("t1", "t2"))
+    }
+
+    @Test("replay guard")
+    func replays() throws { try ReplayGuardContract.run(InMemoryReplayGuard()) }
+}
+
 @Suite("Single-flight")
 struct SingleFlightTests {
     @Test("followers wait for the leader's value and only the leader runs")

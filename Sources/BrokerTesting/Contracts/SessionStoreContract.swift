@@ -4,15 +4,9 @@ import Synchronization
 
 /// SessionStoreContract is the behaviour every SessionStore must show, run by the unit tests
 /// against InMemorySessionStore and by the adapter tests against PostgreSQL. Every check uses
-/// two tenants, which proves isolation. A violated expectation throws a ContractViolation.
+/// two tenants, which proves isolation. A violated expectation throws a Contract.Violation.
 public enum SessionStoreContract {
-    public struct ContractViolation: Error, CustomStringConvertible {
-        public let description: String
-    }
-
-    static func expect(_ ok: Bool, _ what: String) throws {
-        if !ok { throw ContractViolation(description: what) }
-    }
+    static func expect(_ ok: Bool, _ what: String) throws { try Contract.expect(ok, what) }
 
     /// A session of `tenant` with tokens and timestamps, at a fixed instant.
     public static func sample(tenant: String, client: String = "app", subject: String = "alice", id: String? = nil,
@@ -68,7 +62,7 @@ public enum SessionStoreContract {
     public static func insertedSessionReadsBackOnlyInItsTenant(_ store: any SessionStore, tenants: (String, String)) throws {
         let s = sample(tenant: tenants.0)
         try store.insert(s)
-        guard let back = try store.session(tenant: tenants.0, id: s.id) else { throw ContractViolation(description: "inserted session not found") }
+        guard let back = try store.session(tenant: tenants.0, id: s.id) else { throw Contract.Violation(description: "inserted session not found") }
         try expect(same(back, s), "session did not read back as written")
         try expect(try store.session(tenant: tenants.1, id: s.id) == nil, "a session is visible from another tenant")
         try expect(try store.sessions(tenant: tenants.1, ids: [s.id]).isEmpty, "bulk read crosses tenants")
@@ -84,7 +78,7 @@ public enum SessionStoreContract {
         other.refreshToken = "other"
         do {
             try store.insert(other)
-            throw ContractViolation(description: "duplicate insert accepted")
+            throw Contract.Violation(description: "duplicate insert accepted")
         } catch let e as BrokerError {
             try expect(e.code == "conflict", "duplicate insert failed with \(e.code), not conflict")
         }
@@ -127,7 +121,7 @@ public enum SessionStoreContract {
         try expect(try store.session(tenant: tenants.0, id: s.id)?.version == s.version + 1, "a nil write changed the row")
         do {
             let _: Int = try store.withRefreshLock(tenant: tenants.1, id: s.id, timeout: 5) { _ in (nil, 0) }
-            throw ContractViolation(description: "the lock reached a session of another tenant")
+            throw Contract.Violation(description: "the lock reached a session of another tenant")
         } catch let e as BrokerError {
             try expect(e.code == "not_found", "locking another tenant's session failed with \(e.code)")
         }
@@ -141,7 +135,7 @@ public enum SessionStoreContract {
         let done = holdLock(store, s, release: release, writing: "first")
         do {
             let _: Int = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 0.3) { _ in (nil, 0) }
-            throw ContractViolation(description: "two holders of one session's lock at once")
+            throw Contract.Violation(description: "two holders of one session's lock at once")
         } catch let e as BrokerError {
             try expect(e == .refreshBusy, "waiting for a held lock failed with \(e.code), not refresh_busy")
         }
@@ -168,7 +162,7 @@ public enum SessionStoreContract {
         let started = Date()
         do {
             let _: Int = try store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 0) { _ in (nil, 0) }
-            throw ContractViolation(description: "a try-lock got a held lock")
+            throw Contract.Violation(description: "a try-lock got a held lock")
         } catch let e as BrokerError {
             try expect(e == .refreshBusy, "a held try-lock failed with \(e.code)")
         }

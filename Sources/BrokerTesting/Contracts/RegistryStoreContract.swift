@@ -1,0 +1,59 @@
+import BrokerCore
+import Foundation
+
+/// RegistryStoreContract: tenants, clients and API keys. Clients belong to one tenant (the same
+/// client id in another tenant is another registration); keys name the tenants they reach.
+public enum RegistryStoreContract: String, CaseIterable, Sendable {
+    case clientsStayInTheirTenant, apiKeysRevoke
+
+    public func run(_ store: any RegistryStore) throws {
+        switch self {
+        case .clientsStayInTheirTenant: try Self.clientsStayInTheirTenant(store)
+        case .apiKeysRevoke: try Self.apiKeysRevoke(store)
+        }
+    }
+
+    static func registration(_ tenant: String, issuer: String) -> ClientRegistration {
+        ClientRegistration(tenant: tenant, id: "app", issuer: issuer, clientID: "cid-" + tenant, authMethod: .clientSecretBasic,
+                           redirectURI: "https://broker.example/v1/callback", scopes: ["openid"])
+    }
+
+    static func clientsStayInTheirTenant(_ store: any RegistryStore) throws {
+        let a = Contract.unique("ra"), b = Contract.unique("rb")
+        try Contract.expect(try store.putTenant(id: a, name: "A", now: Contract.t0).created, "a new tenant is not reported created")
+        try Contract.expect(try !store.putTenant(id: a, name: "A renamed", now: Contract.t0).created, "a rename is reported as a creation")
+        try Contract.expect(try store.tenant(a)?.name == "A renamed", "the rename was not stored")
+        _ = try store.putTenant(id: b, name: "B", now: Contract.t0)
+        _ = try store.putClient(registration(a, issuer: "https://a.example"), secret: "secret-a", assertionKey: [1, 2, 3], now: Contract.t0)
+        try Contract.expect(try store.client(tenant: b, id: "app") == nil, "a client is visible from another tenant")
+        try Contract.expect(try store.clientSecret(tenant: b, id: "app") == nil && store.assertionKey(tenant: b, id: "app") == nil,
+                            "a client's secret or key is readable from another tenant")
+        _ = try store.putClient(registration(b, issuer: "https://b.example"), secret: "secret-b", assertionKey: nil, now: Contract.t0)
+        try Contract.expect(try store.client(tenant: a, id: "app")?.issuer == "https://a.example"
+                            && store.client(tenant: b, id: "app")?.issuer == "https://b.example", "registrations of one id mixed across tenants")
+        try Contract.expect(try store.clientSecret(tenant: a, id: "app") == "secret-a" && store.clientSecret(tenant: b, id: "app") == "secret-b",
+                            "secrets mixed across tenants")
+        // A replacement without a secret or key keeps the stored ones.
+        var changed = registration(a, issuer: "https://a2.example")
+        changed.refreshPolicy.idleAfter = 900
+        try Contract.expect(try !store.putClient(changed, secret: nil, assertionKey: nil, now: Contract.t0).created, "a replacement is reported created")
+        try Contract.expect(try store.clientSecret(tenant: a, id: "app") == "secret-a" && store.assertionKey(tenant: a, id: "app") == [1, 2, 3],
+                            "a replacement without secret or key dropped the stored ones")
+        let back = try store.client(tenant: a, id: "app")
+        try Contract.expect(back?.issuer == "https://a2.example" && back?.refreshPolicy.idleAfter == 900, "the replacement did not read back whole")
+    }
+
+    static func apiKeysRevoke(_ store: any RegistryStore) throws {
+        let id = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))
+        let p = Principal(id: id, name: "k", roles: [.worker, .admin], tenants: ["ta", "tb"])
+        try store.createAPIKey(p, secretHash: [9, 9], now: Contract.t0)
+        let back = try store.apiKey(id: id)
+        try Contract.expect(back?.0.tenants == ["ta", "tb"] && back?.0.roles == [.worker, .admin] && back?.secretHash == [9, 9],
+                            "a key did not read back whole")
+        try Contract.expect(try store.revokeAPIKey(id: id, now: Contract.t0), "revoking a key reported no such key")
+        try Contract.expect(try store.apiKey(id: id)?.0.revokedAt != nil, "a revoked key reads back unrevoked")
+        try Contract.expect(try !store.revokeAPIKey(id: "ffffffffffffffff", now: Contract.t0) && store.apiKey(id: "ffffffffffffffff") == nil,
+                            "an unknown key exists")
+        try store.touchAPIKeys([id, "ffffffffffffffff"], at: Contract.t0)
+    }
+}

@@ -1,0 +1,16 @@
+import BrokerCore
+import Foundation
+
+/// ReplayGuardContract: a token id is accepted once per issuer (two issuers never share ids)
+/// until it is purged.
+public enum ReplayGuardContract {
+    public static func run(_ guard_: any ReplayGuard) throws {
+        let jti = Contract.unique("jti"), a = Contract.unique("https://a"), b = Contract.unique("https://b")
+        let until = Contract.t0.addingTimeInterval(120)
+        try Contract.expect(try guard_.firstUse(issuer: a, jti: jti, until: until), "a new token id was refused")
+        try Contract.expect(try !guard_.firstUse(issuer: a, jti: jti, until: until), "a token id was accepted twice")
+        try Contract.expect(try guard_.firstUse(issuer: b, jti: jti, until: until), "another issuer's token id was taken for a replay")
+        try guard_.purge(before: until.addingTimeInterval(1))
+        try Contract.expect(try guard_.firstUse(issuer: a, jti: jti, until: until), "a purged id is still remembered")
+    }
+}
