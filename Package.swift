@@ -44,6 +44,7 @@ let package = Package(
 
         // Benchmarks (make bench): the timer wheel; ID-token verification.
         .executableTarget(name: "wheel-bench", dependencies: ["BrokerCore"]),
+        .executableTarget(name: "policy-bench", dependencies: ["BrokerCore"]),
         // Benchmark of ID-token verification (make bench).
         .executableTarget(name: "jose-bench", dependencies: ["Broker", "BrokerCore", "BrokerCrypto"]),
 

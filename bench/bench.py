@@ -174,6 +174,15 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         times.append((time.perf_counter() - t0) * 1000)
         assert status == 200
     batch_ms = statistics.median(times)
+    # A batch of 1,000 ids nobody knows: answered from one query.
+    unknown = {"min_ttl": 60, "items": [{"session_id": "ses_unknown" + secrets.token_hex(8)} for _ in range(1000)]}
+    unknown_times = []
+    for _ in range(30):
+        t0 = time.perf_counter()
+        status, _, body = http("POST", broker + "/v1/tenants/bench/tokens:batch", key, unknown)
+        unknown_times.append((time.perf_counter() - t0) * 1000)
+        assert status == 200 and all(r["status"] == 404 for r in json.loads(body)["results"])
+    batch_unknown_ms = statistics.median(unknown_times)
 
     callbacks = callback_bench(broker, idp, op, redirect)
 
@@ -187,6 +196,8 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
     results.update(wheel_bench())
     results.update(storm_rounds(env, op, idp))
     results.update(faults_bench(env, op, idp))
+    results.update(policy_bench())
+    results.update(scale_bench(env, op, idp))
     results.update(million_bench(env))
     results.update(signout_bench(env, op, idp))
     results.update({
@@ -196,18 +207,20 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         "token_fetch_vs_nginx": round(statistics.median(ratios), 3),
         "token_fetch_vs_nginx_rounds": [round(r, 3) for r in ratios],
         "batch1000_ms": round(batch_ms, 2), "batch1000_p90_ms": round(sorted(times)[int(len(times) * 0.9)], 2),
+        "batch1000_unknown_ms": round(batch_unknown_ms, 2),
     })
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
     previous.update(results)
     OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
     print(f"\n{'measure':34} {'value':>12}")
     for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
-              "batch1000_ms", "batch1000_p90_ms", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
+              "batch1000_ms", "batch1000_p90_ms", "batch1000_unknown_ms", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
               "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
               "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
               "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_fault_reuse",
               "refresh_fault_sessions_lost", "refresh_fault_seconds", "refresh_fault_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
-              "ready_rss_mb_1m_sessions", "signout_sessions_per_s", "signout_vs_idp_direct"]:
+              "ready_rss_mb_1m_sessions", "signout_sessions_per_s", "signout_vs_idp_direct", "idle_policy_idp_refreshes_per_hour",
+              "always_policy_idp_refreshes_per_hour", "token_fetch_rps_stored"]:
         print(f"{k:34} {results[k]:>12}")
     print(f"\nwritten to {OUT.relative_to(ROOT)}")
     shutil.rmtree(work, ignore_errors=True)
@@ -406,11 +419,48 @@ def storm_setup(env, op, idp, sessions, tag):
     return tenant, app, time.time() + 3
 
 
+def pg_cpu():
+    """CPU ms of every PostgreSQL process now, by pid (backends come and go with connections)."""
+    out = {}
+    for d in pathlib.Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "comm").read_text().strip() == "postgres":
+                    out[int(d.name)] = cpu_ms(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def pg_statements():
+    """Mean ms of the locked re-read and of the write + notify since the last reset, from
+    pg_stat_statements (None when the server does not preload it)."""
+    try:
+        row = psql("SELECT coalesce(sum(total_exec_time) FILTER (WHERE query LIKE '%pg_try_advisory_xact_lock%') / "
+                   "nullif(sum(calls) FILTER (WHERE query LIKE '%pg_try_advisory_xact_lock%'), 0), 0), "
+                   "coalesce(sum(total_exec_time) FILTER (WHERE query LIKE 'WITH updated AS%') / "
+                   "nullif(sum(calls) FILTER (WHERE query LIKE 'WITH updated AS%'), 0), 0) FROM pg_stat_statements")
+        lock, write = (float(x) for x in row.split("|"))
+        return lock, write
+    except subprocess.CalledProcessError:
+        return None, None
+
+
+def pg_statements_reset():
+    try:
+        psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        psql("SELECT pg_stat_statements_reset()")
+    except subprocess.CalledProcessError:
+        pass
+
+
 def storm_drain(env, idp, app, sessions, t0, during=None):
     """Three replicas drain the storm (`during(t0)` runs alongside, e.g. a fault); returns the
-    seconds until every session was refreshed at the IdP, the brokers' CPU ms and the IdP's stats."""
+    seconds until every session was refreshed at the IdP, the brokers' CPU ms, the IdP's stats
+    and PostgreSQL's CPU ms over the same time."""
     ps, _ = start_brokers(env, 3, {})
     before = {p.pid: cpu_ms(p.pid) for p in ps}
+    pg_before = pg_cpu()
     if during:
         during(t0)
     while time.time() - t0 < 240:
@@ -421,10 +471,12 @@ def storm_drain(env, idp, app, sessions, t0, during=None):
     drained = time.time() - t0
     time.sleep(1)   # let anything straggling show up in the counts
     cpu = sum(cpu_ms(p.pid) - before[p.pid] for p in ps)
+    pg = sum(v - pg_before.get(pid, 0) for pid, v in pg_cpu().items())
     stats = json.loads(http("GET", f"{idp}/stats?client_id={app}&times=1")[2])
     for p in ps:
         p.send_signal(signal.SIGTERM)
         p.wait()
+    stats["pg_cpu_ms"] = pg
     return drained, cpu, stats
 
 
@@ -439,7 +491,100 @@ def storm_bench(env, op, idp, sessions=10_000, tag=""):
     psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
     return {"refresh_storm_seconds": round(drained, 2), "refresh_storm_idp_calls": stats["token_calls"].get("refresh_token", 0),
             "refresh_storm_refreshes_ok": stats["refreshes_ok"], "refresh_storm_duplicates": twice + stats["reuse_detected"],
-            "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3)}
+            "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3), "refresh_pg_cpu_ms_per_refresh": round(stats["pg_cpu_ms"] / sessions, 3)}
+
+
+def fill_sessions(total):
+    """Other tenants' rows up to `total` in `sessions` (10% revoked; the rest due in days, so no
+    replica refreshes them), then VACUUM ANALYZE: the statistics know them, not what comes next."""
+    psql("INSERT INTO tenants (id, name) VALUES ('filler', 'Filler') ON CONFLICT DO NOTHING")
+    psql("INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, redirect_uri, scopes) VALUES "
+         "('filler', 'app', 'https://idp.example', 'app', 'client_secret_basic', 'https://b/cb', '{openid}') ON CONFLICT DO NOTHING")
+    have = int(psql("SELECT count(*) FROM sessions"))
+    if have < total:
+        psql(f"""INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, access_token, access_expires_at,
+                 refresh_token, state, next_refresh_at, version, granted_at, created_at, grant_expires_at)
+                 SELECT 'filler', 'ses_f{have}_' || g, 'app', 'user-' || (g % 5000), 'https://idp.example', '{{openid}}', '\\x00',
+                        now() + interval '1 day', '\\x00', CASE WHEN g % 10 = 0 THEN 'revoked' ELSE 'active' END,
+                        now() + interval '2 days' + random() * interval '7 days', 1, now(), now() - g * interval '1 ms', now() + interval '7 days'
+                 FROM generate_series(1, {total - have}) g""")
+    psql("VACUUM ANALYZE sessions")
+
+
+SCALE_SIZES = [int(x) for x in os.environ.get("BENCH_SCALE_SIZES", "10000,100000,1000000").split(",")]
+SCALE_ROUNDS = int(os.environ.get("BENCH_SCALE_ROUNDS", "2"))
+
+
+def scale_bench(env, op, idp):
+    """The cost curve: the 10,000-session storm on three replicas with 10k, 100k and 1M rows
+    already in `sessions`, every round's tenant imported after the last ANALYZE (autovacuum off
+    for the table meanwhile), so that a plan that depends on the statistics shows every time.
+    Per size and round: drain seconds, broker and PostgreSQL CPU ms per refresh, the mean ms of
+    the locked re-read and of the write + notify (pg_stat_statements). Then the token fetch with
+    1M rows stored."""
+    psql("ALTER TABLE sessions SET (autovacuum_enabled = false)")
+    out = {k: {} for k in ["storm_drain_seconds_by_stored", "refresh_cpu_ms_by_stored", "refresh_pg_cpu_ms_by_stored",
+                           "lock_read_ms_by_stored", "write_notify_ms_by_stored"]}
+    try:
+        for size in SCALE_SIZES:
+            fill_sessions(size)
+            for r in range(SCALE_ROUNDS):
+                tenant, app, t0 = storm_setup(env, op, idp, 10_000, f"-{size}-{r}")
+                pg_statements_reset()
+                drained, cpu, stats = storm_drain(env, idp, app, 10_000, t0)
+                lock, write = pg_statements()
+                psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
+                for k, v in [("storm_drain_seconds_by_stored", round(drained, 2)), ("refresh_cpu_ms_by_stored", round(cpu / 10_000, 3)),
+                             ("refresh_pg_cpu_ms_by_stored", round(stats["pg_cpu_ms"] / 10_000, 3)),
+                             ("lock_read_ms_by_stored", lock and round(lock, 3)), ("write_notify_ms_by_stored", write and round(write, 3))]:
+                    out[k].setdefault(str(size), []).append(v)
+                print(f"scale {size:>8} stored, round {r}: drain {drained:.2f} s, broker {cpu / 10_000:.3f} ms, "
+                      f"PostgreSQL {stats['pg_cpu_ms'] / 10_000:.3f} ms per refresh, lock read {lock} ms, write {write} ms, "
+                      f"duplicates {stats['reuse_detected']}")
+        out.update(token_fetch_stored(env, op, idp))
+    finally:
+        psql("ALTER TABLE sessions RESET (autovacuum_enabled)")
+    print(f"\n{'stored':>10} {'drain s':>16} {'broker ms/refresh':>20} {'PG ms/refresh':>16} {'lock read ms':>16}")
+    for size in SCALE_SIZES:
+        k = str(size)
+        print(f"{size:>10} {str(out['storm_drain_seconds_by_stored'][k]):>16} {str(out['refresh_cpu_ms_by_stored'][k]):>20} "
+              f"{str(out['refresh_pg_cpu_ms_by_stored'][k]):>16} {str(out['lock_read_ms_by_stored'][k]):>16}")
+    return out
+
+
+def token_fetch_stored(env, op, idp):
+    """The cached token fetch (wrk, as in the main run) with every row of the scale bench stored."""
+    (p,), (b,) = start_brokers(env, 1, {})
+    tenant = "fetch-stored"
+    http("POST", idp + "/admin/clients", body={"client_id": "fetch-app", "client_secret": "fs", "redirect_uris": [b + "/v1/callback"]})
+    http("PUT", f"{b}/v1/tenants/{tenant}", op, {"name": "Fetch"})
+    http("PUT", f"{b}/v1/tenants/{tenant}/clients/app", op, {"issuer": idp, "client_id": "fetch-app", "auth_method": "client_secret_basic",
+         "client_secret": "fs", "redirect_uri": b + "/v1/callback", "scopes": ["openid", "offline_access"]})
+    key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "f", "roles": ["worker"], "tenants": [tenant]})[2])["key"]
+    rt = json.loads(http("POST", idp + "/admin/grants", body={"client_id": "fetch-app", "subjects": ["f"]})[2])["refresh_tokens"]["f"]
+    exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    sid = json.loads(http("POST", f"{b}/v1/tenants/{tenant}/sessions:import", key, {"client": "app", "subject": "f", "refresh_token": rt,
+                          "access_token": "at-" + secrets.token_urlsafe(600), "expires_at": exp})[2])["session_id"]
+    script = pathlib.Path(tempfile.mkdtemp()) / "token.lua"
+    script.write_text(f'wrk.method = "POST"\nwrk.body = \'{{"min_ttl":60}}\'\nwrk.headers["Authorization"] = "Bearer {key}"\n'
+                      'wrk.headers["Content-Type"] = "application/json"\n')
+    url = f"{b}/v1/tenants/{tenant}/sessions/{sid}/token"
+    wrk(url, str(script))
+    rps, p99 = wrk(url, str(script))
+    stored = int(psql("SELECT count(*) FROM sessions"))
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+    print(f"token fetch with {stored} sessions stored: {rps:.0f} req/s, p99 {p99:.2f} ms")
+    return {"token_fetch_rps_stored": round(rps), "token_fetch_p99_ms_stored": round(p99, 2), "token_fetch_stored_rows": stored}
+
+
+def policy_bench():
+    """IdP refreshes per hour for 100k sessions of which 1% are used: the idle policy against
+    refreshing every session ahead of every expiry (policy-bench, simulated time)."""
+    r = json.loads(subprocess.run([BIN / "policy-bench"], check=True, capture_output=True, text=True).stdout)
+    print(f"refresh policy, 100k sessions, 1% used: idle {r['idle_policy_idp_refreshes_per_hour']}/h, "
+          f"always {r['always_policy_idp_refreshes_per_hour']}/h")
+    return r
 
 
 def faults_bench(env, op, idp, sessions=int(os.environ.get("BENCH_FAULT_SESSIONS", "10000"))):
@@ -499,13 +644,24 @@ def faults_only():
     print(json.dumps(faults_bench(*standalone()), indent=2))
 
 
+def scale_only():
+    """`bench.py scale`: the cost curve alone; merged into bench/results.json."""
+    env, op, idp = standalone()
+    r = scale_bench(env, op, idp)
+    r.update(policy_bench())
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(r)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(r, indent=2))
+
+
 def storm_only():
     """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
     print(json.dumps(storm_rounds(*standalone(), rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
 try:
-    {"storm": storm_only, "signout": signout_only, "faults": faults_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"storm": storm_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

@@ -35,7 +35,7 @@ start)
   fi
   if ! as_pg "$pgbin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
     as_pg "$pgbin/pg_ctl" -D "$data" -l "$base/server.log" -w -t 60 start \
-      -o "-c listen_addresses='' -c unix_socket_directories='$sock' -c max_connections=400 -c shared_buffers=256MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null \
+      -o "-c listen_addresses='' -c unix_socket_directories='$sock' -c max_connections=400 -c shared_buffers=256MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_preload_libraries=pg_stat_statements" >/dev/null \
       || { tail -n 20 "$base/server.log" >&2; exit 1; }
   fi
   if ! psql "postgresql://postgres@/postgres?host=$sock" -Atqc "SELECT 1 FROM pg_database WHERE datname = '$db'" | grep -q 1; then

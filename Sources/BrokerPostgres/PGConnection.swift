@@ -54,6 +54,11 @@ public final class PGConnection: @unchecked Sendable {
         /// Sorting made prohibitive: an ORDER BY … LIMIT page walks the index that has its order
         /// and stops at the page's end, however small the statistics say the tenant is.
         public static let indexOrder = Plan(settings: [("enable_sort", "off")])
+        /// Generic, and through an index only (no sequential or bitmap scan): for tables whose
+        /// statistics are usually those of an empty table (a queue), a lookup by key reads the
+        /// key however many rows a burst has put there since.
+        public static let keyed = Plan(settings: [("plan_cache_mode", "force_generic_plan"), ("enable_seqscan", "off"),
+                                                  ("enable_bitmapscan", "off")])
     }
 
     /// Runs one statement with its parameters bound (text format). A plan's settings cost no
@@ -61,14 +66,27 @@ public final class PGConnection: @unchecked Sendable {
     /// only, so nothing is left on the connection for a pooler to pass on.
     @discardableResult
     public func execute(_ sql: SQL, plan: Plan = .custom) throws(PGError) -> PGRows {
-        guard !plan.settings.isEmpty else { return try check(send(sql, pipelined: false)) }
+        // Within one transaction a setting once made holds to its end: not made again.
+        let inTransaction = PQtransactionStatus(conn) == PQTRANS_INTRANS
+        if !inTransaction { settingsMade.removeAll() }
+        let settings = plan.settings.filter { !settingsMade.contains($0.name + "=" + $0.value) }
+        if inTransaction { for s in settings { settingsMade.insert(s.name + "=" + s.value) } }
+        guard !settings.isEmpty else { return try check(send(sql, pipelined: false)) }
+        return try pipelined(settings, sql)
+    }
+
+    /// The planner settings made in the current transaction (a transaction's end forgets them).
+    private var settingsMade: Set<String> = []
+
+    /// The settings, then the statement, in one pipeline: one round trip.
+    private func pipelined(_ settings: [(name: String, value: String)], _ sql: SQL) throws(PGError) -> PGRows {
         guard PQenterPipelineMode(conn) == 1 else { throw failure("cannot enter pipeline mode") }
         defer { _ = PQexitPipelineMode(conn) }
-        for (name, value) in plan.settings {
+        for (name, value) in settings {
             guard send("SELECT set_config(\(name), \(value), true)", pipelined: true) != nil else { throw failure("cannot send the statement") }
         }
         guard send(sql, pipelined: true) != nil, PQpipelineSync(conn) == 1 else { throw failure("cannot send the statement") }
-        let n = plan.settings.count
+        let n = settings.count
         let results = pipelineResults(expecting: n + 2)
         guard results.count == n + 2, PQresultStatus(results[n + 1]) == PGRES_PIPELINE_SYNC else {
             for r in results { PQclear(r) }

@@ -11,40 +11,103 @@ extension PostgresSessionStore: RevocationStore {
             let rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
             guard let before = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
             guard before.state != .revoked else { return (before, before, []) }
-            var tokens: [(String, String)] = []
+            var tokens: [(token: String, hint: String)] = []
             if let rt = before.refreshToken { tokens.append((rt, "refresh_token")) }
             if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((at, "access_token")) }
-            let queued = try tokens.map { token, hint in
-                try queueRevocation(c, tenant: tenant, session: id, client: before.client, token: token, hint: hint, now: now)
-            }
+            let queued = try queueRevocations(c, tenant: tenant, session: id, client: before.client, tokens, now: now)
             let after = before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false)
-            try update(c, after, expectedVersion: before.version)
-            try c.execute("UPDATE sessions SET revoked_at = \(now) WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic)
-            // Every replica drops the session from memory at COMMIT (the schedule's
-            // cancellation went out with the update).
-            try c.execute("SELECT pg_notify(\(PostgresChangeFeed.channel), \(PostgresChangeFeed.encode(.session(tenant: tenant, id: id))))")
+            // Every replica drops the session from memory at COMMIT (with the schedule's cancellation).
+            try update(c, after, expectedVersion: before.version, revokedAt: now, announcing: [.session(tenant: tenant, id: id)])
             return (before, after, queued)
         }
     }
 
-    /// Inside a transaction: queues `token` for RFC 7009 revocation at the session's IdP, sealed.
+    public func revokeMany(tenant: String, ids: [String], now: Date) throws
+        -> (revoked: [(before: Session, after: Session, queued: [PendingRevocation])], left: [String]) {
+        guard !ids.isEmpty else { return ([], []) }
+        return try pool.transact { c in
+            // Each session's refresh lock, tried (a refresh in flight keeps its session for the
+            // one-by-one path, which waits for it), then its row, in id order.
+            let locked = try c.execute("""
+                SELECT \(raw: Self.columns) FROM sessions s
+                JOIN unnest(\(ids), \(ids.map { LockKey.session(tenant: tenant, id: $0) })) AS k(session, key)
+                  ON s.tenant_id = \(tenant) AND s.id = k.session
+                WHERE pg_try_advisory_xact_lock(k.key)
+                ORDER BY s.id FOR UPDATE OF s SKIP LOCKED
+                """, plan: .generic).map { try decode(&$0, tenant: tenant) }
+            var revoked: [(before: Session, after: Session, queued: [PendingRevocation])] = []
+            var tokens: [(session: Session, token: String, hint: String)] = []
+            for before in locked where before.state != .revoked {
+                if let rt = before.refreshToken { tokens.append((before, rt, "refresh_token")) }
+                if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((before, at, "access_token")) }
+            }
+            var rng = SystemRandomNumberGenerator()
+            let entries = tokens.map { t in
+                PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: t.session.id,
+                                  client: t.session.client, token: t.token, hint: t.hint, attempts: 0)
+            }
+            if !entries.isEmpty {
+                try c.execute("""
+                    INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
+                    SELECT q.id, \(tenant), q.session, q.client, q.token::bytea, q.hint, \(now), \(now)
+                    FROM unnest(\(entries.map(\.id)), \(entries.map(\.session)), \(entries.map(\.client)),
+                                \(entries.map { "\\x" + PGText.hex(sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }),
+                                \(entries.map(\.hint))) AS q(id, session, client, token, hint)
+                    """)
+            }
+            let ending = locked.filter { $0.state != .revoked }
+            if !ending.isEmpty {
+                // What Session.ended(.revoked, keepIDToken: false) writes, for all of them at once.
+                let written = try c.execute("""
+                    UPDATE sessions s SET state = 'revoked', reason = NULL, last_error = NULL, access_token = NULL, access_expires_at = NULL,
+                        refresh_token = NULL, id_token = NULL, next_refresh_at = NULL, backoff_until = NULL, version = v.version + 1,
+                        revoked_at = \(now)
+                    FROM unnest(\(ending.map(\.id)), \(ending.map(\.version))) AS v(id, version)
+                    WHERE s.tenant_id = \(tenant) AND s.id = v.id AND s.version = v.version
+                    """, plan: .generic)
+                guard written.affected == ending.count else { throw BrokerError.conflict(code: "conflict", message: "a session changed during its revocation") }
+                // Every replica drops them from memory at COMMIT, schedule cancelled.
+                let notices = ending.flatMap { s in
+                    [PostgresChangeFeed.encode(.scheduled(tenant: tenant, id: s.id, client: s.client, at: nil, version: s.version + 1)),
+                     PostgresChangeFeed.encode(.session(tenant: tenant, id: s.id))]
+                }
+                try c.execute("SELECT pg_notify(\(PostgresChangeFeed.channel), a) FROM unnest(\(notices)) a")
+            }
+            for before in locked {
+                guard before.state != .revoked else {
+                    revoked.append((before, before, []))
+                    continue
+                }
+                revoked.append((before, before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false), entries.filter { $0.session == before.id }))
+            }
+            let done = Set(locked.map(\.id))
+            return (revoked, ids.filter { !done.contains($0) })
+        }
+    }
+
+    /// Inside a transaction: queues `tokens` for RFC 7009 revocation at the session's IdP,
+    /// sealed, in one statement.
     @discardableResult
-    func queueRevocation(_ c: PGConnection, tenant: String, session: String, client: String, token: String, hint: String,
-                         now: Date) throws -> PendingRevocation {
+    func queueRevocations(_ c: PGConnection, tenant: String, session: String, client: String, _ tokens: [(token: String, hint: String)],
+                          now: Date) throws -> [PendingRevocation] {
+        guard !tokens.isEmpty else { return [] }
         var rng = SystemRandomNumberGenerator()
-        let p = PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: session,
-                                  client: client, token: token, hint: hint, attempts: 0)
+        let queued = tokens.map { t in
+            PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: session, client: client,
+                              token: t.token, hint: t.hint, attempts: 0)
+        }
+        let sealed = queued.map { "\\x" + PGText.hex(sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }
         try c.execute("""
             INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
-            VALUES (\(p.id), \(tenant), \(session), \(client), \(sealer.seal(token, context: "revocations/\(tenant)/\(p.id)/token")),
-                \(hint), \(now), \(now))
+            SELECT q.id, \(tenant), \(session), \(client), q.token::bytea, q.hint, \(now), \(now)
+            FROM unnest(\(queued.map(\.id)), \(sealed), \(queued.map(\.hint))) AS q(id, token, hint)
             """)
-        return p
+        return queued
     }
 
     public func pendingRevocations(tenant: String, session: String) throws -> Int {
         try pool.run { c in
-            try c.execute("SELECT count(*) FROM revocation_outbox WHERE tenant_id = \(tenant) AND session_id = \(session)", plan: .generic)
+            try c.execute("SELECT count(*) FROM revocation_outbox WHERE session_id = \(session) AND tenant_id = \(tenant)", plan: .keyed)
                 .first { try $0.next() } ?? 0
         }
     }
@@ -54,17 +117,17 @@ extension PostgresSessionStore: RevocationStore {
         try pool.run { c in
             let r = try c.execute("""
                 UPDATE revocation_outbox o SET next_attempt_at = \(now.addingTimeInterval(lease)), attempts = o.attempts + 1
-                WHERE o.id IN (SELECT id FROM revocation_outbox WHERE next_attempt_at <= \(now)
-                               ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+                WHERE (o.tenant_id, o.id) IN (SELECT tenant_id, id FROM revocation_outbox WHERE next_attempt_at <= \(now)
+                                              ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 RETURNING o.id, o.tenant_id, o.session_id, o.client_id, o.token, o.hint, o.attempts
                 """)
-            var claimed: [PendingRevocation] = [], unopened: [String] = []
+            var claimed: [PendingRevocation] = [], unopened: [(tenant: String, id: String)] = []
             for i in 0..<r.count {
                 var row = r.row(i)
                 let id: String = try row.next(), tenant: String = try row.next()
                 let session: String = try row.next(), client: String = try row.next()
                 guard let sealed = try row.bytes(), let token = try? sealer.open(sealed, context: "revocations/\(tenant)/\(id)/token") else {
-                    unopened.append(id)
+                    unopened.append((tenant, id))
                     continue
                 }
                 claimed.append(PendingRevocation(id: id, tenant: tenant, session: session, client: client, token: token,
@@ -76,22 +139,25 @@ extension PostgresSessionStore: RevocationStore {
                 try c.execute("""
                     UPDATE revocation_outbox SET next_attempt_at = \(now.addingTimeInterval(5)), attempts = attempts - 1,
                         last_error = 'sealed under a key this replica does not hold'
-                    WHERE id = ANY(\(unopened))
+                    WHERE (tenant_id, id) IN (SELECT * FROM unnest(\(unopened.map(\.tenant)), \(unopened.map(\.id))))
                     """, plan: .generic)
             }
             return claimed
         }
     }
 
-    public func revocationDelivered(tenant: String, id: String) throws {
-        try pool.run { c in try c.execute("DELETE FROM revocation_outbox WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic) }
+    public func revocationsDelivered(tenant: String, ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        try pool.run { c in
+            try c.execute("DELETE FROM revocation_outbox WHERE id = ANY(\(ids)) AND tenant_id = \(tenant)", plan: .keyed)
+        }
     }
 
     public func revocationFailed(tenant: String, id: String, next: Date, reason: String) throws {
         try pool.run { c in
             try c.execute("""
-                UPDATE revocation_outbox SET next_attempt_at = \(next), last_error = \(reason) WHERE tenant_id = \(tenant) AND id = \(id)
-                """, plan: .generic)
+                UPDATE revocation_outbox SET next_attempt_at = \(next), last_error = \(reason) WHERE id = \(id) AND tenant_id = \(tenant)
+                """, plan: .keyed)
         }
     }
 }

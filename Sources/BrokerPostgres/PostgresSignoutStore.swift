@@ -114,18 +114,21 @@ public final class PostgresSignoutStore: SignoutStore {
                 WHERE i.job_id = o.job_id AND i.session_id = o.session_id
                 """, plan: .generic)
             // The jobs' rows in id order: two replicas recording for the same jobs wait, never deadlock.
-            let jobs = Array(Set(results.map(\.item.job))).sorted()
-            try c.execute("SELECT 1 FROM signout_jobs WHERE id = ANY(\(jobs)) ORDER BY id FOR NO KEY UPDATE", plan: .generic)
+            let jobs = Array(Set(results.map { [$0.item.tenant, $0.item.job] })).sorted { ($0[0], $0[1]) < ($1[0], $1[1]) }
+            try c.execute("""
+                SELECT 1 FROM signout_jobs WHERE tenant_id = ANY(\(jobs.map { $0[0] })) AND id = ANY(\(jobs.map { $0[1] }))
+                ORDER BY tenant_id, id FOR NO KEY UPDATE
+                """, plan: .generic)
             try c.execute("""
                 UPDATE signout_jobs j SET revoked = n.revoked, failed = n.failed, updated_at = \(now),
                     state = CASE WHEN n.pending = 0 THEN 'done' ELSE 'running' END,
                     finished_at = CASE WHEN n.pending = 0 THEN coalesce(j.finished_at, \(now)) ELSE NULL END
-                FROM (SELECT job_id, count(*) FILTER (WHERE state = 'revoked') AS revoked,
+                FROM (SELECT tenant_id, job_id, count(*) FILTER (WHERE state = 'revoked') AS revoked,
                              count(*) FILTER (WHERE state = 'failed') AS failed,
                              count(*) FILTER (WHERE state = 'pending') AS pending
-                      FROM signout_items WHERE job_id = ANY(\(jobs)) GROUP BY job_id) n
-                WHERE j.id = n.job_id
-                """)
+                      FROM signout_items WHERE job_id = ANY(\(jobs.map { $0[1] })) GROUP BY tenant_id, job_id) n
+                WHERE j.tenant_id = n.tenant_id AND j.id = n.job_id
+                """, plan: .generic)
         }
     }
 }

@@ -53,6 +53,7 @@ public struct SQL: ExpressibleByStringInterpolation, Sendable {
         public mutating func appendInterpolation(_ v: [String]) { bind(PGText.arrayLiteral(v), cast: "::text[]") }
         public mutating func appendInterpolation(_ v: [String?]) { bind(PGText.arrayLiteral(v), cast: "::text[]") }
         public mutating func appendInterpolation(_ v: [Double]) { bind(PGText.arrayLiteral(v.map { String($0) }), cast: "::float8[]") }
+        public mutating func appendInterpolation(_ v: [Int64]) { bind(PGText.arrayLiteral(v.map { String($0) }), cast: "::bigint[]") }
 
         /// Splices another query's text with its parameters, renumbered after ours: a fragment
         /// (a shared WHERE clause) keeps its values as binds.

@@ -19,6 +19,15 @@ extension InMemorySessionStore: RevocationStore {
         }
     }
 
+    public func revokeMany(tenant: String, ids: [String], now: Date) throws
+        -> (revoked: [(before: Session, after: Session, queued: [PendingRevocation])], left: [String]) {
+        var revoked: [(before: Session, after: Session, queued: [PendingRevocation])] = [], left: [String] = []
+        for id in ids {
+            do { revoked.append(try revoke(tenant: tenant, id: id, timeout: 0, now: now)) } catch { left.append(id) }
+        }
+        return (revoked, left)
+    }
+
     public func pendingRevocations(tenant: String, session: String) throws -> Int {
         outbox.withLock { $0.values.filter { $0.entry.tenant == tenant && $0.entry.session == session }.count }
     }
@@ -36,8 +45,8 @@ extension InMemorySessionStore: RevocationStore {
         }
     }
 
-    public func revocationDelivered(tenant: String, id: String) throws {
-        outbox.withLock { o in if o[id]?.entry.tenant == tenant { o[id] = nil } }
+    public func revocationsDelivered(tenant: String, ids: [String]) throws {
+        outbox.withLock { o in for id in ids where o[id]?.entry.tenant == tenant { o[id] = nil } }
     }
 
     public func revocationFailed(tenant: String, id: String, next: Date, reason: String) throws {

@@ -76,7 +76,8 @@ struct PlanShapeTests {
                 func walk(_ node: [String: Any]) {
                     let type = node["Node Type"] as? String ?? "?"
                     if type.contains("Scan"), node["Relation Name"] != nil || node["Index Name"] != nil {
-                        scans.append([type, node["Relation Name"] as? String, node["Index Name"] as? String].compactMap { $0 }.joined(separator: " "))
+                        scans.append([type, node["Relation Name"] as? String, node["Index Name"] as? String].compactMap { $0 }.joined(separator: " ")
+                                     + ((node["Index Cond"] as? String).map { " [" + $0 + "]" } ?? ""))
                     }
                     for child in node["Plans"] as? [[String: Any]] ?? [] { walk(child) }
                 }
@@ -112,16 +113,16 @@ struct PlanShapeTests {
             let onSessions = plans.flatMap(\.scans).filter { $0.contains(" sessions") }
             #expect(!onSessions.isEmpty, "\(phase): \(name) was not explained")
             for scan in onSessions {
-                #expect(scan.hasSuffix(" sessions sessions_pkey"), "\(phase): \(name) reads sessions by \(scan)")
+                #expect(scan.contains(" sessions sessions_pkey [") && scan.contains("id = "), "\(phase): \(name) reads sessions by \(scan)")
             }
         }
         // The due loader reads the partial index meant for it.
         let due = try lab.explain { _ = try lab.sessions.dueSessions(before: Date().addingTimeInterval(7200), limit: 500) }
-        #expect(due.flatMap(\.scans).filter { $0.contains(" sessions") }.allSatisfy { $0.hasSuffix("sessions_due") }, "\(phase): due loader \(due.map(\.scans))")
+        #expect(due.flatMap(\.scans).filter { $0.contains(" sessions") }.allSatisfy { $0.contains("sessions_due") }, "\(phase): due loader \(due.map(\.scans))")
         // The admin listing pages through an index in its order, never sorting the tenant.
         let listing = try lab.explain { _ = try lab.sessions.sessions(tenant: t, matching: SessionQuery(limit: 50)) }
         let listed = listing.flatMap(\.scans).filter { $0.contains(" sessions") }
-        #expect(!listed.isEmpty && listed.allSatisfy { $0.hasSuffix("sessions_by_created") }, "\(phase): listing \(listed)")
+        #expect(!listed.isEmpty && listed.allSatisfy { $0.contains("sessions_by_created") }, "\(phase): listing \(listed)")
     }
 
     @Test("key lookups use their key with no statistics, with a tenant imported after ANALYZE, and with fresh statistics")
@@ -149,6 +150,10 @@ struct PlanShapeTests {
                 SELECT lpad(to_hex(g), 16, '0'), 'k' || g, '{worker}', '{early}', '\\x00', now() FROM generate_series(1, 5000) g
                 """)
             try c.execute("""
+                INSERT INTO signout_jobs (id, tenant_id, filter, dry_run, state, total, created_by, created_at, updated_at)
+                SELECT 'so_' || g, 'early', '{}', true, 'done', 0, 'test', now(), now() FROM generate_series(1, 3000) g
+                """)
+            try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, redirect_uri, scopes)
                 SELECT 'early', 'app-' || g, 'https://idp.example', 'app', 'none', 'https://b/cb', '{openid}' FROM generate_series(1, 3000) g
                 """)
@@ -168,10 +173,30 @@ struct PlanShapeTests {
         for scan in records.flatMap(\.scans) where scan.contains("signout_items") {
             #expect(!scan.hasPrefix("Seq Scan"), "record: \(scan)")
         }
+        // The outbox of a tenant with many entries, none known to the statistics.
+        try lab.pool.withConnection { c in
+            try c.execute("""
+                INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
+                SELECT 'rvk_' || g, 'late', 'ses_late_' || (g % 20000), 'app', '\\x00', 'refresh_token', now() + interval '1 day', now()
+                FROM generate_series(1, 20000) g
+                """)
+        }
+        let outbox = try lab.explain {
+            try lab.sessions.revocationsDelivered(tenant: "late", ids: ["rvk_5", "rvk_6"])
+            try lab.sessions.revocationFailed(tenant: "late", id: "rvk_7", next: Date(), reason: "x")
+        }
+        #expect(!outbox.isEmpty)
+        for scan in outbox.flatMap(\.scans) {
+            #expect(scan.contains("revocation_outbox_pkey [") && scan.contains("id = "), "outbox entry by its key: \(scan)")
+        }
+        let jobRead = try lab.explain { _ = try lab.signouts.job(tenant: "late", id: "so_plan") }
+        for scan in jobRead.flatMap(\.scans) where scan.contains("signout_jobs") {
+            #expect(scan.contains("signout_jobs_pkey"), "job by its key: \(scan)")
+        }
         let keys = try lab.explain {
             _ = try lab.registry.apiKey(id: "00000000000004d2")
             _ = try lab.registry.client(tenant: "late", id: "app")
         }
-        for scan in keys.flatMap(\.scans) { #expect(scan.contains("_pkey"), "key or client lookup: \(scan)") }
+        for scan in keys.flatMap(\.scans) { #expect(scan.contains("_pkey ["), "key or client lookup: \(scan)") }
     }
 }

@@ -1,5 +1,6 @@
 import BrokerCore
 import Foundation
+import Synchronization
 
 /// RevocationService ends sessions so that they are dead at the IdP, not just here (spec §4.3):
 /// the store marks the session revoked, erases its tokens and queues them in a durable outbox in
@@ -50,8 +51,7 @@ public struct RevocationService: Sendable {
         // refresh that finished just before cannot put its older version back.
         tokens.cache.put(after, now: now)
         let revokedNow = before.state != .revoked
-        var pending = 0
-        for p in queued where !deliver(p) { pending += 1 }
+        var pending = queued.count - deliver(queued)
         if !revokedNow { pending = try store.pendingRevocations(tenant: tenant, session: id) }
         if endSession, revokedNow, let hint = before.idToken, let client = try? registry.client(tenant: tenant, id: before.client, now: now) {
             let ended = (try? endpoint.endSession(client: client, idTokenHint: hint)) != nil
@@ -62,16 +62,69 @@ public struct RevocationService: Sendable {
         return Outcome(before: before, after: after, revokedNow: revokedNow, pendingAtIdP: pending)
     }
 
+    /// The bulk form of `revoke`, for sign-out jobs: the tenant's sessions revoked here in one
+    /// transaction, then their tokens sent to the IdP `lanes` sessions at a time, `pace(client)`
+    /// called before each session's calls (a rate limit). Sessions the bulk transaction left
+    /// alone (a refresh holds the lock, the database failed) are revoked one by one, waiting
+    /// as `revoke` does. Returns the ids revoked here (whatever the IdP said: unconfirmed
+    /// tokens stay in the outbox); the others could not be revoked.
+    public func revokeMany(tenant: String, ids: [String], actor: String, lanes: Int,
+                           pace: @escaping @Sendable (_ client: String) -> Void) -> Set<String> {
+        let now = clock.now()
+        let (revoked, left) = (try? store.revokeMany(tenant: tenant, ids: ids, now: now)) ?? ([], ids)
+        for r in revoked { tokens.cache.put(r.after, now: now) }
+        let fresh = revoked.filter { $0.before.state != .revoked }
+        let confirmed = Mutex<[PendingRevocation]>([])
+        Lanes.run(fresh.count, width: lanes) { [self] i in
+            pace(fresh[i].before.client)
+            let ok = fresh[i].queued.filter(call)
+            confirmed.withLock { $0 += ok }
+        }
+        let done = confirmed.withLock { $0 }
+        let forgotten = (try? store.revocationsDelivered(tenant: tenant, ids: done.map(\.id))) != nil ? Set(done.map(\.id)) : []
+        for p in done where forgotten.contains(p.id) {
+            audit.record(AuditEvent(at: now, actor: "broker", action: "session.revoke_at_idp", tenant: tenant, session: p.session, outcome: p.hint))
+        }
+        for r in revoked {
+            let outcome = r.before.state == .revoked ? "already_revoked" : r.queued.allSatisfy { forgotten.contains($0.id) } ? "ok" : "idp_pending"
+            audit.record(AuditEvent(at: now, actor: actor, action: "session.revoke", tenant: tenant, session: r.before.id, outcome: outcome))
+        }
+        let alone = Mutex(Set<String>())
+        Lanes.run(left.count, width: lanes) { [self] i in
+            if (try? revoke(tenant: tenant, id: left[i], actor: actor)) != nil { alone.withLock { _ = $0.insert(left[i]) } }
+        }
+        return Set(revoked.map(\.before.id)).union(alone.withLock { $0 })
+    }
+
     /// Delivers revocations that are due (claimed with a lease, so replicas share the work);
     /// returns how many the IdP confirmed.
     @discardableResult
     public func deliverDue(limit: Int = 100) -> Int {
         guard let due = try? store.claimDueRevocations(now: clock.now(), lease: 60, limit: limit) else { return 0 }
-        return due.filter(deliver).count
+        return deliver(due)
     }
 
-    /// One RFC 7009 call; the outcome is written to the outbox. True when the IdP confirmed.
-    private func deliver(_ p: PendingRevocation) -> Bool {
+    /// The RFC 7009 calls, one per entry; failures are written back to the outbox one by one,
+    /// confirmations removed together (one statement per tenant). Returns how many the IdP
+    /// confirmed and the outbox forgot (an entry whose removal failed is revoked again later:
+    /// revoking a revoked token changes nothing, RFC 7009 §2.2).
+    private func deliver(_ entries: [PendingRevocation]) -> Int {
+        var confirmed: [String: [PendingRevocation]] = [:]
+        for p in entries where call(p) { confirmed[p.tenant, default: []].append(p) }
+        let now = clock.now()
+        var count = 0
+        for (tenant, done) in confirmed {
+            guard (try? store.revocationsDelivered(tenant: tenant, ids: done.map(\.id))) != nil else { continue }
+            count += done.count
+            for p in done {
+                audit.record(AuditEvent(at: now, actor: "broker", action: "session.revoke_at_idp", tenant: p.tenant, session: p.session, outcome: p.hint))
+            }
+        }
+        return count
+    }
+
+    /// One RFC 7009 call. True when the IdP confirmed; otherwise the entry's next attempt is written.
+    private func call(_ p: PendingRevocation) -> Bool {
         let now = clock.now()
         do {
             guard let client = try registry.client(tenant: p.tenant, id: p.client, now: now) else {
@@ -80,8 +133,6 @@ public struct RevocationService: Sendable {
                 return false
             }
             try endpoint.revoke(client: client, token: p.token, hint: p.hint)
-            try store.revocationDelivered(tenant: p.tenant, id: p.id)
-            audit.record(AuditEvent(at: now, actor: "broker", action: "session.revoke_at_idp", tenant: p.tenant, session: p.session, outcome: p.hint))
             return true
         } catch {
             var retryAfter: Int?

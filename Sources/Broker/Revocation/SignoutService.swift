@@ -24,7 +24,7 @@ public final class SignoutService: Sendable {
     private let limiters = Mutex<[String: RateLimiter]>([:])
 
     public init(store: any SignoutStore, revocations: RevocationService, registry: RegistryCache, audit: any AuditSink, clock: any Clock,
-                ratePerClient: Double, parallelism: Int = 8, lease: TimeInterval = 30) {
+                ratePerClient: Double, parallelism: Int = 16, lease: TimeInterval = 30) {
         self.store = store
         self.revocations = revocations
         self.registry = registry
@@ -64,36 +64,32 @@ public final class SignoutService: Sendable {
     }
 
     /// Revokes one batch of pending items of any job; returns how many were processed (0: idle).
+    /// The sessions of each job are revoked here in one transaction, their tokens then sent to
+    /// the IdP `parallelism` at a time, each client's calls paced by its rate limit.
     @discardableResult
     public func work(batch: Int = 100) -> Int {
         guard let items = try? store.claimPendingItems(now: clock.now(), lease: lease, limit: batch), !items.isEmpty else { return 0 }
-        let outcomes = Mutex([SignoutItem.Outcome](repeating: .failed, count: items.count))
-        DispatchQueue.concurrentPerform(iterations: min(parallelism, items.count)) { lane in
-            for i in stride(from: lane, to: items.count, by: parallelism) {
-                let o = revoke(items[i])
-                outcomes.withLock { $0[i] = o }
-            }
+        var results: [SignoutItem.Result] = []
+        for group in Dictionary(grouping: items, by: { [$0.tenant, $0.job] }).values {
+            let first = group[0]
+            let revoked = revocations.revokeMany(tenant: first.tenant, ids: group.map(\.session), actor: "signout:" + first.job,
+                                                 lanes: parallelism) { [self] client in pace(tenant: first.tenant, client: client) }
+            results += group.map { SignoutItem.Result($0, revoked.contains($0.session) ? .revoked : .failed) }
         }
-        let results = outcomes.withLock { o in zip(items, o).map { SignoutItem.Result($0, $1) } }
         // Not recorded (the database is away): the lease runs out and the items are revoked
         // again, which changes nothing for those already revoked.
         try? store.record(results, now: clock.now())
         return items.count
     }
 
-    private func revoke(_ item: SignoutItem) -> SignoutItem.Outcome {
+    /// Waits for the client's rate limit (per replica) before one session's IdP calls.
+    private func pace(tenant: String, client: String) {
         let wait = limiters.withLock { l in
-            var limiter = l[item.tenant + "/" + item.client] ?? RateLimiter(rate: ratePerClient)
+            var limiter = l[tenant + "/" + client] ?? RateLimiter(rate: ratePerClient)
             let d = limiter.delay(now: clock.now())
-            l[item.tenant + "/" + item.client] = limiter
+            l[tenant + "/" + client] = limiter
             return d
         }
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }
-        do {
-            _ = try revocations.revoke(tenant: item.tenant, id: item.session, actor: "signout:" + item.job)
-            return .revoked
-        } catch {
-            return .failed
-        }
     }
 }

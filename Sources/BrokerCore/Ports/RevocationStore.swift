@@ -12,6 +12,13 @@ public protocol RevocationStore: Sendable {
     func revoke(tenant: String, id: String, timeout: TimeInterval, now: Date) throws
         -> (before: Session, after: Session, queued: [PendingRevocation])
 
+    /// The bulk form, for sign-out jobs: in one transaction, revokes every listed session of the
+    /// tenant whose refresh lock is free right now, exactly as `revoke` does one by one (already
+    /// revoked ones come back unchanged, queuing nothing). The ids it left alone — lock busy, or
+    /// no such session — are for the caller to revoke one by one.
+    func revokeMany(tenant: String, ids: [String], now: Date) throws
+        -> (revoked: [(before: Session, after: Session, queued: [PendingRevocation])], left: [String])
+
     /// How many of the session's revocations the IdP has not confirmed yet.
     func pendingRevocations(tenant: String, session: String) throws -> Int
 
@@ -19,8 +26,8 @@ public protocol RevocationStore: Sendable {
     /// until `lease` has passed), counting the attempt.
     func claimDueRevocations(now: Date, lease: TimeInterval, limit: Int) throws -> [PendingRevocation]
 
-    /// The IdP confirmed: forget the entry.
-    func revocationDelivered(tenant: String, id: String) throws
+    /// The IdP confirmed: forget the entries (all of one tenant).
+    func revocationsDelivered(tenant: String, ids: [String]) throws
 
     /// The IdP could not be reached or refused: try again at `next`.
     func revocationFailed(tenant: String, id: String, next: Date, reason: String) throws
