@@ -560,7 +560,7 @@ def token_fetch_stored(env, op, idp):
     http("PUT", f"{b}/v1/tenants/{tenant}", op, {"name": "Fetch"})
     http("PUT", f"{b}/v1/tenants/{tenant}/clients/app", op, {"issuer": idp, "client_id": "fetch-app", "auth_method": "client_secret_basic",
          "client_secret": "fs", "redirect_uri": b + "/v1/callback", "scopes": ["openid", "offline_access"]})
-    key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "f", "roles": ["worker"], "tenants": [tenant]})[2])["key"]
+    key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "f", "roles": ["worker", "admin"], "tenants": [tenant]})[2])["key"]
     rt = json.loads(http("POST", idp + "/admin/grants", body={"client_id": "fetch-app", "subjects": ["f"]})[2])["refresh_tokens"]["f"]
     exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
     sid = json.loads(http("POST", f"{b}/v1/tenants/{tenant}/sessions:import", key, {"client": "app", "subject": "f", "refresh_token": rt,

@@ -57,6 +57,9 @@ public final class PGConnection: @unchecked Sendable {
         /// Generic, and through an index only (no sequential or bitmap scan): for tables whose
         /// statistics are usually those of an empty table (a queue), a lookup by key reads the
         /// key however many rows a burst has put there since.
+        /// This plan with one more setting for the transaction (e.g. `lock_timeout`).
+        public func with(_ name: String, _ value: String) -> Plan { Plan(settings: settings + [(name, value)]) }
+
         public static let keyed = Plan(settings: [("plan_cache_mode", "force_generic_plan"), ("enable_seqscan", "off"),
                                                   ("enable_bitmapscan", "off")])
     }
@@ -67,26 +70,50 @@ public final class PGConnection: @unchecked Sendable {
     @discardableResult
     public func execute(_ sql: SQL, plan: Plan = .custom) throws(PGError) -> PGRows {
         // Within one transaction a setting once made holds to its end: not made again.
-        let inTransaction = PQtransactionStatus(conn) == PQTRANS_INTRANS
+        let inTransaction = beginPending || PQtransactionStatus(conn) == PQTRANS_INTRANS
         if !inTransaction { settingsMade.removeAll() }
         let settings = plan.settings.filter { !settingsMade.contains($0.name + "=" + $0.value) }
         if inTransaction { for s in settings { settingsMade.insert(s.name + "=" + s.value) } }
-        guard !settings.isEmpty else { return try check(send(sql, pipelined: false)) }
-        return try pipelined(settings, sql)
+        var prefix: [SQL] = beginPending ? ["BEGIN"] : []
+        beginPending = false
+        prefix += settings.map { "SELECT set_config(\($0.name), \($0.value), true)" }
+        guard !prefix.isEmpty else { return try check(send(sql, pipelined: false)) }
+        return try pipelined(prefix, sql)
     }
+
+    /// Opens a transaction with the next statement, in its round trip (BEGIN is pipelined
+    /// ahead of it); `commit` or `rollback` closes it.
+    public func begin() {
+        beginPending = true
+        settingsMade.removeAll()
+    }
+
+    /// Commits the transaction `begin` opened (nothing to do when no statement ran in it).
+    public func commit() throws(PGError) {
+        if beginPending { beginPending = false; return }
+        try execute("COMMIT")
+    }
+
+    public func rollback() {
+        if beginPending { beginPending = false; return }
+        _ = try? execute("ROLLBACK")
+    }
+
+    private var beginPending = false
 
     /// The planner settings made in the current transaction (a transaction's end forgets them).
     private var settingsMade: Set<String> = []
 
-    /// The settings, then the statement, in one pipeline: one round trip.
-    private func pipelined(_ settings: [(name: String, value: String)], _ sql: SQL) throws(PGError) -> PGRows {
+    /// The prefix statements, then the statement, in one pipeline: one round trip. Returns the
+    /// statement's rows; the first failure is thrown.
+    private func pipelined(_ prefix: [SQL], _ sql: SQL) throws(PGError) -> PGRows {
         guard PQenterPipelineMode(conn) == 1 else { throw failure("cannot enter pipeline mode") }
         defer { _ = PQexitPipelineMode(conn) }
-        for (name, value) in settings {
-            guard send("SELECT set_config(\(name), \(value), true)", pipelined: true) != nil else { throw failure("cannot send the statement") }
+        for p in prefix {
+            guard send(p, pipelined: true) != nil else { throw failure("cannot send the statement") }
         }
         guard send(sql, pipelined: true) != nil, PQpipelineSync(conn) == 1 else { throw failure("cannot send the statement") }
-        let n = settings.count
+        let n = prefix.count
         let results = pipelineResults(expecting: n + 2)
         guard results.count == n + 2, PQresultStatus(results[n + 1]) == PGRES_PIPELINE_SYNC else {
             for r in results { PQclear(r) }

@@ -46,17 +46,18 @@ public final class PGPool: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` inside BEGIN … COMMIT; any error rolls back.
+    /// Runs `body` inside BEGIN … COMMIT (BEGIN travels with the first statement); any error
+    /// rolls back.
     @discardableResult
     public func transaction<T>(_ body: (PGConnection) throws -> T) throws -> T {
         try withConnection { c in
-            try c.execute("BEGIN")
+            c.begin()
             do {
                 let r = try body(c)
-                try c.execute("COMMIT")
+                try c.commit()
                 return r
             } catch {
-                _ = try? c.execute("ROLLBACK")
+                c.rollback()
                 throw error
             }
         }

@@ -95,8 +95,8 @@ public final class PostgresSessionStore: SessionStore {
     /// Inside a transaction: waits at most `timeout` for the session's refresh lock, then reads
     /// the row FOR UPDATE.
     func lockAndRead(_ c: PGConnection, tenant: String, id: String, timeout: TimeInterval) throws -> PGRows {
-        try c.execute("SELECT set_config('lock_timeout', \(String(Int(timeout * 1000))), true)")
-        try c.execute("SELECT pg_advisory_xact_lock(\(LockKey.session(tenant: tenant, id: id)))")
+        try c.execute("SELECT pg_advisory_xact_lock(\(LockKey.session(tenant: tenant, id: id)))",
+                      plan: PGConnection.Plan.generic.with("lock_timeout", String(Int(timeout * 1000))))
         return try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE",
                              plan: .generic)
     }
