@@ -378,7 +378,7 @@ def storm_rounds(env, op, idp, rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "
     for r in runs:
         print(f"storm round: {r['refresh_storm_seconds']} s, {r['refresh_storm_idp_calls']} calls, "
               f"{r['refresh_storm_duplicates']} duplicates, {r['refresh_cpu_ms_per_refresh']} ms CPU/refresh")
-    out = {k: statistics.median(r[k] for r in runs) for k in ["refresh_storm_seconds", "refresh_cpu_ms_per_refresh"]}
+    out = {k: statistics.median(r[k] for r in runs) for k in ["refresh_storm_seconds", "refresh_cpu_ms_per_refresh", "refresh_pg_cpu_ms_per_refresh"]}
     out["refresh_storm_idp_calls"] = max(r["refresh_storm_idp_calls"] for r in runs)
     out["refresh_storm_refreshes_ok"] = min(r["refresh_storm_refreshes_ok"] for r in runs)
     out["refresh_storm_duplicates"] = max(r["refresh_storm_duplicates"] for r in runs)
