@@ -38,7 +38,11 @@ public final class PGConnection: @unchecked Sendable {
     public var noticeHandler: (@Sendable (String) -> Void)?
 
     /// Whether the connection still works (checked after an error, before reuse).
-    public var isHealthy: Bool { PQstatus(conn) == CONNECTION_OK }
+    /// Connected, out of pipeline mode and out of any transaction: fit to go back to the pool.
+    public var isHealthy: Bool {
+        PQstatus(conn) == CONNECTION_OK && PQpipelineStatus(conn) == PQ_PIPELINE_OFF && PQtransactionStatus(conn) == PQTRANS_IDLE
+            && !beginPending
+    }
 
     /// How a statement is planned: planner settings that hold for the statement's own
     /// transaction (in an explicit transaction: to its end).
@@ -108,13 +112,21 @@ public final class PGConnection: @unchecked Sendable {
     /// statement's rows; the first failure is thrown.
     private func pipelined(_ prefix: [SQL], _ sql: SQL) throws(PGError) -> PGRows {
         guard PQenterPipelineMode(conn) == 1 else { throw failure("cannot enter pipeline mode") }
-        defer { _ = PQexitPipelineMode(conn) }
+        // Whatever happened, the pipeline is drained to its end before leaving it; a connection
+        // that cannot leave it is not healthy (isHealthy) and the pool drops it.
+        defer {
+            var left = 0
+            while PQexitPipelineMode(conn) != 1, PQstatus(conn) == CONNECTION_OK, left < 16 {
+                if let r = PQgetResult(conn) { PQclear(r) }
+                left += 1
+            }
+        }
         for p in prefix {
             guard send(p, pipelined: true) != nil else { throw failure("cannot send the statement") }
         }
         guard send(sql, pipelined: true) != nil, PQpipelineSync(conn) == 1 else { throw failure("cannot send the statement") }
         let n = prefix.count
-        let results = pipelineResults(expecting: n + 2)
+        let results = pipelineResults(expecting: n + 1)
         guard results.count == n + 2, PQresultStatus(results[n + 1]) == PGRES_PIPELINE_SYNC else {
             for r in results { PQclear(r) }
             throw failure("no result (connection lost)")
@@ -145,11 +157,12 @@ public final class PGConnection: @unchecked Sendable {
         }
     }
 
-    /// The pipeline's results up to and including its sync (one per statement, then the sync).
+    /// The pipeline's results up to and including its sync: one per statement (`n` of them),
+    /// then the sync.
     private func pipelineResults(expecting n: Int) -> [OpaquePointer] {
         var out: [OpaquePointer] = []
         var ends = 0
-        while out.count < n + 2 {
+        while out.count < n + 1 {
             guard let r = PQgetResult(conn) else {
                 ends += 1     // the end of one statement's results
                 if PQstatus(conn) != CONNECTION_OK || ends > n + 1 { break }

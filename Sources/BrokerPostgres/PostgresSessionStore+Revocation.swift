@@ -14,7 +14,7 @@ extension PostgresSessionStore: RevocationStore {
             var tokens: [(token: String, hint: String)] = []
             if let rt = before.refreshToken { tokens.append((rt, "refresh_token")) }
             if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((at, "access_token")) }
-            let queued = try queueRevocations(c, tenant: tenant, session: id, client: before.client, tokens, now: now)
+            let queued = try queueRevocations(c, tenant: tenant, session: id, client: before.client, tokens, now: now, inline: true)
             let after = before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false)
             // Every replica drops the session from memory at COMMIT (with the schedule's cancellation).
             try update(c, after, expectedVersion: before.version, revokedAt: now, announcing: [.session(tenant: tenant, id: id)])
@@ -24,6 +24,7 @@ extension PostgresSessionStore: RevocationStore {
 
     public func revokeMany(tenant: String, ids: [String], now: Date) throws
         -> (revoked: [(before: Session, after: Session, queued: [PendingRevocation])], left: [String]) {
+        let ids = Array(Set(ids))
         guard !ids.isEmpty else { return ([], []) }
         return try pool.transact { c in
             // Each session's refresh lock, tried (a refresh in flight keeps its session for the
@@ -49,7 +50,7 @@ extension PostgresSessionStore: RevocationStore {
             if !entries.isEmpty {
                 try c.execute("""
                     INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
-                    SELECT q.id, \(tenant), q.session, q.client, q.token::bytea, q.hint, \(now), \(now)
+                    SELECT q.id, \(tenant), q.session, q.client, q.token::bytea, q.hint, \(now.addingTimeInterval(Self.inlineLease)), \(now)
                     FROM unnest(\(entries.map(\.id)), \(entries.map(\.session)), \(entries.map(\.client)),
                                 \(entries.map { "\\x" + PGText.hex(sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }),
                                 \(entries.map(\.hint))) AS q(id, session, client, token, hint)
@@ -85,11 +86,17 @@ extension PostgresSessionStore: RevocationStore {
         }
     }
 
+    /// How long an entry whose first delivery the revoking caller makes at once stays with it:
+    /// the outbox's deliverers leave it alone meanwhile (no second call, no unpaced call), and
+    /// take it only if that caller died or failed to report.
+    static let inlineLease: TimeInterval = 30
+
     /// Inside a transaction: queues `tokens` for RFC 7009 revocation at the session's IdP,
-    /// sealed, in one statement.
+    /// sealed, in one statement — due at once, or, `inline`, after the caller's own first
+    /// delivery (`inlineLease`).
     @discardableResult
     func queueRevocations(_ c: PGConnection, tenant: String, session: String, client: String, _ tokens: [(token: String, hint: String)],
-                          now: Date) throws -> [PendingRevocation] {
+                          now: Date, inline: Bool = false) throws -> [PendingRevocation] {
         guard !tokens.isEmpty else { return [] }
         var rng = SystemRandomNumberGenerator()
         let queued = tokens.map { t in
@@ -99,7 +106,7 @@ extension PostgresSessionStore: RevocationStore {
         let sealed = queued.map { "\\x" + PGText.hex(sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }
         try c.execute("""
             INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
-            SELECT q.id, \(tenant), \(session), \(client), q.token::bytea, q.hint, \(now), \(now)
+            SELECT q.id, \(tenant), \(session), \(client), q.token::bytea, q.hint, \(inline ? now.addingTimeInterval(Self.inlineLease) : now), \(now)
             FROM unnest(\(queued.map(\.id)), \(sealed), \(queued.map(\.hint))) AS q(id, token, hint)
             """)
         return queued

@@ -96,7 +96,7 @@ public final class PostgresSessionStore: SessionStore {
     /// the row FOR UPDATE.
     func lockAndRead(_ c: PGConnection, tenant: String, id: String, timeout: TimeInterval) throws -> PGRows {
         try c.execute("SELECT pg_advisory_xact_lock(\(LockKey.session(tenant: tenant, id: id)))",
-                      plan: PGConnection.Plan.generic.with("lock_timeout", String(Int(timeout * 1000))))
+                      plan: PGConnection.Plan.generic.with("lock_timeout", String(max(1, Int((timeout * 1000).rounded(.up))))))
         return try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE",
                              plan: .generic)
     }

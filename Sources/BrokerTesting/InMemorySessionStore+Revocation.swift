@@ -13,7 +13,7 @@ extension InMemorySessionStore: RevocationStore {
             let queued = tokens.map { token, hint in
                 PendingRevocation(id: "rvk_" + UUID().uuidString, tenant: tenant, session: id, client: before.client, token: token, hint: hint, attempts: 0)
             }
-            outbox.withLock { o in for q in queued { o[q.id] = (q, now) } }
+            outbox.withLock { o in for q in queued { o[q.id] = (q, now.addingTimeInterval(30)) } }   // the caller delivers first
             let after = before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false)
             return (after, [], (before, after, queued))
         }

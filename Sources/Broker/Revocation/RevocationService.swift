@@ -68,9 +68,11 @@ public struct RevocationService: Sendable {
     /// alone (a refresh holds the lock, the database failed) are revoked one by one, waiting
     /// as `revoke` does. Returns the ids revoked here (whatever the IdP said: unconfirmed
     /// tokens stay in the outbox); the others could not be revoked.
-    public func revokeMany(tenant: String, ids: [String], actor: String, lanes: Int,
+    public func revokeMany(tenant: String, sessions: [(id: String, client: String)], actor: String, lanes: Int,
                            pace: @escaping @Sendable (_ client: String) -> Void) -> Set<String> {
         let now = clock.now()
+        let ids = sessions.map(\.id)
+        let clients = Dictionary(sessions.map { ($0.id, $0.client) }, uniquingKeysWith: { a, _ in a })
         let (revoked, left) = (try? store.revokeMany(tenant: tenant, ids: ids, now: now)) ?? ([], ids)
         for r in revoked { tokens.cache.put(r.after, now: now) }
         let fresh = revoked.filter { $0.before.state != .revoked }
@@ -91,6 +93,7 @@ public struct RevocationService: Sendable {
         }
         let alone = Mutex(Set<String>())
         Lanes.run(left.count, width: lanes) { [self] i in
+            if let client = clients[left[i]] { pace(client) }
             if (try? revoke(tenant: tenant, id: left[i], actor: actor)) != nil { alone.withLock { _ = $0.insert(left[i]) } }
         }
         return Set(revoked.map(\.before.id)).union(alone.withLock { $0 })

@@ -72,7 +72,7 @@ public final class SignoutService: Sendable {
         var results: [SignoutItem.Result] = []
         for group in Dictionary(grouping: items, by: { [$0.tenant, $0.job] }).values {
             let first = group[0]
-            let revoked = revocations.revokeMany(tenant: first.tenant, ids: group.map(\.session), actor: "signout:" + first.job,
+            let revoked = revocations.revokeMany(tenant: first.tenant, sessions: group.map { ($0.session, $0.client) }, actor: "signout:" + first.job,
                                                  lanes: parallelism) { [self] client in pace(tenant: first.tenant, client: client) }
             results += group.map { SignoutItem.Result($0, revoked.contains($0.session) ? .revoked : .failed) }
         }

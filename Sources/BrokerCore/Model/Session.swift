@@ -79,7 +79,8 @@ public struct Session: Sendable, Equatable {
     /// expiry is a keep-alive).
     public var refreshMode: String? {
         guard state == .active, let next = nextRefreshAt else { return nil }
-        if let exp = accessExpiresAt, next > exp { return "idle" }
+        // (A refresh in flight or backing off is not a keep-alive, whatever its next instant.)
+        if let exp = accessExpiresAt, next > exp, attempt == nil, backoffUntil == nil { return "idle" }
         return "proactive"
     }
 

@@ -8,7 +8,8 @@ public protocol RevocationStore: Sendable {
     /// erases its token material, queues its refresh and access tokens for the IdP and
     /// announces the change to every replica — one transaction. Returns the session as it was
     /// before (tokens included, in memory only) and after, and the revocations queued; an
-    /// already revoked session queues none.
+    /// already revoked session queues none. The entries come due for `claimDueRevocations` 30 s
+    /// later: the caller delivers them at once, and the outbox is for when it could not.
     func revoke(tenant: String, id: String, timeout: TimeInterval, now: Date) throws
         -> (before: Session, after: Session, queued: [PendingRevocation])
 
