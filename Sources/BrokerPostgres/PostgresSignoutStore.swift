@@ -89,15 +89,17 @@ public final class PostgresSignoutStore: SignoutStore {
     }
 
     public func claimPendingItems(now: Date, lease: TimeInterval, limit: Int) throws -> [SignoutItem] {
-        try pool.run { c in
+        var rng = SystemRandomNumberGenerator()
+        let claim = "cl_" + Identifiers.token(bytes: 12, using: &rng)
+        return try pool.run { c in
             try c.execute("""
-                UPDATE signout_items i SET lease_until = \(now.addingTimeInterval(lease))
+                UPDATE signout_items i SET lease_until = \(now.addingTimeInterval(lease)), lease_id = \(claim)
                 FROM (SELECT job_id, session_id FROM signout_items
                       WHERE state = 'pending' AND (lease_until IS NULL OR lease_until <= \(now))
                       ORDER BY job_id, session_id LIMIT \(limit) FOR UPDATE SKIP LOCKED) claim
                 WHERE i.job_id = claim.job_id AND i.session_id = claim.session_id
-                RETURNING i.job_id, i.tenant_id, i.session_id, i.client_id
-                """, plan: .generic).map { try SignoutItem(job: $0.next(), tenant: $0.next(), session: $0.next(), client: $0.next()) }
+                RETURNING i.job_id, i.tenant_id, i.session_id, i.client_id, i.lease_id
+                """, plan: .generic).map { try SignoutItem(job: $0.next(), tenant: $0.next(), session: $0.next(), client: $0.next(), lease: $0.next()) }
         }
     }
 
@@ -105,12 +107,12 @@ public final class PostgresSignoutStore: SignoutStore {
         guard !results.isEmpty else { return }
         try pool.transact { c in
             try c.execute("""
-                UPDATE signout_items i SET state = o.state, lease_until = NULL
+                UPDATE signout_items i SET state = o.state, lease_until = NULL, lease_id = NULL
                 FROM (SELECT i.job_id, i.session_id, o.state
-                      FROM unnest(\(results.map(\.item.job)), \(results.map(\.item.session)), \(results.map(\.outcome.rawValue)))
-                           AS o(job, session, state)
+                      FROM unnest(\(results.map(\.item.job)), \(results.map(\.item.session)), \(results.map(\.outcome.rawValue)),
+                                  \(results.map(\.item.lease))) AS o(job, session, state, lease)
                       JOIN signout_items i ON i.job_id = o.job AND i.session_id = o.session
-                      WHERE i.state = 'pending' ORDER BY i.job_id, i.session_id FOR UPDATE OF i) o
+                      WHERE i.state = 'pending' AND i.lease_id = o.lease ORDER BY i.job_id, i.session_id FOR UPDATE OF i) o
                 WHERE i.job_id = o.job_id AND i.session_id = o.session_id
                 """, plan: .generic)
             // The jobs' rows in id order: two replicas recording for the same jobs wait, never deadlock.

@@ -9,6 +9,7 @@ public final class InMemorySignoutStore: SignoutStore {
         let item: SignoutItem
         var state: String
         var leaseUntil: Date?
+        var lease: String?
     }
 
     private struct State {
@@ -54,11 +55,14 @@ public final class InMemorySignoutStore: SignoutStore {
     }
 
     public func claimPendingItems(now: Date, lease: TimeInterval, limit: Int) throws -> [SignoutItem] {
-        state.withLock { st in
+        let claim = "cl_" + UUID().uuidString
+        return state.withLock { st in
             var out: [SignoutItem] = []
             for i in st.items.indices where out.count < limit && st.items[i].state == "pending" && (st.items[i].leaseUntil.map { $0 <= now } ?? true) {
                 st.items[i].leaseUntil = now.addingTimeInterval(lease)
-                out.append(st.items[i].item)
+                st.items[i].lease = claim
+                let it = st.items[i].item
+                out.append(SignoutItem(job: it.job, tenant: it.tenant, session: it.session, client: it.client, lease: claim))
             }
             return out
         }
@@ -67,9 +71,11 @@ public final class InMemorySignoutStore: SignoutStore {
     public func record(_ results: [SignoutItem.Result], now: Date) throws {
         state.withLock { st in
             for r in results {
-                if let i = st.items.firstIndex(where: { $0.item == r.item && $0.state == "pending" }) {
+                if let i = st.items.firstIndex(where: { $0.item.job == r.item.job && $0.item.session == r.item.session && $0.state == "pending"
+                                                        && $0.lease != nil && $0.lease == r.item.lease }) {
                     st.items[i].state = r.outcome.rawValue
                     st.items[i].leaseUntil = nil
+                    st.items[i].lease = nil
                 }
             }
             for id in Set(results.map(\.item.job)) {

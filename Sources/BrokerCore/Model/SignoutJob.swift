@@ -71,12 +71,15 @@ public struct SignoutItem: Sendable, Equatable {
     public let tenant: String
     public let session: String
     public let client: String
+    /// The claim this item was taken with: its outcome is recorded only while that claim holds.
+    public let lease: String?
 
-    public init(job: String, tenant: String, session: String, client: String) {
+    public init(job: String, tenant: String, session: String, client: String, lease: String? = nil) {
         self.job = job
         self.tenant = tenant
         self.session = session
         self.client = client
+        self.lease = lease
     }
 
     /// An item with its outcome, to record.

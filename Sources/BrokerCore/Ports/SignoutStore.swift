@@ -17,7 +17,8 @@ public protocol SignoutStore: Sendable {
     /// Items of a replica that died come back when their lease ends.
     func claimPendingItems(now: Date, lease: TimeInterval, limit: Int) throws -> [SignoutItem]
 
-    /// Records claimed items' outcomes (items no longer pending are left as they are) and
+    /// Records claimed items' outcomes — only for items still pending under the claim they were
+    /// taken with (a claimer whose lease ran out and was taken over records nothing) — and
     /// recomputes their jobs' counts and states, in one transaction.
     func record(_ outcomes: [SignoutItem.Result], now: Date) throws
 }

@@ -58,9 +58,12 @@ public enum SignoutStoreContract: String, CaseIterable, Sendable {
         try Contract.expect(try mine(now.addingTimeInterval(29)).isEmpty, "a leased item was claimed again within its lease")
         let reclaimed = try mine(now.addingTimeInterval(31))
         try Contract.expect(reclaimed.count == 3, "items whose lease ran out did not come back")
+        // The first claimer, its lease taken over, reports late: nothing is recorded.
+        try store.record(claimed.map { SignoutItem.Result($0, .failed) }, now: now)
+        try Contract.expect(try store.job(tenant: tenants.0, id: j.id)?.failed == 0, "a claimer whose lease was taken over recorded outcomes")
         let results = reclaimed.enumerated().map { SignoutItem.Result($1, $0 == 0 ? .failed : .revoked) }
         try store.record(results, now: now)
-        try store.record(results.map { SignoutItem.Result($0.item, .failed) }, now: now)   // late, from the first claimer
+        try store.record(results.map { SignoutItem.Result($0.item, .failed) }, now: now)   // a repeat changes nothing
         let done = try store.job(tenant: tenants.0, id: j.id)
         try Contract.expect(done?.state == .done && done?.revoked == 2 && done?.failed == 1, "the outcomes were not recorded once, or the job not finished")
         try Contract.expect(try mine(now.addingTimeInterval(100)).isEmpty, "a recorded item was claimed again")
