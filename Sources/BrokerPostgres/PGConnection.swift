@@ -37,7 +37,6 @@ public final class PGConnection: @unchecked Sendable {
     /// connection is shared; the plan-shape test reads auto_explain's plans through it.
     public var noticeHandler: (@Sendable (String) -> Void)?
 
-    /// Whether the connection still works (checked after an error, before reuse).
     /// Connected, out of pipeline mode and out of any transaction: fit to go back to the pool.
     public var isHealthy: Bool {
         PQstatus(conn) == CONNECTION_OK && PQpipelineStatus(conn) == PQ_PIPELINE_OFF && PQtransactionStatus(conn) == PQTRANS_IDLE
@@ -61,11 +60,11 @@ public final class PGConnection: @unchecked Sendable {
         /// Generic, and through an index only (no sequential or bitmap scan): for tables whose
         /// statistics are usually those of an empty table (a queue), a lookup by key reads the
         /// key however many rows a burst has put there since.
-        /// This plan with one more setting for the transaction (e.g. `lock_timeout`).
-        public func with(_ name: String, _ value: String) -> Plan { Plan(settings: settings + [(name, value)]) }
-
         public static let keyed = Plan(settings: [("plan_cache_mode", "force_generic_plan"), ("enable_seqscan", "off"),
                                                   ("enable_bitmapscan", "off")])
+
+        /// This plan with one more setting for the transaction (e.g. `lock_timeout`).
+        public func with(_ name: String, _ value: String) -> Plan { Plan(settings: settings + [(name, value)]) }
     }
 
     /// Runs one statement with its parameters bound (text format). A plan's settings cost no

@@ -10,15 +10,7 @@ extension PostgresSessionStore: RevocationStore {
         try pool.transact { c in
             let rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
             guard let before = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
-            guard before.state != .revoked else { return (before, before, []) }
-            var tokens: [(token: String, hint: String)] = []
-            if let rt = before.refreshToken { tokens.append((rt, "refresh_token")) }
-            if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((at, "access_token")) }
-            let queued = try queueRevocations(c, tenant: tenant, session: id, client: before.client, tokens, now: now, inline: true)
-            let after = before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false)
-            // Every replica drops the session from memory at COMMIT (with the schedule's cancellation).
-            try update(c, after, expectedVersion: before.version, revokedAt: now, announcing: [.session(tenant: tenant, id: id)])
-            return (before, after, queued)
+            return try revokeLocked(c, tenant: tenant, [before], now: now)[0]
         }
     }
 
@@ -36,53 +28,41 @@ extension PostgresSessionStore: RevocationStore {
                 WHERE pg_try_advisory_xact_lock(k.key)
                 ORDER BY s.id FOR UPDATE OF s SKIP LOCKED
                 """, plan: .generic).map { try decode(&$0, tenant: tenant) }
-            var revoked: [(before: Session, after: Session, queued: [PendingRevocation])] = []
-            var tokens: [(session: Session, token: String, hint: String)] = []
-            for before in locked where before.state != .revoked {
-                if let rt = before.refreshToken { tokens.append((before, rt, "refresh_token")) }
-                if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((before, at, "access_token")) }
-            }
-            var rng = SystemRandomNumberGenerator()
-            let entries = tokens.map { t in
-                PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: t.session.id,
-                                  client: t.session.client, token: t.token, hint: t.hint, attempts: 0)
-            }
-            if !entries.isEmpty {
-                try c.execute("""
-                    INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
-                    SELECT q.id, \(tenant), q.session, q.client, q.token::bytea, q.hint, \(now.addingTimeInterval(Self.inlineLease)), \(now)
-                    FROM unnest(\(entries.map(\.id)), \(entries.map(\.session)), \(entries.map(\.client)),
-                                \(entries.map { "\\x" + PGText.hex(sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }),
-                                \(entries.map(\.hint))) AS q(id, session, client, token, hint)
-                    """)
-            }
-            let ending = locked.filter { $0.state != .revoked }
-            if !ending.isEmpty {
-                // What Session.ended(.revoked, keepIDToken: false) writes, for all of them at once.
-                let written = try c.execute("""
-                    UPDATE sessions s SET state = 'revoked', reason = NULL, last_error = NULL, access_token = NULL, access_expires_at = NULL,
-                        refresh_token = NULL, id_token = NULL, next_refresh_at = NULL, backoff_until = NULL, version = v.version + 1,
-                        revoked_at = \(now)
-                    FROM unnest(\(ending.map(\.id)), \(ending.map(\.version))) AS v(id, version)
-                    WHERE s.tenant_id = \(tenant) AND s.id = v.id AND s.version = v.version
-                    """, plan: .generic)
-                guard written.affected == ending.count else { throw BrokerError.conflict(code: "conflict", message: "a session changed during its revocation") }
-                // Every replica drops them from memory at COMMIT, schedule cancelled.
-                let notices = ending.flatMap { s in
-                    [PostgresChangeFeed.encode(.scheduled(tenant: tenant, id: s.id, client: s.client, at: nil, version: s.version + 1)),
-                     PostgresChangeFeed.encode(.session(tenant: tenant, id: s.id))]
-                }
-                try c.execute("SELECT pg_notify(\(PostgresChangeFeed.channel), a) FROM unnest(\(notices)) a")
-            }
-            for before in locked {
-                guard before.state != .revoked else {
-                    revoked.append((before, before, []))
-                    continue
-                }
-                revoked.append((before, before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false), entries.filter { $0.session == before.id }))
-            }
+            let revoked = try revokeLocked(c, tenant: tenant, locked, now: now)
             let done = Set(locked.map(\.id))
             return (revoked, ids.filter { !done.contains($0) })
+        }
+    }
+
+    /// Inside a transaction, the sessions' rows and refresh locks held: ends those not revoked
+    /// yet as Session.ended(.revoked, keepIDToken: false) does, queues their tokens (the
+    /// revoking caller delivers them at once) and announces it to every replica — one statement
+    /// each for all of them. Returns each session before and after, with what it queued.
+    func revokeLocked(_ c: PGConnection, tenant: String, _ locked: [Session], now: Date) throws
+        -> [(before: Session, after: Session, queued: [PendingRevocation])] {
+        let ending = locked.filter { $0.state != .revoked }
+        let entries = try queueRevocations(c, tenant: tenant, of: ending, now: now)
+        if !ending.isEmpty {
+            let written = try c.execute("""
+                UPDATE sessions s SET state = 'revoked', reason = NULL, last_error = NULL, access_token = NULL, access_expires_at = NULL,
+                    refresh_token = NULL, id_token = NULL, next_refresh_at = NULL, backoff_until = NULL, version = v.version + 1,
+                    revoked_at = \(now)
+                FROM unnest(\(ending.map(\.id)), \(ending.map(\.version))) AS v(id, version)
+                WHERE s.tenant_id = \(tenant) AND s.id = v.id AND s.version = v.version
+                """, plan: .generic)
+            // The rows are locked FOR UPDATE, so this cannot miss; if it ever does, write nothing.
+            guard written.affected == ending.count else { throw BrokerError.conflict(code: "conflict", message: "a session changed during its revocation") }
+            // Every replica drops them from memory at COMMIT, their schedules cancelled.
+            let notices = ending.flatMap { s in
+                [PostgresChangeFeed.encode(.scheduled(tenant: tenant, id: s.id, client: s.client, at: nil, version: s.version + 1)),
+                 PostgresChangeFeed.encode(.session(tenant: tenant, id: s.id))]
+            }
+            try c.execute("SELECT pg_notify(\(PostgresChangeFeed.channel), a) FROM unnest(\(notices)) a")
+        }
+        let queued = Dictionary(grouping: entries, by: \.session)
+        return locked.map { before in
+            before.state == .revoked ? (before, before, [])
+                : (before, before.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false), queued[before.id] ?? [])
         }
     }
 
@@ -91,23 +71,30 @@ extension PostgresSessionStore: RevocationStore {
     /// take it only if that caller died or failed to report.
     static let inlineLease: TimeInterval = 30
 
-    /// Inside a transaction: queues `tokens` for RFC 7009 revocation at the session's IdP,
-    /// sealed, in one statement — due at once, or, `inline`, after the caller's own first
-    /// delivery (`inlineLease`).
+    /// Inside a transaction: queues the revoked sessions' tokens (Session.revocableTokens), due
+    /// after the revoking caller's own first delivery (`inlineLease`).
+    func queueRevocations(_ c: PGConnection, tenant: String, of sessions: [Session], now: Date) throws -> [PendingRevocation] {
+        try queueRevocations(c, tenant: tenant, sessions.flatMap { s in s.revocableTokens(at: now).map { (s.id, s.client, $0.token, $0.hint) } },
+                             now: now, inline: true)
+    }
+
+    /// Inside a transaction: queues these tokens, each of its session, sealed, in one statement —
+    /// due at once, or, `inline`, after the caller's own first delivery.
     @discardableResult
-    func queueRevocations(_ c: PGConnection, tenant: String, session: String, client: String, _ tokens: [(token: String, hint: String)],
+    func queueRevocations(_ c: PGConnection, tenant: String, _ tokens: [(session: String, client: String, token: String, hint: String)],
                           now: Date, inline: Bool = false) throws -> [PendingRevocation] {
         guard !tokens.isEmpty else { return [] }
         var rng = SystemRandomNumberGenerator()
         let queued = tokens.map { t in
-            PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: session, client: client,
+            PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: t.session, client: t.client,
                               token: t.token, hint: t.hint, attempts: 0)
         }
-        let sealed = queued.map { "\\x" + PGText.hex(sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }
         try c.execute("""
             INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
-            SELECT q.id, \(tenant), \(session), \(client), q.token::bytea, q.hint, \(inline ? now.addingTimeInterval(Self.inlineLease) : now), \(now)
-            FROM unnest(\(queued.map(\.id)), \(sealed), \(queued.map(\.hint))) AS q(id, token, hint)
+            SELECT q.id, \(tenant), q.session, q.client, q.token::bytea, q.hint, \(inline ? now.addingTimeInterval(Self.inlineLease) : now), \(now)
+            FROM unnest(\(queued.map(\.id)), \(queued.map(\.session)), \(queued.map(\.client)),
+                        \(queued.map { "\\x" + PGText.hex(sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }),
+                        \(queued.map(\.hint))) AS q(id, session, client, token, hint)
             """)
         return queued
     }

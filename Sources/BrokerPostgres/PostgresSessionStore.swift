@@ -87,7 +87,7 @@ public final class PostgresSessionStore: SessionStore {
             guard let locked = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
             let (write, revoke, result) = try body(locked)
             if let s = write { try update(c, s, expectedVersion: locked.version) }
-            try queueRevocations(c, tenant: tenant, session: id, client: locked.client, revoke.map { ($0, "refresh_token") }, now: Date())
+            try queueRevocations(c, tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: Date())
             return result
         }
     }
@@ -137,9 +137,8 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
-    /// Writes every mutable column; the version must be the locked one plus one. `revokedAt`
-    /// stamps a revocation; `announcing` adds changes to the one the write announces.
-    func update(_ c: PGConnection, _ s: Session, expectedVersion: Int64, revokedAt: Date? = nil, announcing more: [Change] = []) throws {
+    /// Writes every mutable column; the version must be the locked one plus one.
+    func update(_ c: PGConnection, _ s: Session, expectedVersion: Int64) throws {
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
         // The schedule is announced in the same statement: NOTIFY is delivered at COMMIT, so
         // other replicas hear of exactly the writes that happened.
@@ -155,13 +154,13 @@ public final class PostgresSessionStore: SessionStore {
                 failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt),
                 last_used_at = greatest(last_used_at, \(s.lastUsedAt)),
                 attempt_id = \(s.attempt?.id), attempt_started_at = \(s.attempt?.startedAt), backoff_until = \(s.backoffUntil),
-                reason = \(s.reason), grant_expires_at = \(s.grantExpiresAt), revoked_at = coalesce(\(revokedAt), revoked_at)
+                reason = \(s.reason), grant_expires_at = \(s.grantExpiresAt)
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             RETURNING 1)
-            SELECT pg_notify(\(PostgresChangeFeed.channel), a) FROM updated, unnest(\([announcement] + more.map(PostgresChangeFeed.encode))) a
+            SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated
             """, plan: .generic)
         // The row is locked FOR UPDATE, so this cannot miss; if it ever does, write nothing.
-        guard updated.count == 1 + more.count else { throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh") }
+        guard updated.count == 1 else { throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh") }
     }
 
     func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {

@@ -7,10 +7,7 @@ extension InMemorySessionStore: RevocationStore {
         -> (before: Session, after: Session, queued: [PendingRevocation]) {
         try withRefreshLockQueuing(tenant: tenant, id: id, timeout: timeout) { before in
             guard before.state != .revoked else { return (nil, [], (before, before, [])) }
-            var tokens: [(String, String)] = []
-            if let rt = before.refreshToken { tokens.append((rt, "refresh_token")) }
-            if let at = before.accessToken, (before.accessExpiresAt ?? now) > now { tokens.append((at, "access_token")) }
-            let queued = tokens.map { token, hint in
+            let queued = before.revocableTokens(at: now).map { token, hint in
                 PendingRevocation(id: "rvk_" + UUID().uuidString, tenant: tenant, session: id, client: before.client, token: token, hint: hint, attempts: 0)
             }
             outbox.withLock { o in for q in queued { o[q.id] = (q, now.addingTimeInterval(30)) } }   // the caller delivers first

@@ -63,8 +63,8 @@ public final class Authenticator: Sendable {
     /// `unauthorized` for a missing, malformed, unknown or revoked key — one answer for all,
     /// so that a caller learns nothing about which keys exist. May query the store.
     public func authenticate(_ authorization: String?, now: Date) throws -> Principal {
-        if let known = cached(authorization, now: now) { return try known.get() }
         guard let parts = Self.parse(authorization) else { throw Self.refused }
+        if let known = fromMemory(parts, now: now) { return try known.get() }
         let found = try store.apiKey(id: parts.id)
         guard let found else {
             unknown.withLock { $0.set(parts.id, now) }
@@ -79,8 +79,12 @@ public final class Authenticator: Sendable {
     /// blocking is fine). Never blocks on I/O.
     public func cached(_ authorization: String?, now: Date) -> Result<Principal, BrokerError>? {
         guard let parts = Self.parse(authorization) else { return .failure(Self.refused) }
+        return fromMemory(parts, now: now)
+    }
+
+    private func fromMemory(_ parts: (id: String, secret: String), now: Date) -> Result<Principal, BrokerError>? {
         if let e = entries.withLock({ $0.get(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
-            return Result { try check(e, secret: parts.secret) }.mapError { _ in Self.refused }
+            return Result { () throws(BrokerError) in try check(e, secret: parts.secret) }
         }
         if let at = unknown.withLock({ $0.get(parts.id) }), now.timeIntervalSince(at) < maxAge { return .failure(Self.refused) }
         return nil

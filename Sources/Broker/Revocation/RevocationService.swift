@@ -82,11 +82,7 @@ public struct RevocationService: Sendable {
             let ok = fresh[i].queued.filter(call)
             confirmed.withLock { $0 += ok }
         }
-        let done = confirmed.withLock { $0 }
-        let forgotten = (try? store.revocationsDelivered(tenant: tenant, ids: done.map(\.id))) != nil ? Set(done.map(\.id)) : []
-        for p in done where forgotten.contains(p.id) {
-            audit.record(AuditEvent(at: now, actor: "broker", action: "session.revoke_at_idp", tenant: tenant, session: p.session, outcome: p.hint))
-        }
+        let forgotten = settle(confirmed.withLock { $0 })
         for r in revoked {
             let outcome = r.before.state == .revoked ? "already_revoked" : r.queued.allSatisfy { forgotten.contains($0.id) } ? "ok" : "idp_pending"
             audit.record(AuditEvent(at: now, actor: actor, action: "session.revoke", tenant: tenant, session: r.before.id, outcome: outcome))
@@ -112,18 +108,22 @@ public struct RevocationService: Sendable {
     /// confirmed and the outbox forgot (an entry whose removal failed is revoked again later:
     /// revoking a revoked token changes nothing, RFC 7009 §2.2).
     private func deliver(_ entries: [PendingRevocation]) -> Int {
-        var confirmed: [String: [PendingRevocation]] = [:]
-        for p in entries where call(p) { confirmed[p.tenant, default: []].append(p) }
+        settle(entries.filter(call)).count
+    }
+
+    /// Removes entries the IdP confirmed from the outbox (one statement per tenant) and audits
+    /// each; returns the ids removed.
+    private func settle(_ confirmed: [PendingRevocation]) -> Set<String> {
         let now = clock.now()
-        var count = 0
-        for (tenant, done) in confirmed {
+        var forgotten = Set<String>()
+        for (tenant, done) in Dictionary(grouping: confirmed, by: \.tenant) {
             guard (try? store.revocationsDelivered(tenant: tenant, ids: done.map(\.id))) != nil else { continue }
-            count += done.count
             for p in done {
+                forgotten.insert(p.id)
                 audit.record(AuditEvent(at: now, actor: "broker", action: "session.revoke_at_idp", tenant: p.tenant, session: p.session, outcome: p.hint))
             }
         }
-        return count
+        return forgotten
     }
 
     /// One RFC 7009 call. True when the IdP confirmed; otherwise the entry's next attempt is written.

@@ -45,10 +45,11 @@ public enum RefreshMachine {
             case .refresh: break
             }
             // Nobody has asked for it lately: no refresh ahead of expiry, only the keep-alive.
-            if ctx.policy.isIdle(row, now: now), ctx.policy.keepalive(row) > now {
+            let keepalive = ctx.policy.keepalive(row)
+            if keepalive > now, ctx.policy.isIdle(row, now: now) {
                 var w = row
                 w.version += 1
-                w.nextRefreshAt = ctx.policy.keepalive(row)
+                w.nextRefreshAt = keepalive
                 return .rest(write: w)
             }
         }
