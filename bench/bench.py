@@ -93,17 +93,50 @@ def login(idp, client, secret, redirect, subject):
 
 
 def main():
+    env, op, idp = standalone()
     work = pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-bench-"))
-    env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn",
-           "TOKENBROKER_ACCESS_LOG": "false"}
-    subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
-    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
-                        check=True, capture_output=True, text=True).stdout.strip()
-    idp_port, broker_port = free_port(), free_port()
-    idp, broker = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{broker_port}"
-    start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])
-    start([BIN / "tokenbroker", "serve"], {**env, "TOKENBROKER_LISTEN": f"127.0.0.1:{broker_port}"}, open(work / "broker.log", "w"))
-    wait_ready(idp + "/jwks")
+    results, broker, redirect = token_bench(env, op, idp, work)
+    results.update(callback_bench(broker, idp, op, redirect))
+
+    for p in procs:
+        if p.args[0] == BIN / "tokenbroker":
+            p.send_signal(signal.SIGTERM)
+            p.wait()
+    results.update(jose_bench())
+    results.update(wheel_bench())
+    results.update(storm_rounds(env, op, idp))
+    results.update(faults_bench(env, op, idp))
+    results.update(policy_bench())
+    results.update(scale_bench(env, op, idp))
+    results.update(million_bench(env))
+    results.update(signout_bench(env, op, idp))
+    results.update({"date": time.strftime("%Y-%m-%d"),
+                    "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians"})
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(results)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    print(f"\n{'measure':34} {'value':>12}")
+    for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
+              "batch1000_ms", "batch1000_p90_ms", "batch1000_unknown_ms", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
+              "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
+              "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
+              "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_fault_reuse",
+              "refresh_fault_sessions_lost", "refresh_fault_seconds", "refresh_fault_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
+              "ready_rss_mb_1m_sessions", "signout_sessions_per_s", "signout_vs_idp_direct", "idle_policy_idp_refreshes_per_hour",
+              "always_policy_idp_refreshes_per_hour", "token_fetch_rps_stored"]:
+        print(f"{k:34} {results[k]:>12}")
+    print(f"\nwritten to {OUT.relative_to(ROOT)}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def token_bench(env, op, idp, work):
+    """Token fetch against nginx serving the same bytes, interleaved rounds; the batch of 1,000
+    cached sessions and of 1,000 unknown ids. Leaves its broker running (the callback bench
+    uses it); returns the figures, the broker's URL and its redirect URI."""
+    broker_port = free_port()
+    broker = f"http://127.0.0.1:{broker_port}"
+    start([BIN / "tokenbroker", "serve"], {**env, "TOKENBROKER_ACCESS_LOG": "false", "TOKENBROKER_LISTEN": f"127.0.0.1:{broker_port}"},
+          open(work / "broker.log", "w"))
     wait_ready(broker + "/healthz")
 
     redirect = broker + "/v1/callback"
@@ -184,46 +217,14 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         assert status == 200 and all(r["status"] == 404 for r in json.loads(body)["results"])
     batch_unknown_ms = statistics.median(unknown_times)
 
-    callbacks = callback_bench(broker, idp, op, redirect)
-
-    for p in procs:
-        if p.args[0] == BIN / "tokenbroker":
-            p.send_signal(signal.SIGTERM)
-            p.wait()
-    results = {}
-    results.update(callbacks)
-    results.update(jose_bench())
-    results.update(wheel_bench())
-    results.update(storm_rounds(env, op, idp))
-    results.update(faults_bench(env, op, idp))
-    results.update(policy_bench())
-    results.update(scale_bench(env, op, idp))
-    results.update(million_bench(env))
-    results.update(signout_bench(env, op, idp))
-    results.update({
-        "date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians",
+    return {
         "token_fetch_rps": round(token_rps), "token_fetch_p99_ms": round(token_p99, 2),
         "nginx_static_rps": round(nginx_rps), "nginx_static_p99_ms": round(nginx_p99, 2),
         "token_fetch_vs_nginx": round(statistics.median(ratios), 3),
         "token_fetch_vs_nginx_rounds": [round(r, 3) for r in ratios],
         "batch1000_ms": round(batch_ms, 2), "batch1000_p90_ms": round(sorted(times)[int(len(times) * 0.9)], 2),
         "batch1000_unknown_ms": round(batch_unknown_ms, 2),
-    })
-    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
-    previous.update(results)
-    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
-    print(f"\n{'measure':34} {'value':>12}")
-    for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
-              "batch1000_ms", "batch1000_p90_ms", "batch1000_unknown_ms", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
-              "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
-              "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
-              "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_fault_reuse",
-              "refresh_fault_sessions_lost", "refresh_fault_seconds", "refresh_fault_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
-              "ready_rss_mb_1m_sessions", "signout_sessions_per_s", "signout_vs_idp_direct", "idle_policy_idp_refreshes_per_hour",
-              "always_policy_idp_refreshes_per_hour", "token_fetch_rps_stored"]:
-        print(f"{k:34} {results[k]:>12}")
-    print(f"\nwritten to {OUT.relative_to(ROOT)}")
-    shutil.rmtree(work, ignore_errors=True)
+    }, broker, redirect
 
 
 def cpu_ms(pid):
@@ -655,13 +656,19 @@ def scale_only():
     print(json.dumps(r, indent=2))
 
 
+def token_only():
+    """`bench.py token`: the token fetch and batch figures alone, printed, not written."""
+    env, op, idp = standalone()
+    print(json.dumps(token_bench(env, op, idp, pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-bench-")))[0], indent=2))
+
+
 def storm_only():
     """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
     print(json.dumps(storm_rounds(*standalone(), rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
 try:
-    {"storm": storm_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"storm": storm_only, "token": token_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

@@ -9,11 +9,16 @@ import Foundation
 /// (which can quote row values) is never read.
 public final class PGConnection: @unchecked Sendable {
     let conn: OpaquePointer
+    /// Whether statements planned generically are prepared on this connection (see `Plan`).
+    let prepares: Bool
 
     /// Connects. Nothing is SET on the session afterwards (a transaction pooler would hand that
     /// state to other clients): the application name travels as a start-up parameter (the URL's
-    /// own wins), and server notices are not printed.
-    public init(url: String) throws(PGError) {
+    /// own wins), and server notices are not printed. `prepares: false` for a transaction pooler
+    /// that does not carry prepared statements between server connections (PgBouncer before
+    /// 1.21, or with `max_prepared_statements = 0`).
+    public init(url: String, prepares: Bool = true) throws(PGError) {
+        self.prepares = prepares
         let c: OpaquePointer? = ["application_name", "dbname"].withCStrings { keys in
             ["tokenbroker", url].withCStrings { values in PQconnectdbParams(keys, values, 1) }
         }
@@ -44,9 +49,12 @@ public final class PGConnection: @unchecked Sendable {
     }
 
     /// How a statement is planned: planner settings that hold for the statement's own
-    /// transaction (in an explicit transaction: to its end).
+    /// transaction (in an explicit transaction: to its end). A statement planned generically is
+    /// also prepared, once per connection: its text is parsed and its plan made once, not on
+    /// every call (in the refresh storm, parsing and planning were a third of PostgreSQL's CPU).
     public struct Plan: Sendable {
         let settings: [(name: String, value: String)]
+        var prepared: Bool { settings.contains { $0.name == "plan_cache_mode" && $0.value == "force_generic_plan" } }
 
         /// PostgreSQL's default: planned with the values bound, from the statistics of those values.
         public static let custom = Plan(settings: [])
@@ -72,16 +80,13 @@ public final class PGConnection: @unchecked Sendable {
     /// only, so nothing is left on the connection for a pooler to pass on.
     @discardableResult
     public func execute(_ sql: SQL, plan: Plan = .custom) throws(PGError) -> PGRows {
-        // Within one transaction a setting once made holds to its end: not made again.
-        let inTransaction = beginPending || PQtransactionStatus(conn) == PQTRANS_INTRANS
-        if !inTransaction { settingsMade.removeAll() }
-        let settings = plan.settings.filter { !settingsMade.contains($0.name + "=" + $0.value) }
-        if inTransaction { for s in settings { settingsMade.insert(s.name + "=" + s.value) } }
-        var prefix: [SQL] = beginPending ? ["BEGIN"] : []
+        let settings = settingSteps(plan, inTransaction: inTransaction)
+        var steps: [Step] = beginPending ? [Step("BEGIN", prepared: false, on: self)] : []
         beginPending = false
-        prefix += settings.map { "SELECT set_config(\($0.name), \($0.value), true)" }
-        guard !prefix.isEmpty else { return try check(send(sql, pipelined: false)) }
-        return try pipelined(prefix, sql)
+        steps += settings
+        let main = Step(sql, prepared: plan.prepared, on: self)
+        guard !steps.isEmpty || main.prepare else { return try check(send(main)) }
+        return try pipelined(steps + [main]).last!
     }
 
     /// Opens a transaction with the next statement, in its round trip (BEGIN is pipelined
@@ -91,15 +96,48 @@ public final class PGConnection: @unchecked Sendable {
         settingsMade.removeAll()
     }
 
-    /// Commits the transaction `begin` opened (nothing to do when no statement ran in it).
+    /// Commits the transaction `begin` opened (nothing to do when no statement ran in it, or
+    /// when `commit(with:)` ended it).
     public func commit() throws(PGError) {
         if beginPending { beginPending = false; return }
+        guard PQtransactionStatus(conn) != PQTRANS_IDLE else { return }
         try execute("COMMIT")
+    }
+
+    /// Runs the transaction's last statements and COMMIT in one round trip, and returns the
+    /// statements' rows. If one fails, nothing is committed and the error is thrown (the
+    /// transaction is left for `rollback`).
+    public func commit(with statements: [(sql: SQL, plan: Plan)]) throws(PGError) -> [PGRows] {
+        guard !statements.isEmpty else { try commit(); return [] }
+        let open = inTransaction
+        var steps: [Step] = beginPending ? [Step("BEGIN", prepared: false, on: self)] : []
+        beginPending = false
+        var wanted: [Int] = []
+        for (sql, plan) in statements {
+            steps += settingSteps(plan, inTransaction: open)
+            wanted.append(steps.count)
+            steps.append(Step(sql, prepared: plan.prepared, on: self))
+        }
+        let rows = try pipelined(steps + [Step("COMMIT", prepared: false, on: self)])
+        return wanted.map { rows[$0] }
     }
 
     public func rollback() {
         if beginPending { beginPending = false; return }
+        guard PQtransactionStatus(conn) != PQTRANS_IDLE else { return }
         _ = try? execute("ROLLBACK")
+    }
+
+    /// In a transaction, or about to open one with the next statement.
+    private var inTransaction: Bool { beginPending || PQtransactionStatus(conn) == PQTRANS_INTRANS }
+
+    /// The `set_config` steps of a plan's settings not made yet in this transaction (within one
+    /// transaction a setting once made holds to its end).
+    private func settingSteps(_ plan: Plan, inTransaction: Bool) -> [Step] {
+        if !inTransaction { settingsMade.removeAll() }
+        let settings = plan.settings.filter { !settingsMade.contains($0.name + "=" + $0.value) }
+        if inTransaction { for s in settings { settingsMade.insert(s.name + "=" + s.value) } }
+        return settings.map { Step("SELECT set_config(\($0.name), \($0.value), true)", prepared: true, on: self) }
     }
 
     private var beginPending = false
@@ -107,9 +145,35 @@ public final class PGConnection: @unchecked Sendable {
     /// The planner settings made in the current transaction (a transaction's end forgets them).
     private var settingsMade: Set<String> = []
 
-    /// The prefix statements, then the statement, in one pipeline: one round trip. Returns the
-    /// statement's rows; the first failure is thrown.
-    private func pipelined(_ prefix: [SQL], _ sql: SQL) throws(PGError) -> PGRows {
+    /// One statement to send: unnamed (parsed and planned with its values), or a prepared
+    /// statement named after its text, with `prepare` when this connection has not prepared it yet.
+    private struct Step {
+        let sql: SQL
+        let name: String?
+        let prepare: Bool
+
+        init(_ sql: SQL, prepared: Bool, on c: PGConnection) {
+            self.sql = sql
+            name = prepared && c.prepares ? PGConnection.statementName(sql.text) : nil
+            prepare = name.map { c.preparedTexts[$0] != sql.text } ?? false
+        }
+    }
+
+    /// The texts of the statements prepared on this connection, by name.
+    private var preparedTexts: [String: String] = [:]
+
+    /// `tb_` and the text's 64-bit FNV-1a hash: the same text has the same name on every
+    /// connection, so a name can never stand for another of the broker's statements.
+    static func statementName(_ text: String) -> String {
+        var h: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in text.utf8 { h = (h ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let hex = String(h, radix: 16)
+        return "tb_" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The steps in one pipeline: one round trip (a statement not prepared yet is prepared in
+    /// it, ahead of its execution). Returns every step's rows; the first failure is thrown.
+    private func pipelined(_ steps: [Step]) throws(PGError) -> [PGRows] {
         guard PQenterPipelineMode(conn) == 1 else { throw failure("cannot enter pipeline mode") }
         // Whatever happened, the pipeline is drained to its end before leaving it; a connection
         // that cannot leave it is not healthy (isHealthy) and the pool drops it.
@@ -120,44 +184,61 @@ public final class PGConnection: @unchecked Sendable {
                 left += 1
             }
         }
-        for p in prefix {
-            guard send(p, pipelined: true) != nil else { throw failure("cannot send the statement") }
+        // What each result answers: a prepare (of that name and text) or a step's execution.
+        var answers: [(name: String, text: String)?] = []
+        var preparing: Set<String> = []   // a text twice in one pipeline is prepared once
+        for step in steps {
+            if step.prepare, let name = step.name, preparing.insert(name).inserted {
+                guard PQsendPrepare(conn, name, step.sql.text, Int32(step.sql.binds.count), nil) == 1 else {
+                    throw failure("cannot send the statement")
+                }
+                answers.append((name, step.sql.text))
+            }
+            guard send(step, pipelined: true) != nil else { throw failure("cannot send the statement") }
+            answers.append(nil)
         }
-        guard send(sql, pipelined: true) != nil, PQpipelineSync(conn) == 1 else { throw failure("cannot send the statement") }
-        let n = prefix.count
-        let results = pipelineResults(expecting: n + 1)
-        guard results.count == n + 2, PQresultStatus(results[n + 1]) == PGRES_PIPELINE_SYNC else {
+        guard PQpipelineSync(conn) == 1 else { throw failure("cannot send the statement") }
+        let n = answers.count
+        let results = pipelineResults(expecting: n)
+        guard results.count == n + 1, PQresultStatus(results[n]) == PGRES_PIPELINE_SYNC else {
             for r in results { PQclear(r) }
             throw failure("no result (connection lost)")
         }
-        PQclear(results[n + 1])
-        for i in 0..<n {
-            do { _ = try check(results[i]) } catch {
-                for r in results[(i + 1)...n] { PQclear(r) }
-                throw error
-            }
+        PQclear(results[n])
+        var firstError: PGError?
+        var rows: [PGRows] = []
+        for (i, prepared) in answers.enumerated() {
+            if let prepared, PQresultStatus(results[i]) == PGRES_COMMAND_OK { preparedTexts[prepared.name] = prepared.text }
+            do {
+                let r = try check(results[i])
+                if prepared == nil { rows.append(r) }
+            } catch { firstError = firstError ?? error }
         }
-        return try check(results[n])
+        if let firstError { throw firstError }
+        return rows
     }
 
-    /// Sends the statement; without a pipeline, waits for its result.
-    private func send(_ sql: SQL, pipelined: Bool) -> OpaquePointer? {
+    /// Sends the step; without a pipeline, waits for its result.
+    private func send(_ step: Step, pipelined: Bool = false) -> OpaquePointer? {
+        let sql = step.sql
         let n = sql.binds.count
         var cstrings: [UnsafeMutablePointer<CChar>?] = sql.binds.map { $0.map { strdup($0) } ?? nil }
         defer { for p in cstrings { free(p) } }
         return cstrings.withUnsafeMutableBufferPointer { buf in
             buf.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(n, 1)) { values in
                 let v = n == 0 ? nil : values
-                if pipelined {
-                    return PQsendQueryParams(conn, sql.text, Int32(n), nil, v, nil, nil, 0) == 1 ? conn : nil
+                switch (step.name, pipelined) {
+                case (let name?, true): return PQsendQueryPrepared(conn, name, Int32(n), v, nil, nil, 0) == 1 ? conn : nil
+                case (let name?, false): return PQexecPrepared(conn, name, Int32(n), v, nil, nil, 0)
+                case (nil, true): return PQsendQueryParams(conn, sql.text, Int32(n), nil, v, nil, nil, 0) == 1 ? conn : nil
+                case (nil, false): return PQexecParams(conn, sql.text, Int32(n), nil, v, nil, nil, 0)
                 }
-                return PQexecParams(conn, sql.text, Int32(n), nil, v, nil, nil, 0)
             }
         }
     }
 
-    /// The pipeline's results up to and including its sync: one per statement (`n` of them),
-    /// then the sync.
+    /// The pipeline's results up to and including its sync: one per statement or prepare (`n`
+    /// of them), then the sync.
     private func pipelineResults(expecting n: Int) -> [OpaquePointer] {
         var out: [OpaquePointer] = []
         var ends = 0
@@ -181,8 +262,14 @@ public final class PGConnection: @unchecked Sendable {
             return PGRows(result)
         default:
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? "XX000"
-            let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? "query failed"
+            var primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? "query failed"
             PQclear(result)
+            if state == "26000" {
+                // A statement prepared here is gone: a transaction pooler handed this client
+                // another server connection. Prepare again next time, and say what to set.
+                preparedTexts.removeAll()
+                primary += " (a transaction pooler without prepared statements? see deploy/REPLICAS.md)"
+            }
             throw PGError(sqlstate: state, message: primary)
         }
     }

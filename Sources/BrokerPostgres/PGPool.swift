@@ -14,15 +14,19 @@ public final class PGPool: @unchecked Sendable {
     private let size: Int
     private let acquireTimeout: TimeInterval
 
-    public init(url: String, size: Int, acquireTimeout: TimeInterval = 10) {
+    private let prepares: Bool
+
+    /// `prepares`: whether hot statements are prepared per connection (PGConnection.init).
+    public init(url: String, size: Int, acquireTimeout: TimeInterval = 10, prepares: Bool = true) {
         self.url = url
+        self.prepares = prepares
         self.size = max(1, size)
         self.acquireTimeout = acquireTimeout
     }
 
     /// Opens one connection now, so that a wrong URL fails at start with a clear message.
     public func check() throws(PGError) {
-        let c = try PGConnection(url: url)
+        let c = try PGConnection(url: url, prepares: prepares)
         condition.lock()
         idle.append(c)
         open += 1
@@ -30,7 +34,7 @@ public final class PGPool: @unchecked Sendable {
     }
 
     /// A new connection outside the pool (LISTEN, migrations).
-    public func dedicated() throws(PGError) -> PGConnection { try PGConnection(url: url) }
+    public func dedicated() throws(PGError) -> PGConnection { try PGConnection(url: url, prepares: prepares) }
 
     /// Runs `body` with a connection. Connection errors discard the connection.
     @discardableResult
@@ -79,7 +83,7 @@ public final class PGPool: @unchecked Sendable {
         open += 1
         condition.unlock()
         do {
-            return try PGConnection(url: url)
+            return try PGConnection(url: url, prepares: prepares)
         } catch {
             condition.lock()
             open -= 1

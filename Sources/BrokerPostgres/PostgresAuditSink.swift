@@ -5,7 +5,8 @@ import Synchronization
 /// PostgresAuditSink buffers audit events in memory and writes them in bulk (one INSERT from
 /// unnest'ed arrays per flush). Identical events in one window (same actor, action, tenant,
 /// session, outcome) become one row with their count and first and last instants, so auditing
-/// every token hand-out costs the hot path a mutex and the database one row per distinct event.
+/// every token hand-out costs the hot path a mutex (its thread's own: PerThread) and the
+/// database one row per distinct event.
 /// Events not yet flushed are lost if the process is killed (SIGTERM flushes); the buffer is
 /// bounded and counts what it had to drop.
 public final class PostgresAuditSink: AuditSink {
@@ -20,13 +21,15 @@ public final class PostgresAuditSink: AuditSink {
     }
 
     let pool: PGPool
-    private let buffer = Mutex<[Key: Tally]>([:])
+    private let buffer = PerThread(stripes: PostgresAuditSink.stripes) { [Key: Tally]() }
+    private static let stripes = 16
+    /// Per stripe.
     private let capacity: Int
     public let dropped = Atomic<Int>(0)
 
     public init(pool: PGPool, capacity: Int = 200_000) {
         self.pool = pool
-        self.capacity = capacity
+        self.capacity = max(1, capacity / Self.stripes)
     }
 
     public func record(_ e: AuditEvent) {
@@ -47,9 +50,13 @@ public final class PostgresAuditSink: AuditSink {
     }
 
     public func flush() {
-        let taken = buffer.withLock { b in
-            defer { b.removeAll(keepingCapacity: true) }
-            return b
+        var taken: [Key: Tally] = [:]
+        buffer.forEach { b in
+            for (k, t) in b {
+                guard let held = taken[k] else { taken[k] = t; continue }
+                taken[k] = Tally(first: min(held.first, t.first), last: max(held.last, t.last), count: held.count + t.count)
+            }
+            b.removeAll(keepingCapacity: true)
         }
         guard !taken.isEmpty else { return }
         let rows = taken.sorted { $0.value.first < $1.value.first }

@@ -86,8 +86,17 @@ public final class PostgresSessionStore: SessionStore {
             }
             guard let locked = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
             let (write, revoke, result) = try body(locked)
-            if let s = write { try update(c, s, expectedVersion: locked.version) }
-            try queueRevocations(c, tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: Date())
+            // The write and the revocations travel with COMMIT: one round trip.
+            var last = write.map { [update($0, expectedVersion: locked.version)] } ?? []
+            if let q = revocationQueue(tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: Date()) {
+                last.append((q.statement, .custom))
+            }
+            let written = try c.commit(with: last)
+            // The row is locked FOR UPDATE, so the write cannot miss; if it ever did, the session
+            // is as it was and the caller is told (the revocations stand: those tokens are not kept).
+            guard write == nil || written[0].count == 1 else {
+                throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh")
+            }
             return result
         }
     }
@@ -137,14 +146,15 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
-    /// Writes every mutable column; the version must be the locked one plus one.
-    func update(_ c: PGConnection, _ s: Session, expectedVersion: Int64) throws {
+    /// The statement that writes every mutable column and announces the schedule, answering
+    /// one row when it wrote; the version must be the locked one plus one.
+    func update(_ s: Session, expectedVersion: Int64) -> (sql: SQL, plan: PGConnection.Plan) {
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
         // The schedule is announced in the same statement: NOTIFY is delivered at COMMIT, so
         // other replicas hear of exactly the writes that happened.
         let announcement = PostgresChangeFeed.encode(.scheduled(tenant: s.tenant, id: s.id, client: s.client,
                                                                  at: s.state == .active ? s.nextRefreshAt : nil, version: s.version))
-        let updated = try c.execute("""
+        return ("""
             WITH updated AS (
             UPDATE sessions SET scopes = \(s.scopes), sid = \(s.claims.sid), email = \(s.claims.email),
                 auth_time = \(s.claims.authTime), access_token = \(seal(s.accessToken, s, "access_token")),
@@ -158,9 +168,7 @@ public final class PostgresSessionStore: SessionStore {
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             RETURNING 1)
             SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated
-            """, plan: .generic)
-        // The row is locked FOR UPDATE, so this cannot miss; if it ever does, write nothing.
-        guard updated.count == 1 else { throw BrokerError.conflict(code: "conflict", message: "the session changed during its refresh") }
+            """, .generic)
     }
 
     func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {

@@ -1,7 +1,7 @@
 import Synchronization
 import BrokerCore
 import BrokerCrypto
-import BrokerPostgres
+@testable import BrokerPostgres
 import BrokerTesting
 import Foundation
 import Testing
@@ -69,6 +69,61 @@ struct PostgresStoreTests {
         #expect(try row.next() == hostile)
         #expect(try row.next() == "{\"a\\\"b\",\"c\\\\d\"}")
         #expect(try row.bytes() == [0, 255, 16])
+    }
+
+    @Test("a statement planned generically is prepared once per connection; with prepares off, none is")
+    func genericStatementsArePrepared() throws {
+        let names = "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'tb\\_%'"
+        let c = try PGConnection(url: try TestDatabase.url())
+        for n in 1...3 {
+            let r = try c.execute("SELECT \(n)::int + 1", plan: .generic)
+            var row = r.row(0)
+            #expect(try row.next() == n + 1)
+        }
+        var row = try c.execute(SQL(stringLiteral: names)).row(0)
+        #expect(try row.next() == 2)   // the statement and its plan setting
+        let off = try PGConnection(url: try TestDatabase.url(), prepares: false)
+        _ = try off.execute("SELECT \(1)::int + 1", plan: .generic)
+        row = try off.execute(SQL(stringLiteral: names)).row(0)
+        #expect(try row.next() == 0)
+    }
+
+    @Test("every change survives its notice, a subject with the separator in it too")
+    func changeNotices() {
+        let changes: [Change] = [
+            .session(tenant: "t", id: "ses_1"), .apiKey(id: "0123456789abcdef"), .client(tenant: "t", id: "app"), .tenant("t"),
+            .subject(tenant: "t", client: "app", subject: "alice|admin"), .resync,
+            .scheduled(tenant: "t", id: "ses_1", client: "app", at: Date(timeIntervalSince1970: 1_800_000_000.25), version: 7),
+            .scheduled(tenant: "t", id: "ses_1", client: "app", at: nil, version: nil),
+        ]
+        for c in changes { #expect(PostgresChangeFeed.decode(PostgresChangeFeed.encode(c)) == c) }
+        #expect(PostgresChangeFeed.decode("x|y") == nil)
+        #expect(PostgresChangeFeed.decode("s|only-one") == nil)
+    }
+
+    @Test("commit(with:) sends the last statements with COMMIT; a failing one commits nothing")
+    func commitWithStatements() throws {
+        let c = try PGConnection(url: try TestDatabase.url())
+        let table = "commit_with_" + UUID().uuidString.prefix(8).lowercased()
+        try c.executeScript("CREATE TABLE \(table) (n int PRIMARY KEY)")
+        defer { try? c.executeScript("DROP TABLE \(table)") }
+        c.begin()
+        _ = try c.execute(SQL(stringLiteral: "INSERT INTO \(table) VALUES (1)"))
+        let rows = try c.commit(with: [(SQL(stringLiteral: "INSERT INTO \(table) VALUES (2) RETURNING n"), .generic),
+                                       (SQL(stringLiteral: "INSERT INTO \(table) VALUES (3)"), .custom)])
+        #expect(rows.count == 2 && rows[0].count == 1)
+        try c.commit()   // nothing left to commit: no statement, no warning
+        #expect(c.isHealthy)
+        c.begin()
+        _ = try c.execute(SQL(stringLiteral: "INSERT INTO \(table) VALUES (4)"))
+        #expect(throws: PGError.self) {
+            try c.commit(with: [(SQL(stringLiteral: "INSERT INTO \(table) VALUES (5)"), .custom),
+                                (SQL(stringLiteral: "INSERT INTO \(table) VALUES (1)"), .custom)])   // duplicate key
+        }
+        c.rollback()
+        #expect(c.isHealthy)
+        var row = try c.execute(SQL(stringLiteral: "SELECT string_agg(n::text, ',' ORDER BY n) FROM \(table)")).row(0)
+        #expect(try row.next() == "1,2,3")
     }
 
     static func replacingDatabase(_ url: String, with db: String) -> String {

@@ -17,7 +17,9 @@ struct PoolerTests {
     }
 
     func world(replicas: Int) async throws -> World {
-        try await World(replicas: replicas, extraEnv: ["DATABASE_URL": Self.poolerURL, "TOKENBROKER_LISTEN_DATABASE_URL": try TestEnv.databaseURL()])
+        // PgBouncer 1.18 (Debian's) does not carry prepared statements between server connections.
+        try await World(replicas: replicas, extraEnv: ["DATABASE_URL": Self.poolerURL, "TOKENBROKER_LISTEN_DATABASE_URL": try TestEnv.databaseURL(),
+                                                       "TOKENBROKER_DB_PREPARED_STATEMENTS": "false"])
     }
 
     @Test("three replicas through the pooler, 90 concurrent requests for one expiring session: one refresh at the IdP")

@@ -22,6 +22,9 @@ public final class Authenticator: Sendable {
         let at: Date
         /// Set on use, cleared when drained: last_used_at is written in bulk without a lock per request.
         let used = Atomic<Bool>(false)
+        /// The second (since 1970) it was last moved up in the LRU order: at most once a second,
+        /// so a request for a known key takes the cache's lock shared, not exclusive.
+        let touched = Atomic<Int>(0)
 
         init(principal: Principal?, hash: [UInt8], at: Date) {
             self.principal = principal
@@ -33,7 +36,7 @@ public final class Authenticator: Sendable {
     private let store: any RegistryStore
     private let hasher: any SecretHasher
     private let maxAge: TimeInterval
-    private let entries: Mutex<LRUCache<String, Entry>>
+    private let entries: ReadMostly<LRUCache<String, Entry>>
     private let unknown: Mutex<LRUCache<String, Date>>
 
     public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval, capacity: Int = 100_000,
@@ -41,7 +44,7 @@ public final class Authenticator: Sendable {
         self.store = store
         self.hasher = hasher
         self.maxAge = maxAge
-        entries = Mutex(LRUCache(capacity: capacity))
+        entries = ReadMostly(LRUCache(capacity: capacity))
         unknown = Mutex(LRUCache(capacity: unknownCapacity))
     }
 
@@ -71,7 +74,7 @@ public final class Authenticator: Sendable {
             throw Self.refused
         }
         let e = Entry(principal: found.0, hash: found.secretHash, at: now)
-        entries.withLock { $0.set(parts.id, e) }
+        entries.write { $0.set(parts.id, e) }
         return try check(e, secret: parts.secret)
     }
 
@@ -83,7 +86,9 @@ public final class Authenticator: Sendable {
     }
 
     private func fromMemory(_ parts: (id: String, secret: String), now: Date) -> Result<Principal, BrokerError>? {
-        if let e = entries.withLock({ $0.get(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
+        if let e = entries.read({ $0.peek(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
+            let second = Int(now.timeIntervalSince1970)
+            if e.touched.exchange(second, ordering: .relaxed) != second { _ = entries.write { $0.get(parts.id) } }
             return Result { () throws(BrokerError) in try check(e, secret: parts.secret) }
         }
         if let at = unknown.withLock({ $0.get(parts.id) }), now.timeIntervalSince(at) < maxAge { return .failure(Self.refused) }
@@ -117,16 +122,16 @@ public final class Authenticator: Sendable {
 
     /// Key ids used since the last call (for last_used_at, written in bulk).
     public func drainUsed() -> [String] {
-        entries.withLock { m in m.entries.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
+        entries.read { m in m.entries.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
     }
 
     public func forget(_ change: Change) {
         switch change {
         case .apiKey(let id):
-            entries.withLock { $0.remove(id) }
+            entries.write { $0.remove(id) }
             unknown.withLock { $0.remove(id) }
         case .resync:
-            entries.withLock { $0.removeAll() }
+            entries.write { $0.removeAll() }
             unknown.withLock { $0.removeAll() }
         default: break
         }

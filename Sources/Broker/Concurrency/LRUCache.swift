@@ -34,6 +34,9 @@ struct LRUCache<Key: Hashable, Value> {
         return nodes[i].value
     }
 
+    /// The value, its place in the order unchanged (readers sharing a lock use this).
+    func peek(_ key: Key) -> Value? { index[key].map { nodes[$0].value } }
+
     /// Inserts or replaces, evicting the least recently used value when full.
     mutating func set(_ key: Key, _ value: Value) {
         if let i = index[key] {

@@ -3,22 +3,27 @@ import BrokerCore
 import Synchronization
 
 /// UsageRecorder coalesces "session used at" marks in memory so that last_used_at costs one bulk
-/// write a second instead of one write per token hand-out.
+/// write a second instead of one write per token hand-out. Marks are kept per thread
+/// (PerThread), so hand-outs on different HTTP threads never wait for each other.
 public final class UsageRecorder: Sendable {
-    private let pending = Mutex<[SessionKey: Date]>([:])
+    private let pending = PerThread { [SessionKey: Date]() }
 
     public init() {}
 
     public func record(_ key: SessionKey, at: Date) {
-        pending.withLock { $0[key] = at }
+        pending.withLock { p in
+            if let held = p[key], held >= at { return }
+            p[key] = at
+        }
     }
 
-    /// Everything recorded since the last drain.
+    /// Everything recorded since the last drain: the latest mark of each session.
     public func drain() -> [SessionUse] {
-        let taken = pending.withLock { p in
-            defer { p.removeAll(keepingCapacity: true) }
-            return p
+        var latest: [SessionKey: Date] = [:]
+        pending.forEach { p in
+            for (k, at) in p where latest[k].map({ $0 < at }) ?? true { latest[k] = at }
+            p.removeAll(keepingCapacity: true)
         }
-        return taken.map { SessionUse(tenant: $0.key.tenant, id: $0.key.id, at: $0.value) }
+        return latest.map { SessionUse(tenant: $0.key.tenant, id: $0.key.id, at: $0.value) }
     }
 }

@@ -16,6 +16,9 @@ public struct BrokerConfig: Sendable {
     public var sealingKeys: SealingKeys?
     public var workerThreads: Int
     public var databasePoolSize: Int
+    /// Hot statements prepared once per connection; off behind a transaction pooler that does
+    /// not carry prepared statements (PgBouncer before 1.21).
+    public var databasePreparedStatements: Bool
     public var cacheMaxAge: TimeInterval
     public var cacheCapacity: Int
     public var lockTimeout: TimeInterval
@@ -96,6 +99,7 @@ public struct BrokerConfig: Sendable {
         return BrokerConfig(
             databaseURL: db, listenDatabaseURL: value("TOKENBROKER_LISTEN_DATABASE_URL") ?? db, http: http, sealingKeys: keys, workerThreads: workers,
             databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 16 + 4, 1...1024),
+            databasePreparedStatements: try bool("TOKENBROKER_DB_PREPARED_STATEMENTS", true),
             cacheMaxAge: TimeInterval(try int("TOKENBROKER_CACHE_MAX_AGE_SECONDS", 30, 0...3600)),
             cacheCapacity: try int("TOKENBROKER_CACHE_CAPACITY", 200_000, 100...10_000_000),
             lockTimeout: TimeInterval(try int("TOKENBROKER_LOCK_TIMEOUT_SECONDS", 10, 1...120)),

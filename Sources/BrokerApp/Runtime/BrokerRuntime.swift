@@ -37,7 +37,7 @@ public final class BrokerRuntime: Sendable {
         self.logger = logger
         self.clock = clock
         let sealer: any Sealer = config.sealingKeys.map { AESGCMSealer(keys: $0) } ?? MissingSealer()
-        pool = PGPool(url: config.databaseURL, size: config.databasePoolSize)
+        pool = PGPool(url: config.databaseURL, size: config.databasePoolSize, prepares: config.databasePreparedStatements)
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)

@@ -2,19 +2,26 @@ import BrokerCore
 import Foundation
 
 /// AuditLogContract: what the sink records is read back within its tenant, newest first,
-/// filtered and paged; identical events of one flush are one row with their count.
+/// filtered and paged; identical events of one flush are one row with their count, whichever
+/// threads recorded them.
 public enum AuditLogContract {
     public static func run(_ sink: any AuditSink, log: any AuditLog, tenants: (String, String)) throws {
         let session = Contract.unique("ses")
-        for _ in 0..<3 {
-            sink.record(AuditEvent(at: Contract.t0, actor: "k1", action: "token.issue", tenant: tenants.0, session: session, outcome: "ok"))
+        let recorded = DispatchGroup()
+        for _ in 0..<8 {   // eight threads, as HTTP threads record hand-outs
+            recorded.enter()
+            Thread {
+                sink.record(AuditEvent(at: Contract.t0, actor: "k1", action: "token.issue", tenant: tenants.0, session: session, outcome: "ok"))
+                recorded.leave()
+            }.start()
         }
+        recorded.wait()
         sink.record(AuditEvent(at: Contract.t0.addingTimeInterval(1), actor: "k1", action: "session.revoke", tenant: tenants.0, session: session, outcome: "ok"))
         sink.record(AuditEvent(at: Contract.t0, actor: "k2", action: "token.issue", tenant: tenants.1, session: session, outcome: "ok"))
         sink.flush()
         let all = try log.events(tenant: tenants.0, matching: AuditQuery(session: session))
         try Contract.expect(all.records.map(\.event.action) == ["session.revoke", "token.issue"], "the tenant's events are not newest first")
-        try Contract.expect(all.records.last?.count == 3, "identical events were not counted in one row")
+        try Contract.expect(all.records.last?.count == 8, "identical events were not counted in one row")
         try Contract.expect(all.records.allSatisfy { $0.event.tenant == tenants.0 && $0.event.actor == "k1" }, "the audit trail crosses tenants")
         let page = try log.events(tenant: tenants.0, matching: AuditQuery(session: session, limit: 1))
         let rest = try log.events(tenant: tenants.0, matching: AuditQuery(session: session, limit: 1, before: page.next))

@@ -1,0 +1,36 @@
+import Foundation
+import Synchronization
+
+/// PerThread splits a buffer written on every request (audit tallies, usage marks) into
+/// stripes, one chosen by the calling thread: each HTTP thread mostly takes its own stripe's
+/// lock, so threads do not queue behind one another; a drain visits every stripe.
+///
+/// It lives in the core because both the services and the PostgreSQL audit sink buffer that way;
+/// it does no I/O and owns no thread.
+///
+/// Thread-safety: any thread.
+public final class PerThread<Value: Sendable>: Sendable {
+    private final class Stripe: Sendable {
+        let value: Mutex<Value>
+        init(_ v: Value) { value = Mutex(v) }
+    }
+
+    private let stripes: [Stripe]
+
+    /// `make` builds each stripe's empty value.
+    public init(stripes: Int = 16, _ make: () -> Value) {
+        self.stripes = (0..<max(1, stripes)).map { _ in Stripe(make()) }
+    }
+
+    /// Runs `body` on the calling thread's stripe.
+    public func withLock<R: Sendable>(_ body: (inout sending Value) -> sending R) -> sending R {
+        var h = Hasher()
+        h.combine(ObjectIdentifier(Thread.current))
+        return stripes[Int(UInt(bitPattern: h.finalize()) % UInt(stripes.count))].value.withLock(body)
+    }
+
+    /// Runs `body` on every stripe in turn (one lock at a time).
+    public func forEach(_ body: (inout sending Value) -> sending Void) {
+        for s in stripes { s.value.withLock(body) }
+    }
+}
