@@ -87,7 +87,7 @@ public final class PostgresSessionStore: SessionStore {
             guard let locked = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
             let (write, revoke, result) = try body(locked)
             // The write and the revocations travel with COMMIT: one round trip.
-            var last = write.map { [update($0, expectedVersion: locked.version)] } ?? []
+            var last = write.map { [update($0, over: locked)] } ?? []
             if let q = revocationQueue(tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: Date()) {
                 last.append((q.statement, .custom))
             }
@@ -147,19 +147,25 @@ public final class PostgresSessionStore: SessionStore {
     }
 
     /// The statement that writes every mutable column and announces the schedule, answering
-    /// one row when it wrote; the version must be the locked one plus one.
-    func update(_ s: Session, expectedVersion: Int64) -> (sql: SQL, plan: PGConnection.Plan) {
+    /// one row when it wrote; `locked` is the row as read under the lock, and the version must
+    /// be its version plus one. A token equal to the locked row's is not sealed and sent again
+    /// (an attempt's own write changes none of them).
+    func update(_ s: Session, over locked: Session) -> (sql: SQL, plan: PGConnection.Plan) {
+        let expectedVersion = locked.version
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
+        func token(_ column: String, _ value: String?, _ held: String?) -> SQL {
+            value == held ? "" : "\(raw: column) = \(seal(value, s, column)), "
+        }
         // The schedule is announced in the same statement: NOTIFY is delivered at COMMIT, so
         // other replicas hear of exactly the writes that happened.
         let announcement = PostgresChangeFeed.encode(.scheduled(tenant: s.tenant, id: s.id, client: s.client,
                                                                  at: s.state == .active ? s.nextRefreshAt : nil, version: s.version))
         return ("""
             WITH updated AS (
-            UPDATE sessions SET scopes = \(s.scopes), sid = \(s.claims.sid), email = \(s.claims.email),
-                auth_time = \(s.claims.authTime), access_token = \(seal(s.accessToken, s, "access_token")),
+            UPDATE sessions SET \(token("access_token", s.accessToken, locked.accessToken))
+                \(token("refresh_token", s.refreshToken, locked.refreshToken))\(token("id_token", s.idToken, locked.idToken))
+                scopes = \(s.scopes), sid = \(s.claims.sid), email = \(s.claims.email), auth_time = \(s.claims.authTime),
                 access_expires_at = \(s.accessExpiresAt), access_lifetime = \(s.accessLifetime),
-                refresh_token = \(seal(s.refreshToken, s, "refresh_token")), id_token = \(seal(s.idToken, s, "id_token")),
                 state = \(s.state.rawValue), next_refresh_at = \(s.nextRefreshAt), version = \(s.version),
                 failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt),
                 last_used_at = greatest(last_used_at, \(s.lastUsedAt)),

@@ -24,9 +24,10 @@ public final class PerThread<Value: Sendable>: Sendable {
 
     /// Runs `body` on the calling thread's stripe.
     public func withLock<R: Sendable>(_ body: (inout sending Value) -> sending R) -> sending R {
-        var h = Hasher()
-        h.combine(ObjectIdentifier(Thread.current))
-        return stripes[Int(UInt(bitPattern: h.finalize()) % UInt(stripes.count))].value.withLock(body)
+        // The thread's id, mixed (ids are aligned addresses): Thread.current was a tenth of a
+        // 1,000-item batch's CPU.
+        let id = UInt(pthread_self()) &* 0x9e37_79b9_7f4a_7c15
+        return stripes[Int((id >> 32) % UInt(stripes.count))].value.withLock(body)
     }
 
     /// Runs `body` on every stripe in turn (one lock at a time).
