@@ -88,7 +88,9 @@ public final class Authenticator: Sendable {
     private func fromMemory(_ parts: (id: String, secret: String), now: Date) -> Result<Principal, BrokerError>? {
         if let e = entries.read({ $0.peek(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
             let second = Int(now.timeIntervalSince1970)
-            if e.touched.exchange(second, ordering: .relaxed) != second { _ = entries.write { $0.get(parts.id) } }
+            if e.touched.load(ordering: .relaxed) != second, e.touched.exchange(second, ordering: .relaxed) != second {
+                _ = entries.write { $0.get(parts.id) }
+            }
             return Result { () throws(BrokerError) in try check(e, secret: parts.secret) }
         }
         if let at = unknown.withLock({ $0.get(parts.id) }), now.timeIntervalSince(at) < maxAge { return .failure(Self.refused) }
