@@ -27,7 +27,7 @@ public final class PostgresSessionStore: SessionStore {
 
     public func session(tenant: String, id: String) throws -> Session? {
         try pool.run { c in
-            try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic)
+            try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)", plan: .keyLookup)
                 .first { try decode(&$0, tenant: tenant) }
         }
     }
@@ -77,7 +77,7 @@ public final class PostgresSessionStore: SessionStore {
                 SELECT \(raw: Self.columns) FROM sessions
                 WHERE tenant_id = \(tenant) AND id = \(id) AND pg_try_advisory_xact_lock(\(key))
                 FOR UPDATE SKIP LOCKED
-                """, plan: .generic)
+                """, plan: .keyLookup)
             if rows.count == 0 {
                 let exists = try c.execute("SELECT 1 FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
                 guard exists else { throw BrokerError.notFound("session") }
@@ -105,9 +105,9 @@ public final class PostgresSessionStore: SessionStore {
     /// the row FOR UPDATE.
     func lockAndRead(_ c: PGConnection, tenant: String, id: String, timeout: TimeInterval) throws -> PGRows {
         try c.execute("SELECT pg_advisory_xact_lock(\(LockKey.session(tenant: tenant, id: id)))",
-                      plan: PGConnection.Plan.generic.with("lock_timeout", String(max(1, Int((timeout * 1000).rounded(.up))))))
+                      plan: PGConnection.Plan.keyLookup.with("lock_timeout", String(max(1, Int((timeout * 1000).rounded(.up))))))
         return try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id) FOR UPDATE",
-                             plan: .generic)
+                             plan: .keyLookup)
     }
 
     /// The marks of one flush, in one statement. Every replica locks the rows it marks in the
@@ -174,7 +174,7 @@ public final class PostgresSessionStore: SessionStore {
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             RETURNING 1)
             SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated
-            """, .generic)
+            """, .keyLookup)
     }
 
     func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {

@@ -71,19 +71,20 @@ struct PostgresStoreTests {
         #expect(try row.bytes() == [0, 255, 16])
     }
 
-    @Test("a statement planned generically is prepared once per connection; with prepares off, none is")
+    @Test("a key lookup is prepared once per connection, other statements never; with prepares off, none is")
     func genericStatementsArePrepared() throws {
         let names = "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'tb\\_%'"
         let c = try PGConnection(url: try TestDatabase.url())
         for n in 1...3 {
-            let r = try c.execute("SELECT \(n)::int + 1", plan: .generic)
+            let r = try c.execute("SELECT \(n)::int + 1", plan: .keyLookup)
+            _ = try c.execute("SELECT \(n)::int + 2", plan: .generic)
             var row = r.row(0)
             #expect(try row.next() == n + 1)
         }
         var row = try c.execute(SQL(stringLiteral: names)).row(0)
         #expect(try row.next() == 2)   // the statement and its plan setting
         let off = try PGConnection(url: try TestDatabase.url(), prepares: false)
-        _ = try off.execute("SELECT \(1)::int + 1", plan: .generic)
+        _ = try off.execute("SELECT \(1)::int + 1", plan: .keyLookup)
         row = try off.execute(SQL(stringLiteral: names)).row(0)
         #expect(try row.next() == 0)
     }
