@@ -341,7 +341,7 @@ def standalone():
     """What a benchmark run alone needs: the brokers' environment, an operator key, a dev IdP."""
     env = {"TOKENBROKER_SEALING_KEYS": "k1:" + base64.b64encode(os.urandom(32)).decode(), "TOKENBROKER_LOG_LEVEL": "warn"}
     subprocess.run([BIN / "tokenbroker", "migrate"], env={**os.environ, **env}, check=True, capture_output=True)
-    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench"], env={**os.environ, **env},
+    op = subprocess.run([BIN / "tokenbroker", "apikey", "create", "--role", "operator", "--name", "bench", "--all-tenants"], env={**os.environ, **env},
                         check=True, capture_output=True, text=True).stdout.strip()
     idp_port = free_port()
     start([BIN / "dev-idp", "--listen", f"127.0.0.1:{idp_port}"])

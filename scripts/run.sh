@@ -28,7 +28,7 @@ export TOKENBROKER_LISTEN="${TOKENBROKER_LISTEN:-127.0.0.1:8080}"
 "$bin/tokenbroker" migrate
 
 "$bin/dev-idp" --listen 127.0.0.1:9000 2> .run/dev-idp.log & pids+=($!)
-[ -f .run/operator.key ] || { "$bin/tokenbroker" apikey create --role operator --name make-run > .run/operator.key; chmod 600 .run/operator.key; }
+[ -f .run/operator.key ] || { "$bin/tokenbroker" apikey create --role operator --name make-run --all-tenants > .run/operator.key; chmod 600 .run/operator.key; }
 "$bin/tokenbroker" serve & pids+=($!)
 for _ in $(seq 50); do curl -sf "http://$TOKENBROKER_LISTEN/healthz" >/dev/null && break; sleep 0.1; done
 

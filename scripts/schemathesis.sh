@@ -25,7 +25,7 @@ for _ in $(seq 100); do curl -sf $B/healthz >/dev/null && curl -sf $I/jwks >/dev
 
 # One tenant (fresh each run) with a client, a session, and a key that may do everything there.
 export ST_TENANT="st-$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-op=$("$bin/tokenbroker" apikey create --role operator --name schemathesis-operator)
+op=$("$bin/tokenbroker" apikey create --role operator --name schemathesis-operator --all-tenants)
 curl -sf -XPUT $B/v1/tenants/$ST_TENANT -H "Authorization: Bearer $op" -d '{"name":"Schemathesis"}' >/dev/null
 curl -sf -XPOST $I/admin/clients -d "{\"client_id\":\"st-app\",\"client_secret\":\"st-secret\",\"redirect_uris\":[\"$B/v1/callback\"]}" >/dev/null
 curl -sf -XPUT $B/v1/tenants/$ST_TENANT/clients/app -H "Authorization: Bearer $op" -d "{\"issuer\":\"$I\",\"client_id\":\"st-app\",

@@ -16,6 +16,14 @@ public struct HTTPResponse: Sendable {
 
     public static func json(_ status: Int, _ text: String) -> HTTPResponse { json(status, Array(text.utf8)) }
 
+    /// This response, never to be stored by a cache or proxy: `Cache-Control: no-store` and
+    /// `Pragma: no-cache`, as RFC 6749 §5.1 requires of every response that carries a token.
+    public func uncacheable() -> HTTPResponse {
+        var r = self
+        r.headers += [("Cache-Control", "no-store"), ("Pragma", "no-cache")]
+        return r
+    }
+
     public static func redirect(_ location: String) -> HTTPResponse {
         HTTPResponse(status: 303, headers: [("Location", location)])
     }

@@ -120,6 +120,7 @@ struct BadInputTests {
             "items": [["session_id": good], ["session_id": "ses_missing"], ["subject": "alice", "client": w.client], ["subject": "alice"], [:]],
         ])
         try expectStatus(r, 200)
+        #expect(r.headers["cache-control"] == "no-store" && r.headers["pragma"] == "no-cache", "a batch carries tokens")
         let results = r["results"] as! [[String: Any]]
         #expect(results.map { $0["status"] as? Int } == [200, 404, 200, 400, 400])
         #expect(results[0]["access_token"] as? String == results[2]["access_token"] as? String)

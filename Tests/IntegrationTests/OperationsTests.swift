@@ -41,7 +41,7 @@ struct OperationsTests {
 
     @Test("apikey create prints only the key; health, readiness and metrics answer")
     func cliAndHealth() async throws {
-        let created = try runCommand("tokenbroker", ["apikey", "create", "--role", "operator", "--name", "ops"], env: try env())
+        let created = try runCommand("tokenbroker", ["apikey", "create", "--role", "operator", "--name", "ops", "--all-tenants"], env: try env())
         #expect(created.status == 0)
         let lines = created.out.split(separator: "\n")
         #expect(lines.count == 1 && lines[0].hasPrefix("tbk_") && lines[0].count == 64)
@@ -54,6 +54,36 @@ struct OperationsTests {
         #expect(metrics.text.contains("# TYPE tokenbroker_token_requests_total counter"))
         let unknown = try runCommand("tokenbroker", ["frobnicate"], env: try env())
         #expect(unknown.status == 2)
+    }
+
+    @Test("the CLI is strict: unknown options, missing values and extra arguments are exit 2 with the usage; --help and --version need no configuration")
+    func strictCLI() throws {
+        let bare = ["DATABASE_URL": "", "TOKENBROKER_DATABASE_URL": "", "TOKENBROKER_SEALING_KEYS": ""]
+        let version = try runCommand("tokenbroker", ["--version"], env: bare)
+        #expect(version.status == 0 && version.out.hasPrefix("tokenbroker ") && version.err.isEmpty)
+        let bogus = try runCommand("tokenbroker", ["frobnicate"], env: bare)
+        #expect(bogus.status == 2 && bogus.err.contains("unknown command 'frobnicate'") && !bogus.err.contains("is not set"))
+        for command in ["serve", "migrate", "tenant", "client", "apikey", "sealing-key", "signout", "routes"] {
+            for args in [[command, "--help"], [command, "put", "-h"]] {
+                let help = try runCommand("tokenbroker", args, env: bare)
+                #expect(help.status == 0 && help.out.contains("tokenbroker \(command)"), "\(args): \(help.err)")
+            }
+        }
+        let refusals: [([String], String)] = [
+            (["migrate", "--dry-run"], "unknown option --dry-run"),
+            (["migrate", "now"], "unexpected argument 'now'"),
+            (["tenant", "put", "t1", "--name"], "option --name needs a value"),
+            (["tenant", "put", "t1", "--nmae", "T"], "unknown option --nmae"),
+            (["apikey", "create", "--role", "worker", "--name", "w"], "--all-tenants"),
+            (["apikey", "create", "--role", "worker", "--tenant", "t1", "--all-tenants"], "--all-tenants"),
+            (["signout", "--tenant", "t1", "--subject", "alice", "--idle-sinse", "2026-01-01T00:00:00Z"], "unknown option --idle-sinse"),
+            (["sealing-key", "generate", "--id"], "option --id needs a value"),
+        ]
+        for (args, message) in refusals {
+            let r = try runCommand("tokenbroker", args, env: try env())
+            #expect(r.status == 2 && r.err.contains(message), "\(args): \(r.status) \(r.err)")
+            #expect(r.out.isEmpty, "\(args) printed \(r.out)")
+        }
     }
 
     @Test("SIGTERM stops the broker cleanly and flushes its audit trail")

@@ -30,6 +30,18 @@ struct SignoutTests {
 
     func psqlInt(_ sql: String) throws -> Int { Int(try runPSQL(sql).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 }
 
+    @Test("a typo in a signout option is exit 2 and signs nothing out")
+    func typoSignsNothingOut() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let ids = try await sessions(w, 1, prefix: "typo")
+        let r = try signout(w, ["--subject", "typo-0", "--idle-sinse", "2020-01-01T00:00:00Z", "--wait"])
+        #expect(r.status == 2 && r.err.contains("unknown option --idle-sinse") && r.out.isEmpty)
+        try expectStatus(try await w.token(ids[0]), 200)
+        let jobs = try runPSQL("SELECT count(*) FROM signout_jobs WHERE tenant_id = '\(w.tenant)'")
+        #expect(jobs.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+
     @Test("2,000 sessions, the broker SIGKILLed half-way and restarted: the job completes, all revoked at the IdP, counts exact, CLI agrees")
     func survivesSIGKILL() async throws {
         // The killed replica's claimed batch comes back when its lease (3 s here) runs out.

@@ -49,5 +49,8 @@ struct SingleFlightTests {
                                     json: ["subject": "erin", "client": w.client, "min_ttl": 60])
         try expectStatus(r, 200)
         #expect(r["session_id"] as? String == session && r["subject"] as? String == "erin")
+        #expect(r.headers["cache-control"] == "no-store" && r.headers["pragma"] == "no-cache", "RFC 6749 §5.1")
+        let bySession = try await w.token(session)
+        #expect(bySession.headers["cache-control"] == "no-store" && bySession.headers["pragma"] == "no-cache")
     }
 }

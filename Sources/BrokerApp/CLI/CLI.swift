@@ -8,50 +8,44 @@ import Foundation
 /// 2 bad usage or configuration. Errors go to stderr as one sentence; stdout carries only the
 /// requested output (a new API key is printed alone so that scripts can capture it).
 public enum CLI {
-    static let usage = """
-        usage: tokenbroker <command> [options]
+    /// The release this binary is (`tokenbroker --version`).
+    static let version = "0.10.0"
 
-          serve                      run the HTTP API (refuses an unmigrated database)
-          migrate                    apply the SQL migrations in sql/ (safe to run from several replicas)
-          tenant put ID --name NAME  create or rename a tenant
-          tenant list                list tenants
-          client put --tenant T --id C --issuer URL --client-id ID --auth-method M --redirect-uri URL
-                     --scopes "openid offline_access" [--client-secret-file F] [--redirect-after-allowed URL]...
-                     [--min-ttl S] [--lead-seconds S] [--jitter-seconds S]
-                                     create or replace a client registration (the secret is read from
-                                     the file, or from TOKENBROKER_CLIENT_SECRET)
-          apikey create --name N --role R [--role R]... [--tenant T]...
-                                     create an API key (all tenants when no --tenant); prints only the key
-          apikey revoke ID           revoke an API key
-          sealing-key generate [--id ID]
-                                     print a new random AES-256 sealing key entry (id:base64)
-          signout --tenant T [--subject S] [--client C] [--created-before TIME] [--idle-since TIME]
-                  [--all] [--dry-run] [--wait]
-                                     bulk sign-out through the API (for cron: admin key from
-                                     --key-file or TOKENBROKER_API_KEY, API at --url or TOKENBROKER_URL);
-                                     exit 0 all revoked, 3 some failed or IdP-pending, 2 could not run
-          routes                     print the HTTP route table (METHOD PATTERN), as docs/openapi.yaml lists it
+    static var usage: String {
+        "usage: tokenbroker <command> [options]   (tokenbroker <command> --help for one command)\n\n"
+            + CommandSpec.all.keys.sorted().map { "  " + CommandSpec.all[$0]!.usage.replacingOccurrences(of: "\n", with: "\n  ") }
+            .joined(separator: "\n")
+            + """
 
-        Every command but sealing-key reads the configuration (see README): DATABASE_URL,
-        TOKENBROKER_SEALING_KEYS or TOKENBROKER_SEALING_KEY_FILE, ... Pass --config FILE for a
-        file of NAME=value lines.
-        """
+              tokenbroker --version
+
+            Every command but sealing-key and signout reads the configuration (see README): DATABASE_URL,
+            TOKENBROKER_SEALING_KEYS or TOKENBROKER_SEALING_KEY_FILE, ... Pass --config FILE for a
+            file of NAME=value lines. signout talks to the API: exit 0 all revoked, 3 some failed or
+            IdP-pending, 2 could not run.
+            """
+    }
 
     public static func main(_ argv: [String]) -> Int32 {
-        guard let command = argv.first else {
-            FileHandle.standardError.write(Data((usage + "\n").utf8))
-            return 2
+        guard let command = argv.first else { return fail(usage, 2) }
+        switch command {
+        case "help", "--help", "-h":
+            print(usage)
+            return 0
+        case "version", "--version":
+            print("tokenbroker \(version)")
+            return 0
+        default:
+            break
         }
-        // signout talks to the API, not the database, and has flags of its own.
-        if command == "signout" { return SignoutCommand.run(Array(argv.dropFirst())) }
+        // Known before anything is read: a bogus command is a usage error, not "DATABASE_URL is not set".
+        guard let spec = CommandSpec.all[command] else { return fail("unknown command '\(command)'\n" + usage, 2) }
         do {
-            let args = try Arguments(Array(argv.dropFirst()))
+            let args = try Arguments(Array(argv.dropFirst()), spec)
             switch command {
-            case "help", "--help", "-h":
-                print(usage)
-                return 0
+            case "signout": return SignoutCommand.run(args)
             case "sealing-key":
-                guard args.positionals.first == "generate" else { throw Arguments.Invalid(description: "usage: tokenbroker sealing-key generate [--id ID]") }
+                guard args.positionals == ["generate"] else { throw Arguments.Invalid(description: "usage: " + spec.usage) }
                 print(SealingKeys.generate(id: args.value("id") ?? "k1"))
                 return 0
             default:
@@ -72,10 +66,11 @@ public enum CLI {
                 return 0
             case "tenant": return try Commands.tenant(args, runtime)
             case "client": return try Commands.client(args, runtime)
-            case "apikey": return try Commands.apikey(args, runtime)
-            default:
-                throw Arguments.Invalid(description: "unknown command '\(command)' (try: tokenbroker help)")
+            default: return try Commands.apikey(args, runtime)
             }
+        } catch let h as Arguments.Help {
+            print(h.usage)
+            return 0
         } catch let e as Arguments.Invalid {
             return fail(e.description, 2)
         } catch let e as BrokerConfig.Invalid {

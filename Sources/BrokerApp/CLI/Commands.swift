@@ -64,7 +64,11 @@ enum Commands {
                 return role
             })
             guard !roles.isEmpty else { throw Arguments.Invalid(description: "at least one --role is required") }
+            // Which tenants is said, never implied: no --tenant does not mean every tenant.
             let tenants = a.values("tenant")
+            guard tenants.isEmpty == a.flag("all-tenants") else {
+                throw Arguments.Invalid(description: "say which tenants the key reaches: --tenant T (repeatable) or --all-tenants")
+            }
             let (p, key) = try rt.operators.createKey(name: a.value("name") ?? "cli", roles: roles,
                                                       tenants: tenants.isEmpty ? [Principal.allTenants] : Set(tenants), actor: "cli")
             print(key)

@@ -11,17 +11,17 @@ import Foundation
 /// lives in PostgreSQL and continues on any replica.
 enum SignoutCommand {
     static let usage = """
-        usage: tokenbroker signout --tenant T [--subject S] [--client C] [--created-before TIME] [--idle-since TIME]
-                                   [--all] [--dry-run] [--wait] [--timeout SECONDS] [--idp-wait SECONDS] [--idempotency-key K]
-               the API at --url or TOKENBROKER_URL (default http://127.0.0.1:8080), an admin key from
-               --key-file F or TOKENBROKER_API_KEY
+        tokenbroker signout --tenant T [--subject S] [--client C] [--created-before TIME] [--idle-since TIME]
+                            [--all] [--dry-run] [--wait] [--timeout SECONDS] [--idp-wait SECONDS] [--idempotency-key K]
+          bulk sign-out through the API at --url or TOKENBROKER_URL (default http://127.0.0.1:8080), with an
+          admin key from --key-file F or TOKENBROKER_API_KEY (for cron)
         """
 
     struct Failure: Error { let message: String }
 
-    static func run(_ argv: [String]) -> Int32 {
+    /// Runs with the options CommandSpec checked.
+    static func run(_ a: Arguments) -> Int32 {
         do {
-            let a = try Arguments(argv, flags: ["all", "dry-run", "wait"])
             let env = ProcessInfo.processInfo.environment
             let base = a.value("url") ?? env["TOKENBROKER_URL"] ?? "http://127.0.0.1:8080"
             let key: String
@@ -31,7 +31,7 @@ enum SignoutCommand {
             } else if let k = env["TOKENBROKER_API_KEY"], !k.isEmpty {
                 key = k
             } else {
-                throw Arguments.Invalid(description: "an admin key is needed: --key-file F or TOKENBROKER_API_KEY\n" + usage)
+                throw Arguments.Invalid(description: "an admin key is needed: --key-file F or TOKENBROKER_API_KEY\nusage: " + usage)
             }
             let tenant = try a.required("tenant")
             var body: [String: Any] = ["all": a.flag("all"), "dry_run": a.flag("dry-run")]

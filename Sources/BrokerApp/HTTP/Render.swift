@@ -24,7 +24,7 @@ enum Render {
             w.beginObject()
             token(t, into: &w)
             w.endObject()
-            return HTTPResponse.json(200, w.bytes)
+            return HTTPResponse.json(200, w.bytes).uncacheable()
         case .failure(let e):
             return ErrorResponse.response(e, requestID: requestID)
         }

@@ -107,7 +107,7 @@ struct TokenRoutes {
                 }
                 w.endArray()
                 w.endObject()
-                return HTTPResponse.json(200, w.bytes)
+                return HTTPResponse.json(200, w.bytes).uncacheable()
             }
             if targets.isEmpty { return .now(render([])) }
             let tokens = runtime.tokens

@@ -28,7 +28,7 @@ final class World: @unchecked Sendable {
         env = e
         let migrate = try runCommand("tokenbroker", ["migrate"], env: env)
         guard migrate.status == 0 else { throw TestEnv.Missing(description: "migrate failed: \(migrate.err)") }
-        let created = try runCommand("tokenbroker", ["apikey", "create", "--role", "operator", "--name", "test-operator"], env: env)
+        let created = try runCommand("tokenbroker", ["apikey", "create", "--role", "operator", "--name", "test-operator", "--all-tenants"], env: env)
         guard created.status == 0 else { throw TestEnv.Missing(description: "apikey create failed: \(created.err)") }
         operatorKey = created.out.trimmingCharacters(in: .whitespacesAndNewlines)
         TestEnv.secret(operatorKey)

@@ -1,0 +1,41 @@
+/// CommandSpec is what one `tokenbroker` command accepts: its usage text, the options that take
+/// a value, the flags, and how many positionals. Arguments refuses anything else, so a typo in
+/// an option (`--idle-sinse`) is exit 2 with the usage instead of a filter silently dropped.
+struct CommandSpec {
+    let name: String
+    let usage: String
+    var options: Set<String> = []
+    var flags: Set<String> = []
+    var positionals: ClosedRange<Int> = 0...0
+    /// Reads DATABASE_URL and the rest of the configuration (with `--config FILE`).
+    var configured = true
+
+    /// Every command, by name.
+    static let all: [String: CommandSpec] = Dictionary(uniqueKeysWithValues: [
+        CommandSpec(name: "serve", usage: "tokenbroker serve [--config FILE]\n  run the HTTP API (refuses an unmigrated database)"),
+        CommandSpec(name: "migrate", usage: "tokenbroker migrate [--config FILE]\n  apply the SQL migrations in sql/ (safe to run from several replicas)"),
+        CommandSpec(name: "tenant", usage: """
+            tokenbroker tenant put ID --name NAME [--config FILE]   create or rename a tenant
+            tokenbroker tenant list [--config FILE]                 list tenants
+            """, options: ["name"], positionals: 1...2),
+        CommandSpec(name: "client", usage: """
+            tokenbroker client put --tenant T --id C --issuer URL --client-id ID --auth-method M --redirect-uri URL
+                                   --scopes "openid offline_access" [--client-secret-file F] [--redirect-after-allowed URL]...
+                                   [--min-ttl S] [--lead-seconds S] [--jitter-seconds S] [--assertion-alg ALG] [--config FILE]
+              create or replace a client registration (the secret is read from the file, or from TOKENBROKER_CLIENT_SECRET)
+            """, options: ["tenant", "id", "issuer", "client-id", "auth-method", "redirect-uri", "scopes", "client-secret-file",
+                           "redirect-after-allowed", "min-ttl", "lead-seconds", "jitter-seconds", "assertion-alg"], positionals: 1...1),
+        CommandSpec(name: "apikey", usage: """
+            tokenbroker apikey create --name N --role R [--role R]... (--tenant T [--tenant T]... | --all-tenants) [--config FILE]
+              create an API key; prints only the key
+            tokenbroker apikey revoke ID [--config FILE]
+              revoke an API key
+            """, options: ["name", "role", "tenant"], flags: ["all-tenants"], positionals: 1...2),
+        CommandSpec(name: "sealing-key", usage: "tokenbroker sealing-key generate [--id ID]\n  print a new random AES-256 sealing key entry (id:base64)",
+                    options: ["id"], positionals: 1...1, configured: false),
+        CommandSpec(name: "signout", usage: SignoutCommand.usage,
+                    options: ["tenant", "subject", "client", "created-before", "idle-since", "timeout", "idp-wait", "idempotency-key", "url", "key-file"],
+                    flags: ["all", "dry-run", "wait"], configured: false),
+        CommandSpec(name: "routes", usage: "tokenbroker routes [--config FILE]\n  print the HTTP route table (METHOD PATTERN), as docs/openapi.yaml lists it"),
+    ].map { ($0.name, $0) })
+}
