@@ -29,14 +29,40 @@ public final class MHDServer: Sendable {
         self.handle = handle
     }
 
-    /// Binds and starts serving; throws with a clear message when the address is unusable.
-    public func start() throws {
+    /// Binds the configured address for a moment and lets it go: a port in use is a start-up
+    /// error before anything else has started (the refresh engine, the change feed).
+    public func probe() throws {
+        var addr = try address()
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let rc = withUnsafePointer(to: &addr) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if rc != 0 { throw startError(errno) }
+    }
+
+    private func address() throws -> sockaddr_in {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = config.port.bigEndian
         guard inet_pton(AF_INET, config.host, &addr.sin_addr) == 1 else {
             throw StartError(description: "listen host '\(config.host)' is not an IPv4 address")
         }
+        return addr
+    }
+
+    private func startError(_ code: Int32) -> StartError {
+        let why = code == EADDRINUSE ? "the address is already in use (another instance?)"
+            : code == EACCES ? "not permitted" : "error \(code)"
+        return StartError(description: "cannot listen on \(config.host):\(config.port): \(why)")
+    }
+
+    /// Binds and starts serving; throws with a clear message when the address is unusable.
+    public func start() throws {
+        var addr = try address()
         let cls = Unmanaged.passUnretained(self).toOpaque()
         let d = withUnsafePointer(to: &addr) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
@@ -45,7 +71,9 @@ public final class MHDServer: Sendable {
             }
         }
         guard let d else {
-            throw StartError(description: "cannot listen on \(config.host):\(config.port) (in use, or not permitted)")
+            // No SO_REUSEPORT: a second instance on a port in use fails here instead of quietly
+            // taking half of the first one's connections.
+            throw startError(errno)
         }
         daemon.withLock { $0 = DaemonBox(pointer: d) }
     }

@@ -12,7 +12,6 @@ struct MHD_Daemon *tb_mhd_start(const struct sockaddr *addr, unsigned int thread
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_s,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                             MHD_OPTION_END);
 }

@@ -39,7 +39,7 @@ struct OperationsTests {
         #expect(badDB.status == 1 && badDB.err.contains("cannot connect") && !badDB.err.contains("hunter2"))
     }
 
-    @Test("apikey create prints only the key; health, readiness and metrics answer")
+    @Test("apikey create prints only the key; health, readiness and metrics answer; a second instance on a used port exits 2")
     func cliAndHealth() async throws {
         let created = try runCommand("tokenbroker", ["apikey", "create", "--role", "operator", "--name", "ops", "--all-tenants"], env: try env())
         #expect(created.status == 0)
@@ -54,6 +54,21 @@ struct OperationsTests {
         #expect(metrics.text.contains("# TYPE tokenbroker_token_requests_total counter"))
         let unknown = try runCommand("tokenbroker", ["frobnicate"], env: try env())
         #expect(unknown.status == 2)
+        // A second instance on the same port: exit 2 naming the address, not half the traffic.
+        let second = Process()
+        second.executableURL = TestEnv.binDir.appendingPathComponent("tokenbroker")
+        second.arguments = ["serve"]
+        second.environment = ProcessInfo.processInfo.environment.merging(try env(["TOKENBROKER_LISTEN": "127.0.0.1:\(b.port)"])) { $1 }
+        let err = Pipe()
+        second.standardError = err
+        second.standardOutput = FileHandle.nullDevice
+        try second.run()
+        let deadline = Date().addingTimeInterval(10)
+        while second.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        if second.isRunning { second.terminate(); second.waitUntilExit() }
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(second.terminationStatus == 2 && said.contains("127.0.0.1:\(b.port)") && said.contains("already in use"), "\(said)")
+        try expectStatus(try await HTTP.get(b.url + "/healthz"), 200)
     }
 
     @Test("the CLI is strict: unknown options, missing values and extra arguments are exit 2 with the usage; --help and --version need no configuration")

@@ -16,12 +16,16 @@ enum Serve {
         guard pending.isEmpty else {
             return CLI.fail("the database is not migrated (pending: \(pending.map(String.init).joined(separator: ", "))): run `tokenbroker migrate` first", 2)
         }
-        rt.startBackground()
         let dispatcher = Dispatcher(router: Routes.router(rt), logger: log, accessLog: rt.config.accessLog,
                                     maxBodyBytes: rt.config.http.maxBodyBytes)
         let server = MHDServer(config: rt.config.http) { dispatcher.handle($0) }
+        // A port in use (another instance) is a start-up error, before the engine starts.
+        do { try server.probe() } catch {
+            return CLI.fail("\(error)", 2)
+        }
+        rt.startBackground()
         do { try server.start() } catch {
-            return CLI.fail("\(error)", 1)
+            return CLI.fail("\(error)", 2)
         }
         log.info("listening", ("address", "\(rt.config.http.host):\(server.port)"), ("pid", String(getpid())))
 
