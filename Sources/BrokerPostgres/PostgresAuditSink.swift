@@ -21,15 +21,15 @@ public final class PostgresAuditSink: AuditSink {
     }
 
     let pool: PGPool
-    private let buffer = PerThread(stripes: PostgresAuditSink.stripes) { [Key: Tally]() }
-    private static let stripes = 16
-    /// Per stripe.
+    private let buffer = PerThread { [Key: Tally]() }
+    /// Distinct events held, over every stripe (the bound is the buffer's, not a stripe's).
+    private let held = Atomic<Int>(0)
     private let capacity: Int
     public let dropped = Atomic<Int>(0)
 
     public init(pool: PGPool, capacity: Int = 200_000) {
         self.pool = pool
-        self.capacity = max(1, capacity / Self.stripes)
+        self.capacity = capacity
     }
 
     public func record(_ e: AuditEvent) {
@@ -42,7 +42,10 @@ public final class PostgresAuditSink: AuditSink {
                 b[key] = t
                 return true
             }
-            guard b.count < capacity else { return false }
+            guard held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity else {
+                held.wrappingSubtract(1, ordering: .relaxed)
+                return false
+            }
             b[key] = Tally(first: e.at, last: e.at, count: 1)
             return true
         }
@@ -53,9 +56,10 @@ public final class PostgresAuditSink: AuditSink {
         var taken: [Key: Tally] = [:]
         buffer.forEach { b in
             for (k, t) in b {
-                guard let held = taken[k] else { taken[k] = t; continue }
-                taken[k] = Tally(first: min(held.first, t.first), last: max(held.last, t.last), count: held.count + t.count)
+                guard let prior = taken[k] else { taken[k] = t; continue }
+                taken[k] = Tally(first: min(prior.first, t.first), last: max(prior.last, t.last), count: prior.count + t.count)
             }
+            held.wrappingSubtract(b.count, ordering: .relaxed)
             b.removeAll(keepingCapacity: true)
         }
         guard !taken.isEmpty else { return }
@@ -76,13 +80,17 @@ public final class PostgresAuditSink: AuditSink {
             } catch {
                 // Put the events back for the next flush rather than lose them.
                 buffer.withLock { b in
-                    for (k, t) in chunk where b.count < capacity {
-                        if var held = b[k] {
-                            held.count += t.count
-                            held.first = min(held.first, t.first)
-                            b[k] = held
-                        } else {
+                    for (k, t) in chunk {
+                        if var prior = b[k] {
+                            prior.count += t.count
+                            prior.first = min(prior.first, t.first)
+                            prior.last = max(prior.last, t.last)
+                            b[k] = prior
+                        } else if held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity {
                             b[k] = t
+                        } else {
+                            held.wrappingSubtract(1, ordering: .relaxed)
+                            dropped.add(t.count, ordering: .relaxed)
                         }
                     }
                 }

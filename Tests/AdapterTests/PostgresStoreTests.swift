@@ -89,6 +89,29 @@ struct PostgresStoreTests {
         #expect(try row.next() == 0)
     }
 
+    @Test("the audit buffer's bound holds over all threads' stripes: what does not fit is counted as dropped")
+    func auditBufferBound() throws {
+        let pool = try TestDatabase.migrated()
+        let (tenant, _) = try TestDatabase.tenants(pool)
+        let sink = PostgresAuditSink(pool: pool, capacity: 10)
+        let done = DispatchGroup()
+        for t in 0..<4 {   // four threads, five distinct events each
+            done.enter()
+            Thread {
+                for i in 0..<5 {
+                    sink.record(AuditEvent(at: Date(), actor: "k\(t)", action: "token.issue", tenant: tenant, session: "ses_\(i)", outcome: "ok"))
+                }
+                done.leave()
+            }.start()
+        }
+        done.wait()
+        #expect(sink.dropped.load(ordering: .relaxed) == 10)
+        sink.flush()
+        #expect(try sink.events(tenant: tenant, matching: AuditQuery(limit: 100)).records.count == 10)
+        sink.record(AuditEvent(at: Date(), actor: "k9", action: "token.issue", tenant: tenant, session: "ses_9", outcome: "ok"))
+        #expect(sink.dropped.load(ordering: .relaxed) == 10, "a flush makes room again")
+    }
+
     @Test("every change survives its notice, a subject with the separator in it too")
     func changeNotices() {
         let changes: [Change] = [

@@ -23,7 +23,7 @@ public final class Authenticator: Sendable {
         /// Set on use, cleared when drained: last_used_at is written in bulk without a lock per request.
         let used = Atomic<Bool>(false)
         /// The second (since 1970) it was last moved up in the LRU order: at most once a second,
-        /// so a request for a known key takes the cache's lock shared, not exclusive.
+        /// so a request for a known key only reads the cache (`peek`) and never reorders it.
         let touched = Atomic<Int>(0)
 
         init(principal: Principal?, hash: [UInt8], at: Date) {
