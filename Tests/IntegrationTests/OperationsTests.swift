@@ -41,6 +41,8 @@ struct OperationsTests {
 
     @Test("apikey create prints only the key; health, readiness and metrics answer; a second instance on a used port exits 2")
     func cliAndHealth() async throws {
+        // Migrated here, so that the test does not depend on another suite having run first.
+        #expect(try runCommand("tokenbroker", ["migrate"], env: try env()).status == 0)
         let created = try runCommand("tokenbroker", ["apikey", "create", "--role", "operator", "--name", "ops", "--all-tenants"], env: try env())
         #expect(created.status == 0)
         let lines = created.out.split(separator: "\n")
