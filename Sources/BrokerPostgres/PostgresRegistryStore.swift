@@ -110,12 +110,12 @@ public final class PostgresRegistryStore: RegistryStore {
         try pool.run { c in
             try c.execute("""
                 SELECT name, array_to_string(roles, ' '), array_to_string(tenants, ' '), secret_hash,
-                       extract(epoch from revoked_at)
+                       extract(epoch from revoked_at), extract(epoch from expires_at)
                 FROM api_keys WHERE id = \(id)
                 """, plan: .generic).first { r in
                 let name: String = try r.next(), roles = try r.words(), tenants = try r.words(), hash = try r.bytes() ?? []
                 let p = Principal(id: id, name: name, roles: Set(roles.compactMap(Role.init(rawValue:))), tenants: Set(tenants),
-                                  revokedAt: try r.next())
+                                  revokedAt: try r.next(), expiresAt: try r.next())
                 return (p, secretHash: hash)
             }
         }
@@ -124,8 +124,8 @@ public final class PostgresRegistryStore: RegistryStore {
     public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws {
         try pool.run { c in
             try c.execute("""
-                INSERT INTO api_keys (id, name, roles, tenants, secret_hash, created_at)
-                VALUES (\(p.id), \(p.name), \(p.roles.map(\.rawValue).sorted()), \(p.tenants.sorted()), \(secretHash), \(now))
+                INSERT INTO api_keys (id, name, roles, tenants, secret_hash, created_at, expires_at)
+                VALUES (\(p.id), \(p.name), \(p.roles.map(\.rawValue).sorted()), \(p.tenants.sorted()), \(secretHash), \(now), \(p.expiresAt))
                 """)
         }
     }
@@ -148,4 +148,18 @@ public final class PostgresRegistryStore: RegistryStore {
         }
     }
 
+    public func apiKeys() throws -> [APIKeyRecord] {
+        try pool.run { c in
+            try c.execute("""
+                SELECT id, name, array_to_string(roles, ' '), array_to_string(tenants, ' '), extract(epoch from revoked_at),
+                       extract(epoch from expires_at), extract(epoch from created_at), extract(epoch from last_used_at)
+                FROM api_keys ORDER BY created_at DESC, id
+                """).map { r in
+                let id: String = try r.next(), name: String = try r.next(), roles = try r.words(), tenants = try r.words()
+                let p = Principal(id: id, name: name, roles: Set(roles.compactMap(Role.init(rawValue:))), tenants: Set(tenants),
+                                  revokedAt: try r.next(), expiresAt: try r.next())
+                return APIKeyRecord(principal: p, createdAt: try r.next(), lastUsedAt: try r.next())
+            }
+        }
+    }
 }

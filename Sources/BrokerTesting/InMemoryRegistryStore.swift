@@ -8,6 +8,7 @@ public final class InMemoryRegistryStore: RegistryStore {
         var tenants: [String: Tenant] = [:]
         var clients: [String: (ClientRegistration, String?)] = [:]
         var keys: [String: (Principal, [UInt8])] = [:]
+        var keyTimes: [String: (created: Date, used: Date?)] = [:]
         var assertionKeys: [String: [UInt8]] = [:]
     }
 
@@ -49,15 +50,30 @@ public final class InMemoryRegistryStore: RegistryStore {
         state.withLock { s in s.keys[id].map { ($0.0, $0.1) } }
     }
 
-    public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws { state.withLock { $0.keys[p.id] = (p, secretHash) } }
+    public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws {
+        state.withLock { s in
+            s.keys[p.id] = (p, secretHash)
+            s.keyTimes[p.id] = (now, nil)
+        }
+    }
 
     public func revokeAPIKey(id: String, now: Date) throws -> Bool {
         state.withLock { s in
             guard let (p, h) = s.keys[id] else { return false }
-            s.keys[id] = (Principal(id: p.id, name: p.name, roles: p.roles, tenants: p.tenants, revokedAt: p.revokedAt ?? now), h)
+            s.keys[id] = (Principal(id: p.id, name: p.name, roles: p.roles, tenants: p.tenants, revokedAt: p.revokedAt ?? now,
+                                    expiresAt: p.expiresAt), h)
             return true
         }
     }
 
-    public func touchAPIKeys(_ ids: [String], at: Date) throws {}
+    public func touchAPIKeys(_ ids: [String], at: Date) throws {
+        state.withLock { s in for id in ids where s.keyTimes[id] != nil { s.keyTimes[id]!.used = at } }
+    }
+
+    public func apiKeys() throws -> [APIKeyRecord] {
+        state.withLock { s in
+            s.keys.values.map { p, _ in APIKeyRecord(principal: p, createdAt: s.keyTimes[p.id]?.created ?? .distantPast, lastUsedAt: s.keyTimes[p.id]?.used) }
+                .sorted { ($0.createdAt, $1.principal.id) > ($1.createdAt, $0.principal.id) }
+        }
+    }
 }

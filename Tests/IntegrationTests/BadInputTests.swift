@@ -110,6 +110,40 @@ struct BadInputTests {
         #expect(meta["state"] as? String == "needs_reauth")
     }
 
+    @Test("an API key with expires_in is refused once expired; the listing shows its last use and expiry, never a secret")
+    func expiringKeys() async throws {
+        let w = try await World(replicas: 2)
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "expiring")
+        let t0 = Date()
+        let created = try await HTTP.post(w.brokers[0].url + "/v1/apikeys", key: w.operatorKey,
+                                          json: ["name": "short", "roles": ["worker"], "tenants": [w.tenant], "expires_in": 2])
+        try expectStatus(created, 201)
+        let key = created["key"] as! String, id = created["id"] as! String
+        TestEnv.secret(key)
+        #expect(created["expires_at"] is String)
+        try expectStatus(try await w.token(session, key: key), 200)
+        // The use reaches the listing with the next bulk write of last_used_at.
+        var listed: [String: Any]?
+        for _ in 0..<40 where (listed?["last_used_at"] as? String) == nil {
+            try await Task.sleep(for: .milliseconds(100))
+            let all = try await HTTP.get(w.brokers[0].url + "/v1/apikeys", key: w.operatorKey)
+            try expectStatus(all, 200)
+            listed = (all["keys"] as? [[String: Any]])?.first { $0["id"] as? String == id }
+            #expect(!all.text.contains(key) && !all.text.contains("secret_hash"))
+        }
+        #expect(listed?["last_used_at"] is String && listed?["expires_at"] as? String == created["expires_at"] as? String,
+                "\(String(describing: listed))")
+        try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/apikeys", key: key), 403)   // a worker key lists nothing
+        while Date() < t0.addingTimeInterval(2.3) { try await Task.sleep(for: .milliseconds(100)) }   // expires_in 2 s
+        try expectStatus(try await w.token(session, key: key), 401)
+        try expectStatus(try await w.token(session, replica: 1, key: key), 401)
+        try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys", key: w.operatorKey,
+                                             json: ["name": "x", "roles": ["worker"], "tenants": [w.tenant], "expires_in": 0]), 400)
+        let cli = try runCommand("tokenbroker", ["apikey", "list"], env: w.env)
+        #expect(cli.status == 0 && cli.out.split(separator: "\n").contains { $0.contains("\"id\":\"\(id)\"") } && !cli.out.contains(key))
+    }
+
     @Test("a batch answers each item on its own")
     func batch() async throws {
         let w = try await World()

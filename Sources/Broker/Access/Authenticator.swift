@@ -75,7 +75,7 @@ public final class Authenticator: Sendable {
         }
         let e = Entry(principal: found.0, hash: found.secretHash, at: now)
         entries.write { $0.set(parts.id, e) }
-        return try check(e, secret: parts.secret)
+        return try check(e, secret: parts.secret, now: now)
     }
 
     /// The answer from memory, or nil when only the store can tell (call `authenticate` where
@@ -91,14 +91,15 @@ public final class Authenticator: Sendable {
             if e.touched.load(ordering: .relaxed) != second, e.touched.exchange(second, ordering: .relaxed) != second {
                 _ = entries.write { $0.get(parts.id) }
             }
-            return Result { () throws(BrokerError) in try check(e, secret: parts.secret) }
+            return Result { () throws(BrokerError) in try check(e, secret: parts.secret, now: now) }
         }
         if let at = unknown.withLock({ $0.get(parts.id) }), now.timeIntervalSince(at) < maxAge { return .failure(Self.refused) }
         return nil
     }
 
-    private func check(_ e: Entry, secret: String) throws(BrokerError) -> Principal {
-        guard let principal = e.principal, principal.revokedAt == nil, hasher.equal(hasher.hash(secret), e.hash) else { throw Self.refused }
+    /// The key's principal if the secret matches and the key is neither revoked nor expired.
+    private func check(_ e: Entry, secret: String, now: Date) throws(BrokerError) -> Principal {
+        guard let principal = e.principal, principal.isValid(at: now), hasher.equal(hasher.hash(secret), e.hash) else { throw Self.refused }
         if !e.used.load(ordering: .relaxed) { e.used.store(true, ordering: .relaxed) }
         return principal
     }

@@ -26,11 +26,14 @@ struct CommandSpec {
             """, options: ["tenant", "id", "issuer", "client-id", "auth-method", "redirect-uri", "scopes", "client-secret-file",
                            "redirect-after-allowed", "min-ttl", "lead-seconds", "jitter-seconds", "assertion-alg"], positionals: 1...1),
         CommandSpec(name: "apikey", usage: """
-            tokenbroker apikey create --name N --role R [--role R]... (--tenant T [--tenant T]... | --all-tenants) [--config FILE]
+            tokenbroker apikey create --name N --role R [--role R]... (--tenant T [--tenant T]... | --all-tenants)
+                                      [--expires-in SECONDS] [--config FILE]
               create an API key; prints only the key
+            tokenbroker apikey list [--config FILE]
+              every key, a JSON line each: id, name, roles, tenants, created, last used, expires, revoked
             tokenbroker apikey revoke ID [--config FILE]
               revoke an API key
-            """, options: ["name", "role", "tenant"], flags: ["all-tenants"], positionals: 1...2),
+            """, options: ["name", "role", "tenant", "expires-in"], flags: ["all-tenants"], positionals: 1...2),
         CommandSpec(name: "sealing-key", usage: "tokenbroker sealing-key generate [--id ID]\n  print a new random AES-256 sealing key entry (id:base64)",
                     options: ["id"], positionals: 1...1, configured: false),
         CommandSpec(name: "signout", usage: SignoutCommand.usage,

@@ -69,15 +69,23 @@ enum Commands {
             guard tenants.isEmpty == a.flag("all-tenants") else {
                 throw Arguments.Invalid(description: "say which tenants the key reaches: --tenant T (repeatable) or --all-tenants")
             }
+            let expiresIn = try a.value("expires-in").map { v -> TimeInterval in
+                guard let s = TimeInterval(v) else { throw Arguments.Invalid(description: "--expires-in must be a number of seconds") }
+                return s
+            }
             let (p, key) = try rt.operators.createKey(name: a.value("name") ?? "cli", roles: roles,
-                                                      tenants: tenants.isEmpty ? [Principal.allTenants] : Set(tenants), actor: "cli")
+                                                      tenants: tenants.isEmpty ? [Principal.allTenants] : Set(tenants),
+                                                      expiresIn: expiresIn, actor: "cli")
             print(key)
             FileHandle.standardError.write(Data("api key \(p.id) created\n".utf8))
+        case "list":
+            // One JSON document a line per key: id, name, roles, tenants, created, last used, expires, revoked.
+            for k in try rt.operators.listKeys() { print(Render.apiKey(k)) }
         case "revoke":
             guard a.positionals.count == 2 else { throw Arguments.Invalid(description: "usage: tokenbroker apikey revoke ID") }
             try rt.operators.revokeKey(id: a.positionals[1], actor: nil)
         default:
-            throw Arguments.Invalid(description: "usage: tokenbroker apikey create|revoke")
+            throw Arguments.Invalid(description: "usage: tokenbroker apikey create|list|revoke")
         }
         rt.flush()
         return 0

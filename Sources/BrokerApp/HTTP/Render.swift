@@ -50,6 +50,19 @@ enum Render {
         ])
     }
 
+    /// The key listing: what each key reaches, when it was made, last used, expires or was
+    /// revoked — never a secret or its hash.
+    static func apiKeys(_ keys: [APIKeyRecord]) -> String { JSONText.object([("keys", JSONText.array(keys.map(apiKey)))]) }
+
+    static func apiKey(_ k: APIKeyRecord) -> String {
+        JSONText.object([
+            ("id", JSONText.quote(k.principal.id)), ("name", JSONText.quote(k.principal.name)),
+            ("roles", JSONText.strings(k.principal.roles.map(\.rawValue).sorted())), ("tenants", JSONText.strings(k.principal.tenants.sorted())),
+            ("created_at", RFC3339.optional(k.createdAt)), ("last_used_at", RFC3339.optional(k.lastUsedAt)),
+            ("expires_at", RFC3339.optional(k.principal.expiresAt)), ("revoked_at", RFC3339.optional(k.principal.revokedAt)),
+        ])
+    }
+
     /// A revocation's answer: the session now, and whether the IdP confirmed.
     static func revocation(_ o: RevocationService.Outcome) -> String {
         let doc = session(o.after)

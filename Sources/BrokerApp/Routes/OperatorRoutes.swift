@@ -80,6 +80,7 @@ struct OperatorRoutes {
                 let b = try JSONObject.parse(req.body)
                 let name = try b.requiredString("name")
                 let tenants = try b.strings("tenants") ?? []
+                let expiresIn = try b.int("expires_in")
                 let roles = try Set((try b.strings("roles") ?? []).map { name -> Role in
                     guard let r = Role(rawValue: name) else {
                         throw BrokerError.badRequest(code: "invalid_request", message: "unknown role '\(name)'")
@@ -87,11 +88,18 @@ struct OperatorRoutes {
                     return r
                 })
                 return runtime.later(req) {
-                    let (k, key) = try runtime.operators.createKey(name: name, roles: roles, tenants: Set(tenants), actor: p.id)
+                    let (k, key) = try runtime.operators.createKey(name: name, roles: roles, tenants: Set(tenants),
+                                                                   expiresIn: expiresIn.map(TimeInterval.init), actor: p.id)
                     return .json(201, JSONText.object([
                         ("id", JSONText.quote(k.id)), ("key", JSONText.quote(key)), ("name", JSONText.quote(k.name)),
-                        ("roles", JSONText.strings(k.roles.map(\.rawValue).sorted())), ("tenants", JSONText.strings(k.tenants.sorted()))]))
+                        ("roles", JSONText.strings(k.roles.map(\.rawValue).sorted())), ("tenants", JSONText.strings(k.tenants.sorted())),
+                        ("expires_at", RFC3339.optional(k.expiresAt))]))
                 }
+            }
+        }
+        r.add("GET", "/v1/apikeys") { req in
+            runtime.guarded(req, .operator, tenant: nil as String?) { _ in
+                runtime.later(req) { .json(200, Render.apiKeys(try runtime.operators.listKeys())) }
             }
         }
         r.add("DELETE", "/v1/apikeys/{id}") { req in

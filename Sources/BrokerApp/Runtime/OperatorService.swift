@@ -83,7 +83,15 @@ public struct OperatorService: Sendable {
     }
 
     /// Creates an API key; returns the principal and the key, which is shown this once only.
-    public func createKey(name: String, roles: Set<Role>, tenants: Set<String>, actor: String) throws -> (Principal, key: String) {
+    /// The longest `expiresIn` a key may have: ten years.
+    public static let maxKeyLifetime: TimeInterval = 10 * 365 * 86_400
+
+    /// A new key; `expiresIn` seconds from now it is refused (nil: never).
+    public func createKey(name: String, roles: Set<Role>, tenants: Set<String>, expiresIn: TimeInterval? = nil,
+                          actor: String) throws -> (Principal, key: String) {
+        if let e = expiresIn, !(1...Self.maxKeyLifetime).contains(e) {
+            throw BrokerError.badRequest(code: "invalid_request", message: "'expires_in' must be 1...\(Int(Self.maxKeyLifetime)) seconds")
+        }
         guard (1...200).contains(name.count) else { throw BrokerError.badRequest(code: "invalid_request", message: "'name' must be 1...200 characters") }
         guard !roles.isEmpty else { throw BrokerError.badRequest(code: "invalid_request", message: "'roles' must name at least one role") }
         guard !tenants.isEmpty, tenants.allSatisfy({ $0 == Principal.allTenants || Tenant.isValidID($0) }) else {
@@ -95,11 +103,14 @@ public struct OperatorService: Sendable {
         var rng = SystemRandomNumberGenerator()
         let id = Authenticator.newID(using: &rng)
         let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
-        let p = Principal(id: id, name: name, roles: roles, tenants: tenants)
+        let p = Principal(id: id, name: name, roles: roles, tenants: tenants, expiresAt: expiresIn.map { clock.now().addingTimeInterval($0) })
         try store.createAPIKey(p, secretHash: hash, now: clock.now())
         audit.record(AuditEvent(at: clock.now(), actor: actor, action: "apikey.create", tenant: nil, session: nil, outcome: id))
         return (p, key)
     }
+
+    /// Every key, newest first, with its last use and expiry (never a secret).
+    public func listKeys() throws -> [APIKeyRecord] { try store.apiKeys() }
 
     /// Revokes a key (idempotent); `within` limits which keys the caller may revoke.
     public func revokeKey(id: String, actor: Principal?) throws {

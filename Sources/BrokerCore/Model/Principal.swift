@@ -12,14 +12,20 @@ public struct Principal: Sendable, Equatable {
     public let roles: Set<Role>
     public let tenants: Set<String>
     public let revokedAt: Date?
+    /// After this instant the key is refused (nil: never).
+    public let expiresAt: Date?
 
-    public init(id: String, name: String, roles: Set<Role>, tenants: Set<String>, revokedAt: Date? = nil) {
+    public init(id: String, name: String, roles: Set<Role>, tenants: Set<String>, revokedAt: Date? = nil, expiresAt: Date? = nil) {
         self.id = id
         self.name = name
         self.roles = roles
         self.tenants = tenants
         self.revokedAt = revokedAt
+        self.expiresAt = expiresAt
     }
+
+    /// Whether the key may be used at `now`: not revoked, not expired.
+    public func isValid(at now: Date) -> Bool { revokedAt == nil && (expiresAt.map { now < $0 } ?? true) }
 
     /// Whether this principal may act in `tenant`.
     public func reaches(tenant: String) -> Bool {

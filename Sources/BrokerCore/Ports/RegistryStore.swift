@@ -22,4 +22,6 @@ public protocol RegistryStore: Sendable {
     /// Marks the key revoked; false when there is no such key.
     func revokeAPIKey(id: String, now: Date) throws -> Bool
     func touchAPIKeys(_ ids: [String], at: Date) throws
+    /// Every API key, newest first (revoked and expired ones too).
+    func apiKeys() throws -> [APIKeyRecord]
 }

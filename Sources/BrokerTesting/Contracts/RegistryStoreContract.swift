@@ -45,11 +45,15 @@ public enum RegistryStoreContract: String, CaseIterable, Sendable {
 
     static func apiKeysRevoke(_ store: any RegistryStore) throws {
         let id = String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16))
-        let p = Principal(id: id, name: "k", roles: [.worker, .admin], tenants: ["ta", "tb"])
+        let p = Principal(id: id, name: "k", roles: [.worker, .admin], tenants: ["ta", "tb"], expiresAt: Contract.t0.addingTimeInterval(3600))
         try store.createAPIKey(p, secretHash: [9, 9], now: Contract.t0)
         let back = try store.apiKey(id: id)
-        try Contract.expect(back?.0.tenants == ["ta", "tb"] && back?.0.roles == [.worker, .admin] && back?.secretHash == [9, 9],
-                            "a key did not read back whole")
+        try Contract.expect(back?.0.tenants == ["ta", "tb"] && back?.0.roles == [.worker, .admin] && back?.secretHash == [9, 9]
+                            && back?.0.expiresAt == Contract.t0.addingTimeInterval(3600), "a key did not read back whole")
+        try store.touchAPIKeys([id], at: Contract.t0.addingTimeInterval(5))
+        let listed = try store.apiKeys().first { $0.principal.id == id }
+        try Contract.expect(listed?.createdAt == Contract.t0 && listed?.lastUsedAt == Contract.t0.addingTimeInterval(5)
+                            && listed?.principal.expiresAt == p.expiresAt, "the listing does not show the key's times")
         try Contract.expect(try store.revokeAPIKey(id: id, now: Contract.t0), "revoking a key reported no such key")
         try Contract.expect(try store.apiKey(id: id)?.0.revokedAt != nil, "a revoked key reads back unrevoked")
         try Contract.expect(try !store.revokeAPIKey(id: "ffffffffffffffff", now: Contract.t0) && store.apiKey(id: "ffffffffffffffff") == nil,
