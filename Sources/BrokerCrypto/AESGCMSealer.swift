@@ -45,8 +45,10 @@ public struct AESGCMSealer: Sealer {
         guard sealed.count >= 2, sealed[0] == Self.version else { throw failed }
         let kidLen = Int(sealed[1])
         let nonceAt = 2 + kidLen, ctAt = nonceAt + 12
-        guard sealed.count >= ctAt + 16,
-              let kid = String(bytes: sealed[2..<nonceAt], encoding: .utf8), let key = keys.keys[kid] else { throw failed }
+        guard sealed.count >= ctAt + 16, let kid = String(bytes: sealed[2..<nonceAt], encoding: .utf8) else { throw failed }
+        guard let key = keys.keys[kid] else {
+            throw SealError("sealed under key '\(kid)', which this keyring lacks", missingKey: kid)
+        }
         let nonce = Array(sealed[nonceAt..<ctAt])
         let ct = Array(sealed[ctAt..<(sealed.count - 16)])
         var tag = Array(sealed[(sealed.count - 16)...])

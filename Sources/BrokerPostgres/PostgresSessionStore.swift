@@ -183,7 +183,9 @@ public final class PostgresSessionStore: SessionStore {
 
     private func open(_ sealed: [UInt8]?, tenant: String, id: String, _ column: String) throws -> String? {
         guard let sealed else { return nil }
-        do { return try sealer.open(sealed, context: "sessions/\(tenant)/\(id)/\(column)") } catch {
+        do { return try sealer.open(sealed, context: "sessions/\(tenant)/\(id)/\(column)") } catch let e as SealError {
+            throw e.brokerError
+        } catch {
             throw BrokerError.internalError
         }
     }

@@ -144,6 +144,29 @@ struct BadInputTests {
         #expect(cli.status == 0 && cli.out.split(separator: "\n").contains { $0.contains("\"id\":\"\(id)\"") } && !cli.out.contains(key))
     }
 
+    @Test("a session sealed under a key a replica lacks (a rotation rolling out) is 503 sealing_key_unavailable naming the key there, never a 500")
+    func missingSealingKey() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "rotating")
+        try expectStatus(try await w.token(session), 200)
+        // A replica already rolled out: k2 seals, k1 still opens.
+        var rotated = w.env
+        rotated["TOKENBROKER_SEALING_KEYS"] = "k2:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString() + ","
+            + (w.env["TOKENBROKER_SEALING_KEYS"] ?? "")
+        w.brokers.append(try await BrokerServer(env: rotated, name: "broker-k2"))
+        try expectStatus(try await w.token(session, replica: 1, body: ["min_ttl": 60, "force_refresh": true]), 200)   // written under k2
+        var r = try await w.token(session)
+        for _ in 0..<40 where r.status == 200 {   // until replica 0 hears of the write and re-reads the row
+            try await Task.sleep(for: .milliseconds(50))
+            r = try await w.token(session)
+        }
+        #expect(r.status == 503 && r["error"] as? String == "sealing_key_unavailable" && (r["message"] as? String ?? "").contains("'k2'"), "\(r.text)")
+        try expectStatus(try await w.token(session, replica: 1), 200)   // the rolled-out replica serves it
+        let log = try String(contentsOf: w.brokers[0].process.log, encoding: .utf8)
+        #expect(log.contains("\"error\":\"sealing_key_unavailable\"") && log.contains("'k2'"))
+    }
+
     @Test("a batch answers each item on its own")
     func batch() async throws {
         let w = try await World()

@@ -16,7 +16,7 @@ enum ErrorResponse {
         case .payloadTooLarge: 413
         case .minTTLTooLong, .unprocessable: 422
         case .idpRejectedClient: 502
-        case .idpUnavailable, .refreshBusy, .storeUnavailable: 503
+        case .idpUnavailable, .refreshBusy, .storeUnavailable, .sealingKeyUnavailable: 503
         case .internalError: 500
         }
     }

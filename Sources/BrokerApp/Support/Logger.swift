@@ -26,7 +26,8 @@ public struct Logger: Sendable {
     public func warn(_ msg: String, _ fields: (String, String)...) { write(.warn, msg, fields) }
     public func error(_ msg: String, _ fields: (String, String)...) { write(.error, msg, fields) }
 
-    private func write(_ l: LogLevel, _ msg: String, _ fields: [(String, String)]) {
+    /// One line at level `l`, its fields given as an array.
+    func write(_ l: LogLevel, _ msg: String, _ fields: [(String, String)]) {
         guard l >= level else { return }
         var line = "{\"ts\":\(JSONText.quote(RFC3339.format(Date(), fractional: true))),\"level\":\"\(l.rawValue)\",\"msg\":\(JSONText.quote(msg))"
         for (k, v) in metadata + fields { line += ",\(JSONText.quote(k)):\(JSONText.quote(v))" }

@@ -24,6 +24,9 @@ public enum BrokerError: Error, Sendable, Equatable {
     /// Another refresh of this session is still running (here or on another replica).
     case refreshBusy
     case storeUnavailable
+    /// A stored value is sealed under a key this replica's keyring lacks (a key rotation not
+    /// rolled out to every replica yet): retry on another replica, or add the key.
+    case sealingKeyUnavailable(keyID: String)
     case internalError
 
     /// The machine-readable code of the JSON error body.
@@ -42,6 +45,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .idpRejectedClient: "idp_client_rejected"
         case .refreshBusy: "refresh_busy"
         case .storeUnavailable: "store_unavailable"
+        case .sealingKeyUnavailable: "sealing_key_unavailable"
         case .internalError: "internal_error"
         }
     }
@@ -62,6 +66,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .idpRejectedClient: "the identity provider rejected this broker's client credentials; an operator must fix the client registration"
         case .refreshBusy: "another refresh of this session is still running; retry shortly"
         case .storeUnavailable: "the database is unavailable"
+        case .sealingKeyUnavailable(let id): "stored data is sealed under key '\(id)', which this replica's TOKENBROKER_SEALING_KEYS lacks"
         case .internalError: "internal error"
         }
     }

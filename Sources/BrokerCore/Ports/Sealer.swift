@@ -9,8 +9,15 @@ public protocol Sealer: Sendable {
     func open(_ sealed: [UInt8], context: String) throws -> String
 }
 
-/// SealError is why a sealed value did not open. It never says more.
+/// SealError is why a sealed value did not open. It never says more than the id of a key the
+/// keyring lacks (key ids are names, not secrets).
 public struct SealError: Error, Sendable, Equatable {
     public let reason: String
-    public init(_ reason: String) { self.reason = reason }
+    /// Set when the value names a key this keyring does not hold (a rotation not rolled out
+    /// everywhere yet), rather than being tampered with or moved.
+    public let missingKey: String?
+    public init(_ reason: String, missingKey: String? = nil) {
+        self.reason = reason
+        self.missingKey = missingKey
+    }
 }
