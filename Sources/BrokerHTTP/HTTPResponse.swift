@@ -3,6 +3,9 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// What the request's log line says of this answer besides its status (an error's code):
+    /// never sent, and never anything secret.
+    public var logFields: [(String, String)] = []
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status

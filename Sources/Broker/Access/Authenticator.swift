@@ -36,7 +36,7 @@ public final class Authenticator: Sendable {
     private let store: any RegistryStore
     private let hasher: any SecretHasher
     private let maxAge: TimeInterval
-    private let entries: ReadMostly<LRUCache<String, Entry>>
+    private let entries: Mutex<LRUCache<String, Entry>>
     private let unknown: Mutex<LRUCache<String, Date>>
 
     public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval, capacity: Int = 100_000,
@@ -44,7 +44,7 @@ public final class Authenticator: Sendable {
         self.store = store
         self.hasher = hasher
         self.maxAge = maxAge
-        entries = ReadMostly(LRUCache(capacity: capacity))
+        entries = Mutex(LRUCache(capacity: capacity))
         unknown = Mutex(LRUCache(capacity: unknownCapacity))
     }
 
@@ -74,7 +74,7 @@ public final class Authenticator: Sendable {
             throw Self.refused
         }
         let e = Entry(principal: found.0, hash: found.secretHash, at: now)
-        entries.write { $0.set(parts.id, e) }
+        entries.withLock { $0.set(parts.id, e) }
         return try check(e, secret: parts.secret, now: now)
     }
 
@@ -86,10 +86,10 @@ public final class Authenticator: Sendable {
     }
 
     private func fromMemory(_ parts: (id: String, secret: String), now: Date) -> Result<Principal, BrokerError>? {
-        if let e = entries.read({ $0.peek(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
+        if let e = entries.withLock({ $0.peek(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
             let second = Int(now.timeIntervalSince1970)
             if e.touched.load(ordering: .relaxed) != second, e.touched.exchange(second, ordering: .relaxed) != second {
-                _ = entries.write { $0.get(parts.id) }
+                _ = entries.withLock { $0.get(parts.id) }
             }
             return Result { () throws(BrokerError) in try check(e, secret: parts.secret, now: now) }
         }
@@ -125,16 +125,16 @@ public final class Authenticator: Sendable {
 
     /// Key ids used since the last call (for last_used_at, written in bulk).
     public func drainUsed() -> [String] {
-        entries.read { m in m.entries.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
+        entries.withLock { m in m.entries.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
     }
 
     public func forget(_ change: Change) {
         switch change {
         case .apiKey(let id):
-            entries.write { $0.remove(id) }
+            entries.withLock { $0.remove(id) }
             unknown.withLock { $0.remove(id) }
         case .resync:
-            entries.write { $0.removeAll() }
+            entries.withLock { $0.removeAll() }
             unknown.withLock { $0.removeAll() }
         default: break
         }

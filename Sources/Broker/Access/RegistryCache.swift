@@ -17,10 +17,10 @@ public final class RegistryCache: Sendable {
 
     public let store: any RegistryStore
     private let maxAge: TimeInterval
-    private let tenants = ReadMostly<[String: Timed<Tenant?>]>([:])
-    private let clients = ReadMostly<[ClientKey: Timed<ClientRegistration?>]>([:])
-    private let secrets = ReadMostly<[ClientKey: Timed<String?>]>([:])
-    private let assertionKeys = ReadMostly<[ClientKey: Timed<[UInt8]?>]>([:])
+    private let tenants = Mutex<[String: Timed<Tenant?>]>([:])
+    private let clients = Mutex<[ClientKey: Timed<ClientRegistration?>]>([:])
+    private let secrets = Mutex<[ClientKey: Timed<String?>]>([:])
+    private let assertionKeys = Mutex<[ClientKey: Timed<[UInt8]?>]>([:])
 
     public init(store: any RegistryStore, maxAge: TimeInterval) {
         self.store = store
@@ -34,13 +34,13 @@ public final class RegistryCache: Sendable {
 
     /// The cached tenant without loading: `.some(nil)` is a cached absence, nil a miss.
     public func peekTenant(_ id: String, now: Date) -> Tenant?? {
-        guard let hit = tenants.read({ $0[id] }), now.timeIntervalSince(hit.at) < maxAge else { return nil }
+        guard let hit = tenants.withLock({ $0[id] }), now.timeIntervalSince(hit.at) < maxAge else { return nil }
         return .some(hit.value)
     }
 
     /// The cached client without loading: `.some(nil)` is a cached absence, nil a miss.
     public func peekClient(tenant: String, id: String, now: Date) -> ClientRegistration?? {
-        guard let hit = clients.read({ $0[ClientKey(tenant: tenant, id: id)] }),
+        guard let hit = clients.withLock({ $0[ClientKey(tenant: tenant, id: id)] }),
               now.timeIntervalSince(hit.at) < maxAge else { return nil }
         return .some(hit.value)
     }
@@ -48,7 +48,7 @@ public final class RegistryCache: Sendable {
     /// The cached client's refresh policy without copying the registration: nil on a miss or a
     /// cached absence.
     public func peekPolicy(tenant: String, client: String, now: Date) -> RefreshPolicy? {
-        clients.read { c in
+        clients.withLock { c in
             guard let hit = c[ClientKey(tenant: tenant, id: client)], now.timeIntervalSince(hit.at) < maxAge else { return nil }
             return hit.value?.refreshPolicy
         }
@@ -75,11 +75,11 @@ public final class RegistryCache: Sendable {
     }
 
     /// The entry of `map` younger than maxAge, else loaded (outside the lock) and kept.
-    private func cached<K: Hashable & Sendable, V: Sendable>(_ map: ReadMostly<[K: Timed<V>]>, _ key: K, now: Date,
+    private func cached<K: Hashable & Sendable, V: Sendable>(_ map: borrowing Mutex<[K: Timed<V>]>, _ key: K, now: Date,
                                                    load: () throws -> V) rethrows -> V {
-        if let hit = map.read({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
+        if let hit = map.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
         let value = try load()
-        map.write { $0[key] = Timed(value: value, at: now) }
+        map.withLock { $0[key] = Timed(value: value, at: now) }
         return value
     }
 
@@ -87,19 +87,19 @@ public final class RegistryCache: Sendable {
     public func forget(_ change: Change) {
         switch change {
         case .tenant(let id):
-            _ = tenants.write { $0.removeValue(forKey: id) }
-            clients.write { c in c = c.filter { $0.key.tenant != id } }
-            secrets.write { c in c = c.filter { $0.key.tenant != id } }
-            assertionKeys.write { c in c = c.filter { $0.key.tenant != id } }
+            _ = tenants.withLock { $0.removeValue(forKey: id) }
+            clients.withLock { c in c = c.filter { $0.key.tenant != id } }
+            secrets.withLock { c in c = c.filter { $0.key.tenant != id } }
+            assertionKeys.withLock { c in c = c.filter { $0.key.tenant != id } }
         case .client(let tenant, let id):
-            _ = clients.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
-            _ = secrets.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
-            _ = assertionKeys.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = clients.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = secrets.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = assertionKeys.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
         case .resync:
-            tenants.write { $0.removeAll() }
-            clients.write { $0.removeAll() }
-            secrets.write { $0.removeAll() }
-            assertionKeys.write { $0.removeAll() }
+            tenants.withLock { $0.removeAll() }
+            clients.withLock { $0.removeAll() }
+            secrets.withLock { $0.removeAll() }
+            assertionKeys.withLock { $0.removeAll() }
         default:
             break
         }

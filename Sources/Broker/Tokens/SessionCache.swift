@@ -6,7 +6,7 @@ import Synchronization
 /// out without touching PostgreSQL. An entry is trusted for `maxAge` at most: changes from other
 /// replicas arrive through the change feed, and the age bound is the safety net when one is lost.
 ///
-/// Thread-safety: every method may be called from any thread (reads share the lock: ReadMostly).
+/// Thread-safety: every method may be called from any thread.
 public final class SessionCache: Sendable {
     private struct Entry {
         let session: Session
@@ -17,8 +17,8 @@ public final class SessionCache: Sendable {
         let tenant: String, client: String, subject: String
     }
 
-    private let entries = ReadMostly<[SessionKey: Entry]>([:])
-    private let subjects = ReadMostly<[SubjectKey: String]>([:])
+    private let entries = Mutex<[SessionKey: Entry]>([:])
+    private let subjects = Mutex<[SubjectKey: String]>([:])
     private let maxAge: TimeInterval
     private let capacity: Int
 
@@ -29,7 +29,7 @@ public final class SessionCache: Sendable {
 
     /// The cached session if it was loaded less than `maxAge` ago.
     public func get(_ key: SessionKey, now: Date) -> Session? {
-        entries.read { e in
+        entries.withLock { e in
             guard let entry = e[key], now.timeIntervalSince(entry.loadedAt) < maxAge else { return nil }
             return entry.session
         }
@@ -38,7 +38,7 @@ public final class SessionCache: Sendable {
     /// Caches `session` unless a newer version is already held.
     public func put(_ session: Session, now: Date) {
         let key = SessionKey(tenant: session.tenant, id: session.id)
-        entries.write { e in
+        entries.withLock { e in
             if let held = e[key], held.session.version > session.version { return }
             if e.count >= capacity, e[key] == nil, let victim = e.keys.first { e[victim] = nil }
             e[key] = Entry(session: session, loadedAt: now)
@@ -47,7 +47,7 @@ public final class SessionCache: Sendable {
 
     /// Drops the cached copy when it is older than `version` (nil: whatever it is).
     public func remove(_ key: SessionKey, olderThan version: Int64?) {
-        entries.write { e in
+        entries.withLock { e in
             guard let held = e[key] else { return }
             if let v = version, held.session.version >= v { return }
             e[key] = nil
@@ -55,35 +55,35 @@ public final class SessionCache: Sendable {
     }
 
     public func remove(_ key: SessionKey) {
-        _ = entries.write { $0.removeValue(forKey: key) }
+        _ = entries.withLock { $0.removeValue(forKey: key) }
     }
 
     /// The session id last resolved for a subject at a client.
     public func sessionID(tenant: String, client: String, subject: String) -> String? {
-        subjects.read { $0[SubjectKey(tenant: tenant, client: client, subject: subject)] }
+        subjects.withLock { $0[SubjectKey(tenant: tenant, client: client, subject: subject)] }
     }
 
     public func setSessionID(_ id: String, tenant: String, client: String, subject: String) {
-        subjects.write { s in
+        subjects.withLock { s in
             if s.count >= capacity { s.removeAll(keepingCapacity: true) }
             s[SubjectKey(tenant: tenant, client: client, subject: subject)] = id
         }
     }
 
     public func forgetSubject(tenant: String, client: String, subject: String) {
-        _ = subjects.write { $0.removeValue(forKey: SubjectKey(tenant: tenant, client: client, subject: subject)) }
+        _ = subjects.withLock { $0.removeValue(forKey: SubjectKey(tenant: tenant, client: client, subject: subject)) }
     }
 
     /// Drops everything of `tenant` (tenant disabled or changed).
     public func removeTenant(_ tenant: String) {
-        entries.write { e in e = e.filter { $0.key.tenant != tenant } }
-        subjects.write { s in s = s.filter { $0.key.tenant != tenant } }
+        entries.withLock { e in e = e.filter { $0.key.tenant != tenant } }
+        subjects.withLock { s in s = s.filter { $0.key.tenant != tenant } }
     }
 
     public func removeAll() {
-        entries.write { $0.removeAll() }
-        subjects.write { $0.removeAll() }
+        entries.withLock { $0.removeAll() }
+        subjects.withLock { $0.removeAll() }
     }
 
-    public var count: Int { entries.read { $0.count } }
+    public var count: Int { entries.withLock { $0.count } }
 }

@@ -1,6 +1,5 @@
 import BrokerCore
 import BrokerHTTP
-import BrokerJSON
 import Foundation
 
 /// Dispatcher is the HTTP front door: it refuses oversize bodies, routes, answers 404/405, and
@@ -48,13 +47,7 @@ struct Dispatcher: Sendable {
     private func log(_ req: HTTPRequest, _ r: HTTPResponse, _ started: UInt64) {
         guard accessLog || r.status >= 400 else { return }
         let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-        var fields = [("request_id", req.requestID), ("method", req.method), ("path", req.path),
-                      ("status", String(r.status)), ("ms", String(format: "%.2f", ms))]
-        // The error code, and for a 5xx its message (generic by construction: BrokerError).
-        if r.status >= 400, let doc = try? JSONObject.parse(r.body) {
-            if let code = try? doc.string("error") { fields.append(("error", code)) }
-            if r.status >= 500, let message = try? doc.string("message") { fields.append(("message", message)) }
-        }
-        logger.write(r.status >= 500 ? .warn : .info, "request", fields)
+        logger.write(r.status >= 500 ? .warn : .info, "request", [("request_id", req.requestID), ("method", req.method), ("path", req.path),
+                     ("status", String(r.status)), ("ms", String(format: "%.2f", ms))] + r.logFields)
     }
 }

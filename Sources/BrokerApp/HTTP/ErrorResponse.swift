@@ -31,6 +31,8 @@ enum ErrorResponse {
 
     static func response(_ e: BrokerError, requestID: String) -> HTTPResponse {
         var r = HTTPResponse.json(status(e), JSONText.object(members(e) + [("request_id", JSONText.quote(requestID))]))
+        // The log line carries the code, and for a 5xx the message (generic by construction).
+        r.logFields = [("error", e.code)] + (r.status >= 500 ? [("message", e.message)] : [])
         switch e {
         case .unauthorized: r.headers.append(("WWW-Authenticate", "Bearer"))
         case .idpUnavailable(let after?): r.headers.append(("Retry-After", String(after)))
