@@ -48,7 +48,10 @@ public final class IssuerMetadataCache: IssuerDirectory {
         guard reply.status == 200, let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any] else {
             throw .metadata("discovery: no JSON document (HTTP \(reply.status))")
         }
-        guard doc["issuer"] as? String == issuer else { throw .metadata("discovery: issuer in the document differs from the configured one") }
+        guard let named = doc["issuer"] as? String, named == issuer else {
+            let shown = (doc["issuer"] as? String).map { "'\($0.prefix(300))'" } ?? "no issuer"
+            throw .metadata("discovery at \(discovery.absoluteString) names \(shown), not the configured issuer '\(issuer)' (they must be equal, character for character)")
+        }
         guard let token = (doc["token_endpoint"] as? String).flatMap(URL.init(string:)) else {
             throw .metadata("discovery: no token_endpoint")
         }

@@ -221,6 +221,31 @@ struct LoginTests {
         #expect(try w.count("sessions") == 0)
     }
 
+    @Test("PUT client reads the issuer's discovery: a trailing slash, a wrong port or a query is 400 invalid_issuer naming both; verify=false skips it")
+    func issuerCheckedAtRegistration() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let url = w.brokers[0].url + "/v1/tenants/\(w.tenant)/clients/checked"
+        func body(_ issuer: String) -> [String: Any] {
+            ["issuer": issuer, "client_id": w.idpClientID, "auth_method": "client_secret_basic", "client_secret": w.idpSecret,
+             "redirect_uri": w.redirectURI, "scopes": ["openid", "offline_access"]]
+        }
+        let slash = try expectStatus(try await HTTP.put(url, key: w.operatorKey, json: body(w.idp.issuer + "/")), 400)
+        #expect(slash["error"] as? String == "invalid_issuer")
+        let message = slash["message"] as? String ?? ""
+        #expect(message.contains("'\(w.idp.issuer)'") && message.contains("'\(w.idp.issuer)/'"), "\(slash)")
+        let port = URLComponents(string: w.idp.issuer)!.port!
+        let unused = TestEnv.freePort()
+        let wrongPort = w.idp.issuer.replacingOccurrences(of: ":\(port)", with: ":\(unused)")
+        let unreachable = try expectStatus(try await HTTP.put(url, key: w.operatorKey, json: body(wrongPort)), 400)
+        #expect(unreachable["error"] as? String == "invalid_issuer")
+        try expectStatus(try await HTTP.put(url, key: w.operatorKey, json: body(w.idp.issuer + "?tenant=x")), 400)
+        try expectStatus(try await HTTP.put(url + "?verify=maybe", key: w.operatorKey, json: body(w.idp.issuer)), 400)
+        #expect(try runPSQL("SELECT count(*) FROM clients WHERE tenant_id = '\(w.tenant)' AND id = 'checked'").trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        try expectStatus(try await HTTP.put(url + "?verify=false", key: w.operatorKey, json: body(wrongPort)), 201)
+        try expectStatus(try await HTTP.put(url, key: w.operatorKey, json: body(w.idp.issuer)), 200)
+    }
+
     @Test("private_key_jwt: the broker's key signs code exchange and refresh", arguments: ["ES256", "RS256"])
     func privateKeyJWT(_ alg: String) async throws {
         let w = try await World()

@@ -49,7 +49,7 @@ enum Commands {
                 guard let alg = JWSAlgorithm(rawValue: name) else { throw Arguments.Invalid(description: "--assertion-alg must be ES256, RS256 or PS256") }
                 return alg
             })
-        let (c, created) = try rt.operators.putClient(reg, secret: secret, actor: "cli")
+        let (c, created) = try rt.operators.putClient(reg, secret: secret, verify: !a.flag("no-verify"), actor: "cli")
         print(Render.client(c))
         FileHandle.standardError.write(Data("client \(c.client.tenant)/\(c.client.id) \(created ? "created" : "updated")\n".utf8))
         rt.flush()

@@ -37,8 +37,8 @@ struct QueryParameters {
         return n
     }
 
-    func bool(_ name: String) throws -> Bool {
-        guard let v = values[name] else { return false }
+    func bool(_ name: String, default d: Bool = false) throws -> Bool {
+        guard let v = values[name] else { return d }
         guard v == "true" || v == "false" else { throw Self.bad("'\(name)' must be true or false") }
         return v == "true"
     }

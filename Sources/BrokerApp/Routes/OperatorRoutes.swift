@@ -62,9 +62,10 @@ struct OperatorRoutes {
         r.add("PUT", "/v1/tenants/{t}/clients/{c}") { req in
             let tenant = req[param: "t"]
             return runtime.guarded(req, .operator, tenant: tenant) { p in
+                let verify = try QueryParameters(req, allowed: ["verify"]).bool("verify", default: true)
                 let (reg, secret) = try Self.registration(try JSONObject.parse(req.body), tenant: tenant, id: req[param: "c"])
                 return runtime.later(req) {
-                    let (c, created) = try runtime.operators.putClient(reg, secret: secret, actor: p.id)
+                    let (c, created) = try runtime.operators.putClient(reg, secret: secret, verify: verify, actor: p.id)
                     return .json(created ? 201 : 200, Render.client(c))
                 }
             }

@@ -59,7 +59,8 @@ public final class BrokerRuntime: Sendable {
                               events: Self.eventLog(logger))
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
-        operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys)
+        operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys,
+                                    directory: directory)
         admin = SessionAdmin(store: sessions, registry: registry, feed: feed, audit: audit, clock: clock)
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout)

@@ -13,6 +13,7 @@ public struct OperatorService: Sendable {
     let audit: any AuditSink
     let clock: any Clock
     let assertionKeys: AssertionKeys
+    let directory: any IssuerDirectory
 
     public func putTenant(id: String, name: String, actor: String) throws -> (Tenant, created: Bool) {
         guard Tenant.isValidID(id) else {
@@ -35,12 +36,14 @@ public struct OperatorService: Sendable {
 
     /// Creates or replaces a client registration. A secret method needs a secret, given now or
     /// stored before; `private_key_jwt` gets a key made here (kept while its algorithm stays).
-    public func putClient(_ reg: ClientRegistration, secret: String?, actor: String) throws -> (ClientView, created: Bool) {
+    /// With `verify` the issuer's discovery document is read first and must name exactly this
+    /// issuer, so that a trailing slash or a wrong port is refused here, not at the first login.
+    public func putClient(_ reg: ClientRegistration, secret: String?, verify: Bool = true, actor: String) throws -> (ClientView, created: Bool) {
         var c = reg
         func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
         guard Slug.isValid(c.id) else { throw bad("client id must match [a-z0-9][a-z0-9-]{0,62}") }
         guard try store.tenant(c.tenant) != nil else { throw BrokerError.notFound("tenant") }
-        if let p = URLRules.problem(c.issuer, what: "issuer") { throw bad(p) }
+        if let p = URLRules.issuerProblem(c.issuer) { throw bad(p) }
         if let p = URLRules.problem(c.redirectURI, what: "redirect_uri") { throw bad(p) }
         for u in c.redirectAfterAllowed { if let p = URLRules.problem(u, what: "redirect_after_allowed entry") { throw bad(p) } }
         guard !c.clientID.isEmpty, c.clientID.count <= 512 else { throw bad("'client_id' must be 1...512 characters") }
@@ -48,6 +51,7 @@ public struct OperatorService: Sendable {
         if let p = c.refreshPolicy.problem { throw bad("refresh_policy: \(p)") }
         guard (1...1000).contains(c.maxConcurrentRefreshes) else { throw bad("'max_concurrent_refreshes' must be 1...1000") }
         if let s = secret, s.isEmpty || s.count > 4096 { throw bad("'client_secret' must be 1...4096 characters") }
+        if verify { try checkIssuer(c.issuer) }
         if c.authMethod.needsSecret, secret == nil, try store.clientSecret(tenant: c.tenant, id: c.id) == nil {
             throw bad("auth_method \(c.authMethod.rawValue) needs a client_secret")
         }
@@ -70,6 +74,16 @@ public struct OperatorService: Sendable {
         audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? "client.create" : "client.update", tenant: c.tenant, session: nil, outcome: "ok"))
         let publicKey = key.map { assertionKeys.publicKey($0) }
         return (ClientView(client: c, publicKey: publicKey), r.created)
+    }
+
+    /// Reads the issuer's discovery document (OpenID Connect Discovery §4): refused with 400
+    /// `invalid_issuer` when it cannot be read or names another issuer.
+    private func checkIssuer(_ issuer: String) throws {
+        do throws(TokenEndpointError) {
+            _ = try directory.metadata(issuer: issuer, now: clock.now())
+        } catch {
+            throw BrokerError.badRequest(code: "invalid_issuer", message: "issuer \(issuer): \(error.reason) (?verify=false, or --no-verify, registers it without this check)")
+        }
     }
 
     /// The registration and its public assertion key, read from the store (not the cache).

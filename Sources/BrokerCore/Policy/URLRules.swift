@@ -16,4 +16,11 @@ public enum URLRules {
         default: return "\(what) must use https (http only for loopback hosts)"
         }
     }
+
+    /// Nil when `s` can be an issuer identifier: an acceptable URL with no query either
+    /// (OpenID Connect Discovery 1.0 §2, RFC 8414 §2).
+    public static func issuerProblem(_ s: String) -> String? {
+        if let p = problem(s, what: "issuer") { return p }
+        return URLComponents(string: s)?.query != nil ? "issuer must not have a query (OpenID Connect Discovery 1.0 §2)" : nil
+    }
 }
