@@ -46,7 +46,7 @@ extension PostgresSessionStore: RevocationStore {
             let written = try c.execute("""
                 UPDATE sessions s SET state = 'revoked', reason = NULL, last_error = NULL, access_token = NULL, access_expires_at = NULL,
                     refresh_token = NULL, id_token = NULL, next_refresh_at = NULL, backoff_until = NULL, version = v.version + 1,
-                    revoked_at = \(now)
+                    revoked_at = \(now), ended_at = coalesce(s.ended_at, \(now))
                 FROM unnest(\(ending.map(\.id)), \(ending.map(\.version))) AS v(id, version)
                 WHERE s.tenant_id = \(tenant) AND s.id = v.id AND s.version = v.version
                 """, plan: .generic)

@@ -87,8 +87,9 @@ public final class PostgresSessionStore: SessionStore {
             guard let locked = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
             let (write, revoke, result) = try body(locked)
             // The write and the revocations travel with COMMIT: one round trip.
-            var last = write.map { [update($0, over: locked)] } ?? []
-            if let q = revocationQueue(tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: Date()) {
+            let now = Date()
+            var last = write.map { [update($0, over: locked, now: now)] } ?? []
+            if let q = revocationQueue(tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: now) {
                 last.append((q.statement, .custom))
             }
             let written = try c.commit(with: last)
@@ -150,8 +151,10 @@ public final class PostgresSessionStore: SessionStore {
     /// one row when it wrote; `locked` is the row as read under the lock, and the version must
     /// be its version plus one. A token equal to the locked row's is not sealed and sent again
     /// (an attempt's own write changes none of them).
-    func update(_ s: Session, over locked: Session) -> (sql: SQL, plan: PGConnection.Plan) {
+    func update(_ s: Session, over locked: Session, now: Date) -> (sql: SQL, plan: PGConnection.Plan) {
         let expectedVersion = locked.version
+        // When the session ended (revoked or needs_reauth): retention counts from there.
+        let ended: SQL = s.state == .active ? "NULL" : locked.state == .active ? "\(now)" : "ended_at"
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
         func token(_ column: String, _ value: String?, _ held: String?) -> SQL {
             value == held ? "" : "\(raw: column) = \(seal(value, s, column)), "
@@ -170,7 +173,8 @@ public final class PostgresSessionStore: SessionStore {
                 failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt),
                 last_used_at = greatest(last_used_at, \(s.lastUsedAt)),
                 attempt_id = \(s.attempt?.id), attempt_started_at = \(s.attempt?.startedAt), backoff_until = \(s.backoffUntil),
-                reason = \(s.reason), grant_expires_at = \(s.grantExpiresAt)
+                reason = \(s.reason), grant_expires_at = \(s.grantExpiresAt),
+                ended_at = \(ended)
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             RETURNING 1)
             SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated

@@ -46,6 +46,66 @@ struct PostgresContractTests {
         try AuditLogContract.run(sink, log: sink, tenants: try TestDatabase.tenants(pool))
     }
 
+    @Test("retention: exactly the tenant's rows past their age, a batch at a time")
+    func retention() throws {
+        let pool = try TestDatabase.migrated()
+        try RetentionStoreContract.run(PostgresRetentionStore(pool: pool), fixture: Self.retentionFixture(pool), tenants: try TestDatabase.tenants(pool))
+    }
+
+    /// Writes the contract's rows with SQL, at the instants it asks for.
+    static func retentionFixture(_ pool: PGPool) -> RetentionStoreContract.Fixture {
+        RetentionStoreContract.Fixture(seed: { kind, tenant, row, cut in
+            let id = "ret-" + UUID().uuidString.prefix(12).lowercased()
+            let ended = cut.addingTimeInterval(row == .recent ? 60 : -60), began = cut.addingTimeInterval(-86_400)
+            try pool.withConnection { c in
+                switch kind {
+                case .auditEvents:
+                    let last = row == .stillOpen ? cut.addingTimeInterval(60) : ended
+                    try c.execute("""
+                        INSERT INTO audit_events (at, last_at, actor, action, tenant_id, session_id, outcome)
+                        VALUES (\(row == .stillOpen ? began : ended), \(last), 'contract', 'token.issue', \(tenant), \(id), 'ok')
+                        """)
+                case .endedSessions:
+                    let state = row == .stillOpen ? "active" : "revoked"
+                    try c.execute("""
+                        INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, state, version, granted_at, created_at,
+                                              revoked_at, ended_at)
+                        VALUES (\(tenant), \(id), 'app', 'sub', 'https://idp.example', '{openid}', \(state), 1, \(began), \(began),
+                                \(row == .stillOpen ? nil : ended), \(row == .stillOpen ? nil : ended))
+                        """)
+                    if row == .revocationPending {
+                        try c.execute("""
+                            INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
+                            VALUES (\(id), \(tenant), \(id), 'app', '\\x00', 'refresh_token', \(ended), \(ended))
+                            """)
+                    }
+                case .finishedSignouts:
+                    let done = row != .stillOpen
+                    try c.execute("""
+                        INSERT INTO signout_jobs (id, tenant_id, filter, dry_run, state, total, created_by, created_at, updated_at, finished_at)
+                        VALUES (\(id), \(tenant), '{}', false, \(done ? "done" : "running"), 1, 'contract', \(began), \(began),
+                                \(done ? ended : nil))
+                        """)
+                    try c.execute("""
+                        INSERT INTO signout_items (job_id, tenant_id, session_id, client_id, state)
+                        VALUES (\(id), \(tenant), \(id), 'app', \(done ? "revoked" : "pending"))
+                        """)
+                }
+            }
+            return id   // audit rows are found by their session column
+        }, exists: { kind, tenant, id in
+            try pool.withConnection { c in
+                switch kind {
+                case .auditEvents: try c.execute("SELECT 1 FROM audit_events WHERE session_id = \(id)").count == 1
+                case .endedSessions: try c.execute("SELECT 1 FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
+                case .finishedSignouts:
+                    try c.execute("SELECT 1 FROM signout_jobs WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
+                        && c.execute("SELECT 1 FROM signout_items WHERE tenant_id = \(tenant) AND job_id = \(id)").count == 1
+                }
+            }
+        })
+    }
+
     @Test("replay guard")
     func replays() throws { try ReplayGuardContract.run(PostgresReplayGuard(pool: try TestDatabase.migrated())) }
 }

@@ -54,6 +54,7 @@ struct OperationsTests {
         try expectStatus(try await HTTP.get(b.url + "/readyz"), 200)
         let metrics = try await HTTP.get(b.url + "/metrics")
         #expect(metrics.text.contains("# TYPE tokenbroker_token_requests_total counter"))
+        #expect(metrics.text.contains("tokenbroker_retention_deleted_total{kind=\"ended_sessions\"} "))
         let unknown = try runCommand("tokenbroker", ["frobnicate"], env: try env())
         #expect(unknown.status == 2)
         // A second instance on the same port: exit 2 naming the address, not half the traffic.
@@ -80,7 +81,7 @@ struct OperationsTests {
         #expect(version.status == 0 && version.out.hasPrefix("tokenbroker ") && version.err.isEmpty)
         let bogus = try runCommand("tokenbroker", ["frobnicate"], env: bare)
         #expect(bogus.status == 2 && bogus.err.contains("unknown command 'frobnicate'") && !bogus.err.contains("is not set"))
-        for command in ["serve", "migrate", "tenant", "client", "apikey", "sealing-key", "signout", "routes"] {
+        for command in ["serve", "migrate", "tenant", "client", "apikey", "sealing-key", "signout", "routes", "purge"] {
             for args in [[command, "--help"], [command, "put", "-h"]] {
                 let help = try runCommand("tokenbroker", args, env: bare)
                 #expect(help.status == 0 && help.out.contains("tokenbroker \(command)"), "\(args): \(help.err)")

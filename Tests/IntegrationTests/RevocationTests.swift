@@ -17,6 +17,31 @@ struct RevocationTests {
         return false
     }
 
+    @Test("retention: revocation and needs_reauth stamp ended_at; `tokenbroker purge` deletes exactly the ended sessions past TOKENBROKER_RETENTION_SESSION_DAYS")
+    func retention() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let old = try await w.importSession(subject: "r-old"), recent = try await w.importSession(subject: "r-recent")
+        let dead = try await w.importSession(subject: "r-dead"), live = try await w.importSession(subject: "r-live")
+        for s in [old, recent] { try expectStatus(try await revoke(w, s), 200) }
+        try await w.idp.revokeSubject("r-dead")
+        #expect(try expectStatus(try await w.token(dead, body: ["force_refresh": true]), 409)["error"] as? String == "needs_reauth")
+        func ended(_ s: String) throws -> String {
+            try runPSQL("SELECT coalesce((SELECT state || ' ' || (ended_at IS NOT NULL) FROM sessions WHERE tenant_id = '\(w.tenant)' AND id = '\(s)'), 'gone')")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try [old, recent, dead, live].map(ended) == ["revoked true", "revoked true", "needs_reauth true", "active false"])
+        _ = try runPSQL("UPDATE sessions SET ended_at = now() - interval '31 days' WHERE tenant_id = '\(w.tenant)' AND id IN ('\(old)', '\(dead)')")
+        _ = try runPSQL("UPDATE sessions SET ended_at = now() - interval '29 days' WHERE tenant_id = '\(w.tenant)' AND id = '\(recent)'")
+        let env = ["DATABASE_URL": try TestEnv.databaseURL(), "TOKENBROKER_RETENTION_SESSION_DAYS": "30", "TOKENBROKER_RETENTION_AUDIT_DAYS": "0"]
+        let purge = try runCommand("tokenbroker", ["purge"], env: env)
+        #expect(purge.status == 0, "\(purge.err)")
+        let summary = try JSONSerialization.jsonObject(with: Data(purge.out.utf8)) as? [String: [String: Any]]
+        #expect((summary?["deleted"]?["ended_sessions"] as? Int ?? 0) >= 2 && summary?["kept_days"]?["audit_events"] is NSNull, "\(purge.out)")
+        #expect(try [old, recent, dead, live].map(ended) == ["gone", "revoked true", "gone", "active false"])
+        try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(old)", key: w.workerKey), 404)
+    }
+
     @Test("revoke one: dead at the IdP, 409 on every replica within a second, idempotent")
     func revokeOne() async throws {
         let w = try await World(replicas: 2)

@@ -64,6 +64,10 @@ public enum CLI {
             case "routes":
                 for r in Routes.router(runtime).table { print("\(r.method) \(r.pattern)") }
                 return 0
+            case "purge":
+                let deleted = try runtime.retention.run()
+                print(Render.retention(deleted, ages: runtime.retention.ages))
+                return 0
             case "tenant": return try Commands.tenant(args, runtime)
             case "client": return try Commands.client(args, runtime)
             default: return try Commands.apikey(args, runtime)

@@ -41,6 +41,11 @@ struct CommandSpec {
         CommandSpec(name: "signout", usage: SignoutCommand.usage,
                     options: ["tenant", "subject", "client", "created-before", "idle-since", "timeout", "idp-wait", "idempotency-key", "url", "key-file"],
                     flags: ["all", "dry-run", "wait"], configured: false),
+        CommandSpec(name: "purge", usage: """
+            tokenbroker purge [--config FILE]
+              one retention pass now (serve runs one a minute): deletes audit rows, ended sessions and finished
+              sign-out jobs older than the TOKENBROKER_RETENTION_* ages; prints what it deleted, as JSON
+            """),
         CommandSpec(name: "routes", usage: "tokenbroker routes [--config FILE]\n  print the HTTP route table (METHOD PATTERN), as docs/openapi.yaml lists it"),
     ].map { ($0.name, $0) })
 }

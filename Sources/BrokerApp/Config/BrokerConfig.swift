@@ -1,4 +1,5 @@
 import Broker
+import BrokerCore
 import BrokerCrypto
 import BrokerHTTP
 import Foundation
@@ -31,6 +32,8 @@ public struct BrokerConfig: Sendable {
     public var signoutRatePerClient: Int
     /// Bulk sign-out: how long a replica keeps the batch it claimed (a dead replica's items come back after it).
     public var signoutLease: TimeInterval
+    /// How old each kind of row may get before retention deletes it (a kind not here is kept).
+    public var retention: [RetentionKind: TimeInterval]
     public var accessLog: Bool
     public var logLevel: LogLevel
     public var migrationsDirectory: URL?
@@ -96,6 +99,13 @@ public struct BrokerConfig: Sendable {
         guard refresh.loadInterval < refresh.horizon else {
             throw Invalid(description: "TOKENBROKER_REFRESH_LOAD_SECONDS must be shorter than TOKENBROKER_REFRESH_HORIZON_SECONDS")
         }
+        var retention: [RetentionKind: TimeInterval] = [:]
+        for (kind, name, days) in [(RetentionKind.auditEvents, "TOKENBROKER_RETENTION_AUDIT_DAYS", 90),
+                                   (.endedSessions, "TOKENBROKER_RETENTION_SESSION_DAYS", 30),
+                                   (.finishedSignouts, "TOKENBROKER_RETENTION_SIGNOUT_DAYS", 30)] {
+            let d = try int(name, days, 0...36_500)
+            if d > 0 { retention[kind] = TimeInterval(d) * 86_400 }
+        }
         return BrokerConfig(
             databaseURL: db, listenDatabaseURL: value("TOKENBROKER_LISTEN_DATABASE_URL") ?? db, http: http, sealingKeys: keys, workerThreads: workers,
             databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 16 + 4, 1...1024),
@@ -108,7 +118,7 @@ public struct BrokerConfig: Sendable {
             refresh: refresh, refreshConcurrency: try int("TOKENBROKER_REFRESH_CONCURRENCY", 16, 1...512),
             signoutRatePerClient: try int("TOKENBROKER_SIGNOUT_RATE_PER_CLIENT", 50, 0...100_000),
             signoutLease: TimeInterval(try int("TOKENBROKER_SIGNOUT_LEASE_SECONDS", 30, 2...3600)),
-            accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,
+            retention: retention, accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,
             migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) })
     }
 

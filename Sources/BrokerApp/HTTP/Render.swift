@@ -95,6 +95,14 @@ enum Render {
                          ("created_at", RFC3339.optional(t.createdAt))])
     }
 
+    /// A retention pass: `{"deleted": {kind: n}, "kept_days": {kind: days or null}}`.
+    static func retention(_ deleted: [RetentionKind: Int], ages: [RetentionKind: TimeInterval]) -> String {
+        JSONText.object([
+            ("deleted", JSONText.object(RetentionKind.allCases.map { ($0.rawValue, String(deleted[$0] ?? 0)) })),
+            ("kept_days", JSONText.object(RetentionKind.allCases.map { ($0.rawValue, ages[$0].map { String(Int($0 / 86_400)) } ?? "null") })),
+        ])
+    }
+
     static func client(_ v: OperatorService.ClientView) -> String {
         let c = v.client, p = c.refreshPolicy
         var assertion: [(String, String)] = []

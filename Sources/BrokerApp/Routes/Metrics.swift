@@ -1,4 +1,5 @@
 import Broker
+import BrokerCore
 
 /// Metrics renders the Prometheus text exposition format (version 0.0.4).
 enum Metrics {
@@ -13,6 +14,9 @@ enum Metrics {
         counter("tokenbroker_refreshes_total", "Refresh attempts by outcome.", m.refreshes.counts, label: "outcome")
         counter("tokenbroker_refresh_client_rejected_total", "Refreshes on which the IdP rejected the client's authentication (invalid_client).",
                 m.clientRejected.counts, label: "client")
+        counter("tokenbroker_retention_deleted_total", "Rows deleted by retention, by kind.",
+                Dictionary(uniqueKeysWithValues: RetentionKind.allCases.map { ($0.rawValue, runtime.retention.deleted.counts[$0.rawValue] ?? 0) }),
+                label: "kind")
         out += "# HELP tokenbroker_refresh_answers_pending IdP answers kept in memory until the database takes them.\n# TYPE tokenbroker_refresh_answers_pending gauge\n"
         out += "tokenbroker_refresh_answers_pending \(runtime.tokens.pendingAnswers)\n"
         out += "# HELP tokenbroker_client_circuits_open Clients whose IdP is not called now after failures.\n# TYPE tokenbroker_client_circuits_open gauge\n"

@@ -30,6 +30,8 @@ public final class BrokerRuntime: Sendable {
     var catalog: any SessionCatalog { sessions }
     var auditLog: any AuditLog { audit }
     public let engine: RefreshEngine
+    /// Deletes rows past their age: once a minute here, or `tokenbroker purge`.
+    public let retention: RetentionService
     let migrator: Migrator
 
     public init(config: BrokerConfig, logger: Logger, clock: any Clock = SystemClock()) throws {
@@ -72,6 +74,7 @@ public final class BrokerRuntime: Sendable {
         logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
                               directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
                               clock: clock, events: Self.eventLog(logger))
+        retention = RetentionService(store: PostgresRetentionStore(pool: pool), registry: registryStore, clock: clock, ages: config.retention)
         engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,
                                pool: RefreshPool(globalCap: config.refreshConcurrency))
         migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())
@@ -108,6 +111,7 @@ public final class BrokerRuntime: Sendable {
                 if ticks % 240 == 0 {   // once a minute
                     _ = try? logins.purgeExpired()
                     try? replays.purge(before: clock.now())
+                    do { try retention.run() } catch { logger.warn("retention pass failed", ("error", String(describing: error))) }
                 }
             }
         }
