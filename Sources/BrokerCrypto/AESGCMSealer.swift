@@ -13,6 +13,8 @@ public struct AESGCMSealer: Sealer {
 
     public init(keys: SealingKeys) { self.keys = keys }
 
+    public var sealingKeyID: String? { keys.currentID }
+
     public func seal(_ plaintext: String, context: String) -> [UInt8] {
         let kid = Array(keys.currentID.utf8)
         let key = keys.keys[keys.currentID]!

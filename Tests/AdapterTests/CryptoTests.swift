@@ -36,6 +36,18 @@ struct CryptoTests {
         #expect(throws: SealError.self) { try AESGCMSealer(keys: keys).open(sealed, context: "c") }
     }
 
+    @Test("a decrypt-only key opens but never seals: the current key is the first entry that is not")
+    func decryptOnly() throws {
+        let next = SealingKeys.generate(id: "next")
+        let early = AESGCMSealer(keys: try SealingKeys.parse(next + ":decrypt-only," + SealingKeys.generate(id: "now")))
+        #expect(early.sealingKeyID == "now")
+        let sealedUnderNext = AESGCMSealer(keys: try SealingKeys.parse(next)).seal("v", context: "c")
+        #expect(try early.open(sealedUnderNext, context: "c") == "v")
+        #expect(early.seal("v", context: "c")[2...4].elementsEqual("now".utf8))
+        #expect(throws: SealError.self) { try SealingKeys.parse(next + ":decrypt-only") }
+        #expect(throws: SealError.self) { try SealingKeys.parse(next + ":decrypt") }
+    }
+
     @Test("malformed keyrings are refused with a message that names no key")
     func keyringErrors() {
         for text in ["", "k1", "k1:c2hvcnQ=", "k1:\(Data(count: 32).base64EncodedString()),k1:\(Data(count: 32).base64EncodedString())"] {

@@ -1,4 +1,5 @@
 import BrokerCore
+import BrokerCrypto
 import BrokerPostgres
 import BrokerTesting
 import Foundation
@@ -50,6 +51,23 @@ struct PostgresContractTests {
     func retention() throws {
         let pool = try TestDatabase.migrated()
         try RetentionStoreContract.run(PostgresRetentionStore(pool: pool), fixture: Self.retentionFixture(pool), tenants: try TestDatabase.tenants(pool))
+    }
+
+    @Test("sealed values: counted by key, re-sealed under the current key, the old key then unneeded")
+    func sealedValues() throws {
+        let pool = try TestDatabase.migrated()
+        let suffix = UUID().uuidString.prefix(6).lowercased()
+        let ids = (old: "old-\(suffix)", new: "new-\(suffix)", stranger: "str-\(suffix)")
+        func key(_ id: String) -> String { "\(id):" + SealingKeys.generate(id: "x").dropFirst(2) }
+        let oldKey = key(ids.old), newKey = key(ids.new)
+        func replica(_ ring: String) throws -> SealedValueStoreContract.Replica {
+            let sealer = AESGCMSealer(keys: try SealingKeys.parse(ring))
+            return SealedValueStoreContract.Replica(sealed: PostgresSealedValues(pool: pool, sealer: sealer),
+                                                    sessions: PostgresSessionStore(pool: pool, sealer: sealer),
+                                                    registry: PostgresRegistryStore(pool: pool, sealer: sealer))
+        }
+        try SealedValueStoreContract.run(old: try replica(oldKey), rotated: try replica(newKey + "," + oldKey), newOnly: try replica(newKey),
+                                         stranger: try replica(key(ids.stranger)), ids: ids, tenants: try TestDatabase.tenants(pool))
     }
 
     /// Writes the contract's rows with SQL, at the instants it asks for.

@@ -27,6 +27,71 @@ struct OperationsTests {
         try expectStatus(try await HTTP.get(b.url + "/readyz"), 200)
     }
 
+    @Test("sealing-key rotation as the README says, two replicas on different keyrings at each step: never a 5xx; after reseal the old key counts 0 and a replica without it serves everything")
+    func keyRotation() async throws {
+        let db = "rotation_" + UUID().uuidString.prefix(8).lowercased()   // alone: reseal walks every value in the database
+        _ = try runPSQL("CREATE DATABASE \(db)")
+        defer { _ = try? runPSQL("DROP DATABASE \(db) WITH (FORCE)") }
+        func key(_ id: String) -> String { id + ":" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString() }
+        let k1 = key("k1"), k2 = key("k2")
+        let w = try await World(extraEnv: ["DATABASE_URL": try TestEnv.databaseURL(named: db), "TOKENBROKER_SEALING_KEYS": k1])
+        defer { w.stop() }
+        func ring(_ keys: String) -> [String: String] { w.env.merging(["TOKENBROKER_SEALING_KEYS": keys]) { $1 } }
+        var sessions: [String] = []
+        for subject in ["rot-a", "rot-b", "rot-c"] { sessions.append(try await w.importSession(subject: subject)) }
+        // A revocation the IdP has not confirmed yet: its token waits in the outbox, sealed under k1.
+        try await w.idp.fail(status: 503, retryAfter: nil, count: 1000, endpoint: "revoke")
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(sessions[2])", key: w.workerKey), 200)
+        func serve(_ replicas: [Int]) async throws {
+            for s in sessions.prefix(2) {
+                for r in replicas {
+                    let t = try await w.token(s, replica: r, body: ["min_ttl": 60, "force_refresh": true])
+                    #expect(t.status == 200, "replica \(r): \(t.text)")
+                }
+            }
+        }
+        // Step 1: the new key, decrypt-only, on every replica (k1 still seals).
+        w.brokers.append(try await BrokerServer(env: ring("\(k1),\(k2):decrypt-only"), name: "broker-step1"))
+        try await serve([0, 1])
+        w.brokers[0].stop()
+        // Step 2: k2 current, rolled out while a step-1 replica still serves.
+        w.brokers.append(try await BrokerServer(env: ring("\(k2),\(k1)"), name: "broker-step2"))
+        try await serve([2, 1, 2])
+        w.brokers[1].stop()
+        func count() throws -> [String: Int] {
+            let c = try runCommand("tokenbroker", ["sealing-key", "count"], env: ring("\(k2),\(k1)"))
+            #expect(c.status == 0, "\(c.err)")
+            return (try JSONSerialization.jsonObject(with: Data(c.out.utf8)) as? [String: Any])?["values"] as? [String: Int] ?? [:]
+        }
+        #expect((try count()["k1"] ?? 0) > 0, "the client secret, the outbox entry and tokens written before step 2 are under k1")
+        // Step 3: reseal while a replica serves; then k1 counts 0.
+        let reseal = try runCommand("tokenbroker", ["sealing-key", "reseal", "--batch", "2"], env: ring("\(k2),\(k1)"))
+        #expect(reseal.status == 0, "\(reseal.err)")
+        let summary = try JSONSerialization.jsonObject(with: Data(reseal.out.utf8)) as? [String: Any]
+        #expect(summary?["current"] as? String == "k2" && (summary?["resealed"] as? Int ?? 0) > 0, "\(reseal.out)")
+        #expect(try count()["k1"] == nil)
+        // Step 4: k1 removed: a replica with k2 alone serves and refreshes every session, with the client's secret.
+        w.brokers.append(try await BrokerServer(env: ring(k2), name: "broker-k2-only"))
+        try await serve([3, 2, 3])
+        var metrics = try await HTTP.get(w.brokers[3].url + "/metrics")
+        for _ in 0..<40 where !metrics.text.contains("tokenbroker_sealed_values{") {   // counted a second after start
+            try await Task.sleep(for: .milliseconds(100))
+            metrics = try await HTTP.get(w.brokers[3].url + "/metrics")
+        }
+        #expect(metrics.text.contains("tokenbroker_sealed_values{key=\"k2\"}") && !metrics.text.contains("tokenbroker_sealed_values{key=\"k1\"}"))
+        for b in w.brokers { #expect(!b.process.output.contains("\"status\":\"5"), "a 5xx in \(b.process.log.lastPathComponent)") }
+        // The re-sealed outbox entry is delivered by the replica without k1 once the IdP answers.
+        try await w.idp.fail(status: 503, retryAfter: nil, count: 0, endpoint: "revoke")
+        let url = try TestEnv.databaseURL(named: db)
+        _ = try runPSQL("UPDATE revocation_outbox SET next_attempt_at = now()", url: url)   // its backoff is not this test's subject
+        var pending = "1"
+        for _ in 0..<100 where pending != "0" {
+            try await Task.sleep(for: .milliseconds(100))
+            pending = try runPSQL("SELECT count(*) FROM revocation_outbox", url: url).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(pending == "0")
+    }
+
     @Test("configuration errors name the variable and exit 2")
     func configurationErrors() throws {
         let noKey = try runCommand("tokenbroker", ["serve"], env: ["DATABASE_URL": try TestEnv.databaseURL(), "TOKENBROKER_SEALING_KEYS": ""])

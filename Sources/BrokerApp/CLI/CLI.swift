@@ -19,7 +19,7 @@ public enum CLI {
 
               tokenbroker --version
 
-            Every command but sealing-key and signout reads the configuration (see README): DATABASE_URL,
+            Every command but sealing-key generate and signout reads the configuration (see README): DATABASE_URL,
             TOKENBROKER_SEALING_KEYS or TOKENBROKER_SEALING_KEY_FILE, ... Pass --config FILE for a
             file of NAME=value lines. signout talks to the API: exit 0 all revoked, 3 some failed or
             IdP-pending, 2 could not run.
@@ -44,14 +44,11 @@ public enum CLI {
             let args = try Arguments(Array(argv.dropFirst()), spec)
             switch command {
             case "signout": return SignoutCommand.run(args)
-            case "sealing-key":
-                guard args.positionals == ["generate"] else { throw Arguments.Invalid(description: "usage: " + spec.usage) }
-                print(SealingKeys.generate(id: args.value("id") ?? "k1"))
-                return 0
+            case "sealing-key" where args.positionals == ["generate"]: return try SealingKeyCommand.generate(args)
             default:
                 break
             }
-            let sealing = ["serve", "client"].contains(command)
+            let sealing = ["serve", "client"].contains(command) || (command == "sealing-key" && args.positionals == ["reseal"])
             let config = try BrokerConfig.load(try BrokerConfig.environment(configFile: args.value("config")), needsSealingKeys: sealing)
             let logger = Logger(level: config.logLevel)
             let runtime = try BrokerRuntime(config: config, logger: logger)
@@ -68,6 +65,7 @@ public enum CLI {
                 let deleted = try runtime.retention.run()
                 print(Render.retention(deleted, ages: runtime.retention.ages))
                 return 0
+            case "sealing-key": return try SealingKeyCommand.run(args, runtime)
             case "tenant": return try Commands.tenant(args, runtime)
             case "client": return try Commands.client(args, runtime)
             default: return try Commands.apikey(args, runtime)

@@ -36,8 +36,7 @@ struct CommandSpec {
             tokenbroker apikey revoke ID [--config FILE]
               revoke an API key
             """, options: ["name", "role", "tenant", "expires-in"], flags: ["all-tenants"], positionals: 1...2),
-        CommandSpec(name: "sealing-key", usage: "tokenbroker sealing-key generate [--id ID]\n  print a new random AES-256 sealing key entry (id:base64)",
-                    options: ["id"], positionals: 1...1, configured: false),
+        CommandSpec(name: "sealing-key", usage: SealingKeyCommand.usage, options: ["id", "batch"], positionals: 1...1),
         CommandSpec(name: "signout", usage: SignoutCommand.usage,
                     options: ["tenant", "subject", "client", "created-before", "idle-since", "timeout", "idp-wait", "idempotency-key", "url", "key-file"],
                     flags: ["all", "dry-run", "wait"], configured: false),

@@ -44,7 +44,7 @@ enum SignoutCommand {
             let idempotency = a.value("idempotency-key") ?? "cli-" + String(UInt64.random(in: .min ... .max, using: &rng), radix: 16)
             let api = API(base: base, key: key)
             var job = try api.call("POST", "/v1/tenants/\(tenant)/signouts", body: body, headers: ["Idempotency-Key: " + idempotency], expect: 202)
-            let bar = isatty(STDERR_FILENO) == 1
+            let bar = ProgressBar()
             if a.flag("wait") {
                 var lastContact = Date()
                 var finished: Date?
@@ -54,7 +54,7 @@ enum SignoutCommand {
                     return job["idp_pending"] as? Int == 0 || Date().timeIntervalSince(finished!) >= idpWait
                 }
                 while !settled() {
-                    if bar { progress(job) }
+                    progress(job, bar)
                     Thread.sleep(forTimeInterval: 0.5)
                     do {
                         job = try api.call("GET", "/v1/tenants/\(tenant)/signouts/\(job["job_id"] as? String ?? "")", expect: 200)
@@ -63,7 +63,8 @@ enum SignoutCommand {
                         guard Date().timeIntervalSince(lastContact) < timeout else { throw Failure(message: f.message) }
                     }
                 }
-                if bar { progress(job); FileHandle.standardError.write(Data("\n".utf8)) }
+                progress(job, bar)
+                bar.finish()
             }
             let summary = try JSONSerialization.data(withJSONObject: job.filter { ["job_id", "state", "dry_run", "total", "revoked", "idp_pending", "failed"].contains($0.key) },
                                                      options: [.sortedKeys])
@@ -81,13 +82,9 @@ enum SignoutCommand {
         }
     }
 
-    static func progress(_ job: [String: Any]) {
-        let total = job["total"] as? Int ?? 0
+    static func progress(_ job: [String: Any], _ bar: ProgressBar) {
         let done = (job["revoked"] as? Int ?? 0) + (job["idp_pending"] as? Int ?? 0) + (job["failed"] as? Int ?? 0)
-        let width = 40, filled = total == 0 ? width : width * done / total
-        let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] \(done)/\(total)"
-            + " revoked \(job["revoked"] as? Int ?? 0), failed \(job["failed"] as? Int ?? 0)"
-        FileHandle.standardError.write(Data(line.utf8))
+        bar.show(done, of: job["total"] as? Int ?? 0, "revoked \(job["revoked"] as? Int ?? 0), failed \(job["failed"] as? Int ?? 0)")
     }
 
     /// The broker's API over libcurl; error bodies show their code only.

@@ -3,6 +3,11 @@ import BrokerCore
 
 /// Metrics renders the Prometheus text exposition format (version 0.0.4).
 enum Metrics {
+    /// A label value escaped as the exposition format says (backslash, quote, newline).
+    static func label(_ v: String) -> String {
+        v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"").replacingOccurrences(of: "\n", with: "\\n")
+    }
+
     static func render(_ runtime: BrokerRuntime) -> String {
         let m = runtime.tokens.metrics
         var out = ""
@@ -17,6 +22,10 @@ enum Metrics {
         counter("tokenbroker_retention_deleted_total", "Rows deleted by retention, by kind.",
                 Dictionary(uniqueKeysWithValues: RetentionKind.allCases.map { ($0.rawValue, runtime.retention.deleted.counts[$0.rawValue] ?? 0) }),
                 label: "kind")
+        if let sealed = runtime.sealing.lastCount {
+            out += "# HELP tokenbroker_sealed_values Sealed values stored, by the key that sealed them (counted every ten minutes).\n# TYPE tokenbroker_sealed_values gauge\n"
+            for (k, v) in sealed.sorted(by: { $0.key < $1.key }) { out += "tokenbroker_sealed_values{key=\"\(label(k))\"} \(v)\n" }
+        }
         out += "# HELP tokenbroker_refresh_answers_pending IdP answers kept in memory until the database takes them.\n# TYPE tokenbroker_refresh_answers_pending gauge\n"
         out += "tokenbroker_refresh_answers_pending \(runtime.tokens.pendingAnswers)\n"
         out += "# HELP tokenbroker_client_circuits_open Clients whose IdP is not called now after failures.\n# TYPE tokenbroker_client_circuits_open gauge\n"

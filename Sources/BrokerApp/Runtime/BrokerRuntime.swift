@@ -30,6 +30,8 @@ public final class BrokerRuntime: Sendable {
     var catalog: any SessionCatalog { sessions }
     var auditLog: any AuditLog { audit }
     public let engine: RefreshEngine
+    /// Sealed values by key, and re-sealing under the current key (`tokenbroker sealing-key`).
+    public let sealing: ResealService
     /// Deletes rows past their age: once a minute here, or `tokenbroker purge`.
     public let retention: RetentionService
     let migrator: Migrator
@@ -74,6 +76,7 @@ public final class BrokerRuntime: Sendable {
         logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
                               directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
                               clock: clock, events: Self.eventLog(logger))
+        sealing = ResealService(store: PostgresSealedValues(pool: pool, sealer: sealer), current: sealer.sealingKeyID)
         retention = RetentionService(store: PostgresRetentionStore(pool: pool), registry: registryStore, clock: clock, ages: config.retention)
         engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,
                                pool: RefreshPool(globalCap: config.refreshConcurrency))
@@ -108,6 +111,9 @@ public final class BrokerRuntime: Sendable {
                 Thread.sleep(forTimeInterval: 0.25)
                 flush()
                 ticks += 1
+                if ticks % 2400 == 4 {   // soon after start, then every ten minutes: one scan per sealed table
+                    do { try sealing.count() } catch { logger.warn("counting sealed values failed", ("error", String(describing: error))) }
+                }
                 if ticks % 240 == 0 {   // once a minute
                     _ = try? logins.purgeExpired()
                     try? replays.purge(before: clock.now())

@@ -4,6 +4,8 @@ import BrokerCore
 /// nothing (migrate, tenant, apikey). Reaching it is a programming error, never silent data
 /// sealed under a throwaway key.
 struct MissingSealer: Sealer {
+    var sealingKeyID: String? { nil }
+
     func seal(_ plaintext: String, context: String) -> [UInt8] {
         preconditionFailure("this command has no sealing key configured")
     }

@@ -4,6 +4,8 @@ import Foundation
 /// additional data so that a ciphertext moved to another row or tenant does not open, and the
 /// key id inside the sealed value so that keys can rotate.
 public protocol Sealer: Sendable {
+    /// The id of the key `seal` uses (nil: this sealer seals nothing).
+    var sealingKeyID: String? { get }
     func seal(_ plaintext: String, context: String) -> [UInt8]
     /// Throws when the value was tampered with, moved, or sealed under an unknown key.
     func open(_ sealed: [UInt8], context: String) throws -> String

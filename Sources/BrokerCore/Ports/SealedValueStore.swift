@@ -1,0 +1,16 @@
+import Foundation
+
+/// SealedValueStore sees every sealed column (tokens, client secrets and keys, outbox entries,
+/// pending logins) by the id of the key that sealed each value, and re-seals them under the
+/// current key while replicas serve.
+public protocol SealedValueStore: Sendable {
+    /// Sealed values stored, by key id, over every sealed column of every tenant.
+    func countByKey() throws -> [String: Int]
+
+    /// Re-seals under the sealer's current key at most `limit` values sealed under another key,
+    /// in key order after `cursor` (nil: from the start), each batch in one short transaction.
+    /// Rows another transaction holds (a refresh) are skipped, to be found by a later pass;
+    /// values that do not open (a key this keyring lacks) are left as they are and counted.
+    /// Pending logins are not re-sealed: they expire within minutes.
+    func reseal(after cursor: ResealBatch.Cursor?, limit: Int) throws -> ResealBatch
+}

@@ -1,0 +1,87 @@
+import BrokerCore
+import Foundation
+
+/// PostgresSealedValues walks every sealed column. A sealed value begins `0x01 | len | kid`
+/// (AESGCMSealer), so the key id is read in SQL (`substring(v from 3 for get_byte(v, 1))`)
+/// without opening anything: counting is one scan per table, and re-sealing reads only the
+/// values under another key.
+public final class PostgresSealedValues: SealedValueStore {
+    /// One sealed column: its table, the key its rows are walked in, and how its context is
+    /// built from a row's tenant and id (the additional data it was sealed with).
+    struct Column {
+        let table: String, column: String, key: (String, String), context: String
+        /// Re-sealed (pending logins are not: they expire within minutes).
+        var reseals = true
+        func context(tenant: String, id: String) -> String { "\(context)/\(tenant)/\(id)/\(column)" }
+    }
+
+    static let columns: [Column] = [
+        Column(table: "sessions", column: "refresh_token", key: ("tenant_id", "id"), context: "sessions"),
+        Column(table: "sessions", column: "access_token", key: ("tenant_id", "id"), context: "sessions"),
+        Column(table: "sessions", column: "id_token", key: ("tenant_id", "id"), context: "sessions"),
+        Column(table: "clients", column: "client_secret", key: ("tenant_id", "id"), context: "clients"),
+        Column(table: "clients", column: "assertion_key", key: ("tenant_id", "id"), context: "clients"),
+        Column(table: "revocation_outbox", column: "token", key: ("id", "tenant_id"), context: "revocations"),
+        Column(table: "logins", column: "verifier", key: ("tenant_id", "id"), context: "logins", reseals: false),
+        Column(table: "logins", column: "nonce", key: ("tenant_id", "id"), context: "logins", reseals: false),
+    ]
+
+    static func kid(_ column: String) -> String { "substring(\(column) from 3 for get_byte(\(column), 1))" }
+
+    let pool: PGPool
+    let sealer: any Sealer
+
+    public init(pool: PGPool, sealer: any Sealer) {
+        self.pool = pool
+        self.sealer = sealer
+    }
+
+    public func countByKey() throws -> [String: Int] {
+        let tables = Dictionary(grouping: Self.columns, by: \.table).sorted { $0.key < $1.key }
+        let scans = tables.map { table, columns in
+            "SELECT encode(\(Self.kid("v")), 'escape') AS kid FROM \(table), LATERAL (VALUES "
+                + columns.map { "(\($0.column))" }.joined(separator: ", ") + ") AS s(v) WHERE v IS NOT NULL"
+        }
+        let sql = "SELECT kid, count(*) FROM (" + scans.joined(separator: " UNION ALL ") + ") AS k GROUP BY kid"
+        return try pool.run { c in
+            Dictionary(uniqueKeysWithValues: try c.execute(SQL(stringLiteral: sql)).map { r -> (String, Int) in (try r.next(), try r.next()) })
+        }
+    }
+
+    public func reseal(after cursor: ResealBatch.Cursor?, limit: Int) throws -> ResealBatch {
+        guard let current = sealer.sealingKeyID else { throw BrokerError.internalError }
+        var index = cursor?.column ?? 0
+        while index < Self.columns.count, !Self.columns[index].reseals { index += 1 }
+        guard index < Self.columns.count else { return ResealBatch(resealed: 0, unopenable: 0, next: nil) }
+        let col = Self.columns[index]
+        let after = cursor.flatMap { $0.column == index && $0.key.count == 2 ? $0.key : nil }
+        return try pool.transact { c in
+            let position: SQL = after.map { "AND (\(raw: col.key.0), \(raw: col.key.1)) > (\($0[0]), \($0[1]))" } ?? ""
+            let rows = try c.execute("""
+                SELECT \(raw: col.key.0), \(raw: col.key.1), \(raw: col.column) FROM \(raw: col.table)
+                WHERE \(raw: col.column) IS NOT NULL AND \(raw: Self.kid(col.column)) <> \(Array(current.utf8)) \(position)
+                ORDER BY \(raw: col.key.0), \(raw: col.key.1) LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                """).map { r -> (String, String, [UInt8]) in (try r.next(), try r.next(), try r.bytes() ?? []) }
+            var keys: ([String], [String]) = ([], []), sealed: [String] = [], unopenable = 0
+            for (k0, k1, value) in rows {
+                let (tenant, id) = col.key.0 == "tenant_id" ? (k0, k1) : (k1, k0)
+                let context = col.context(tenant: tenant, id: id)
+                guard let plain = try? sealer.open(value, context: context) else { unopenable += 1; continue }
+                keys.0.append(k0)
+                keys.1.append(k1)
+                sealed.append("\\x" + PGText.hex(sealer.seal(plain, context: context)))
+            }
+            if !sealed.isEmpty {
+                try c.execute("""
+                    UPDATE \(raw: col.table) t SET \(raw: col.column) = v.sealed::bytea
+                    FROM unnest(\(keys.0), \(keys.1), \(sealed)) AS v(k0, k1, sealed)
+                    WHERE t.\(raw: col.key.0) = v.k0 AND t.\(raw: col.key.1) = v.k1
+                    """)
+            }
+            let next: ResealBatch.Cursor? = rows.count == limit
+                ? ResealBatch.Cursor(column: index, key: [rows.last!.0, rows.last!.1])
+                : index + 1 < Self.columns.count ? ResealBatch.Cursor(column: index + 1, key: []) : nil
+            return ResealBatch(resealed: sealed.count, unopenable: unopenable, next: next)
+        }
+    }
+}
