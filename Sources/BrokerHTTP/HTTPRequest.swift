@@ -11,6 +11,9 @@ public struct HTTPRequest: Sendable {
     public let requestID: String
     /// True when the body exceeded the server's limit; `body` is then empty.
     public var bodyTooLarge = false
+    /// Why the front door refuses the request's framing or target (FrontDoor): it is answered
+    /// 400 and its connection closed, whatever its route.
+    public var refusal: String?
     /// Path parameters filled in by the router.
     public var parameters: [String: String] = [:]
 

@@ -11,6 +11,12 @@ public struct HTTPServerConfig: Sendable {
     /// Idle seconds before a connection is closed.
     public var idleTimeout: Int
     public var maxConnections: Int
+    /// Connections one client address may hold (0: no cap). Behind a proxy every connection
+    /// comes from the proxy's address: raise it or set 0 there.
+    public var maxConnectionsPerClient: Int = 256
+    /// Seconds a client has to send a request's line and headers, and then its body.
+    public var headerTimeout: Double = 10
+    public var bodyTimeout: Double = 30
     /// The request headers handlers may read (lowercase); others are never copied out of MHD.
     public var headers: [String] = ["authorization", "content-type", "x-request-id", "idempotency-key", "accept"]
 

@@ -1,29 +1,35 @@
+import CMicroHTTPDStart
 import CMicroHTTPD
 import Foundation
 
 // The C callbacks of MHDServer. They capture nothing: the server arrives through `cls`, the
 // request's state through `con_cls` (retained there until MHD reports the request completed).
 
-let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
-    guard let cls, let connection, let conCls, let uploadDataSize else { return tb_MHD_NO }
+let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadDataSize, conCls in
+    guard let cls, let connection, let conCls, let uploadDataSize, let raw = conCls.pointee else { return tb_MHD_NO }
     let server = Unmanaged<MHDServer>.fromOpaque(cls).takeUnretainedValue()
     let limit = server.config.maxBodyBytes
-
-    guard let raw = conCls.pointee else {
-        // First call: headers only. Answer nothing yet (keep-alive), except a declared body over
-        // the limit, which is refused before it is read.
-        let ctx = RequestContext()
-        conCls.pointee = Unmanaged.passRetained(ctx).toOpaque()
-        if let cl = MHD_lookup_connection_value(connection, tb_MHD_HEADER_KIND, "Content-Length"),
-           let n = Int(String(cString: cl)), n > limit {
-            ctx.tooLarge = true
-            ctx.dispatched = true
-            return respondNow(server, ctx, connection, url, method)
-        }
-        return tb_MHD_YES
-    }
     let ctx = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
 
+    if !ctx.started {
+        // First call: headers only. Answer nothing yet (keep-alive), except a request the front
+        // door refuses or a declared body over the limit, which are answered before the body is
+        // read — on this first call, after which MHD closes the connection.
+        ctx.started = true
+        watch(connection)?.deadline.store(ConnectionDeadlines.now + server.deadlines.body, ordering: .relaxed)
+        if ctx.refusal == nil {
+            var check = FrontDoor.HeaderCheck()
+            withUnsafeMutablePointer(to: &check) { p in _ = MHD_get_connection_values_n(connection, tb_MHD_HEADER_KIND, checkHeader, p) }
+            ctx.refusal = check.finish(version: version.map { String(cString: $0) } ?? "")
+        }
+        if ctx.refusal == nil, let cl = MHD_lookup_connection_value(connection, tb_MHD_HEADER_KIND, "Content-Length"),
+           let n = Int(String(cString: cl)), n > limit {
+            ctx.tooLarge = true
+        }
+        guard ctx.refusal != nil || ctx.tooLarge else { return tb_MHD_YES }
+        ctx.dispatched = true
+        return respondNow(server, ctx, connection, url, method)
+    }
     if uploadDataSize.pointee > 0 {
         let n = uploadDataSize.pointee
         if !ctx.tooLarge, let uploadData {
@@ -46,7 +52,51 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
     }
     guard !ctx.dispatched else { return tb_MHD_YES }
     ctx.dispatched = true
+    watch(connection)?.deadline.store(0, ordering: .relaxed)   // received whole: the answer is ours to give
     return respondNow(server, ctx, connection, url, method)
+}
+
+/// The connection's deadline watch (ConnectionDeadlines), set when it opened.
+private func watch(_ connection: OpaquePointer) -> ConnectionDeadlines.Watch? {
+    tb_mhd_socket_context(connection).map { Unmanaged<ConnectionDeadlines.Watch>.fromOpaque($0).takeUnretainedValue() }
+}
+
+/// Called with the raw request target, before MHD decodes it: the request's context starts
+/// here, so that an escaped '/' or NUL in the path is known before routing.
+let uriLogHandler: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { _, uri, _ in
+    let ctx = RequestContext()
+    if let uri {
+        ctx.refusal = uri.withMemoryRebound(to: UInt8.self, capacity: strlen(uri)) { FrontDoor.targetProblem(UnsafeBufferPointer(start: $0, count: strlen(uri))) }
+    }
+    return Unmanaged.passRetained(ctx).toOpaque()
+}
+
+/// A connection opened or closed: its deadline watch is kept in MHD's socket context.
+let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketContext, toe in
+    guard let cls, let connection, let socketContext else { return }
+    let server = Unmanaged<MHDServer>.fromOpaque(cls).takeUnretainedValue()
+    if toe == tb_MHD_CONNECTION_NOTIFY_STARTED {
+        let w = server.deadlines.opened(fd: tb_mhd_connection_fd(connection))
+        socketContext.pointee = Unmanaged.passRetained(w).toOpaque()
+    } else if let raw = socketContext.pointee {
+        let w = Unmanaged<ConnectionDeadlines.Watch>.fromOpaque(raw)
+        server.deadlines.closed(w.takeUnretainedValue())
+        w.release()
+        socketContext.pointee = nil
+    }
+}
+
+private let checkHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
+    guard let cls else { return tb_MHD_NO }
+    let check = cls.assumingMemoryBound(to: FrontDoor.HeaderCheck.self)
+    func bytes(_ p: UnsafePointer<CChar>?, _ n: Int) -> UnsafeBufferPointer<UInt8> {
+        guard let p else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return p.withMemoryRebound(to: UInt8.self, capacity: n) { UnsafeBufferPointer(start: $0, count: n) }
+    }
+    // Read up to a NUL: a value whose length MHD counted past one holds a control character.
+    let shown = value.map { strnlen($0, valueSize) } ?? 0
+    check.pointee.add(name: bytes(key, keySize), value: bytes(value, shown), valueLength: valueSize)
+    return tb_MHD_YES
 }
 
 /// Builds the request, runs the handler, and queues its answer or suspends for it.
@@ -61,6 +111,7 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
     var request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
                               query: ctx.query, headers: ctx.headers, body: ctx.body, requestID: requestID)
     request.bodyTooLarge = ctx.tooLarge
+    request.refusal = ctx.refusal
     ctx.body = []
     switch server.handle(request) {
     case .now(let response):
@@ -87,7 +138,12 @@ private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in
     return tb_MHD_YES
 }
 
-let completedHandler: MHD_RequestCompletedCallback = { _, _, conCls, _ in
+let completedHandler: MHD_RequestCompletedCallback = { cls, connection, conCls, _ in
+    // Kept alive, the next request has the idle timeout to arrive whole.
+    if let cls, let connection {
+        let server = Unmanaged<MHDServer>.fromOpaque(cls).takeUnretainedValue()
+        watch(connection)?.deadline.store(ConnectionDeadlines.now + server.deadlines.idle, ordering: .relaxed)
+    }
     guard let conCls, let raw = conCls.pointee else { return }
     Unmanaged<RequestContext>.fromOpaque(raw).release()
     conCls.pointee = nil

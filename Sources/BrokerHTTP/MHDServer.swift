@@ -17,6 +17,9 @@ public final class MHDServer: Sendable {
     let handle: @Sendable (HTTPRequest) -> HTTPReply
     private let daemon = Mutex<DaemonBox?>(nil)
     let suspended = Atomic<Int>(0)
+    let deadlines: ConnectionDeadlines
+    /// Connections closed because their client was too slow (ConnectionDeadlines).
+    public var slowClientsClosed: Int { deadlines.closed.load(ordering: .relaxed) }
 
     struct DaemonBox: @unchecked Sendable { let pointer: OpaquePointer }
 
@@ -27,6 +30,7 @@ public final class MHDServer: Sendable {
     public init(config: HTTPServerConfig, handle: @escaping @Sendable (HTTPRequest) -> HTTPReply) {
         self.config = config
         self.handle = handle
+        deadlines = ConnectionDeadlines(headers: config.headerTimeout, body: config.bodyTimeout, idle: TimeInterval(config.idleTimeout))
     }
 
     /// Binds the configured address for a moment and lets it go: a port in use is a start-up
@@ -66,8 +70,11 @@ public final class MHDServer: Sendable {
         let cls = Unmanaged.passUnretained(self).toOpaque()
         let d = withUnsafePointer(to: &addr) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                tb_mhd_start(sa, UInt32(config.threads), UInt32(config.idleTimeout), config.maxHeaderBytes,
-                             UInt32(config.maxConnections), accessHandler, cls, completedHandler, nil)
+                var o = tb_mhd_options(addr: sa, threads: UInt32(config.threads), connection_timeout_s: UInt32(config.idleTimeout),
+                                       connection_memory_limit: config.maxHeaderBytes, connection_limit: UInt32(config.maxConnections),
+                                       per_ip_connection_limit: UInt32(config.maxConnectionsPerClient), handler: accessHandler,
+                                       completed: completedHandler, uri_log: uriLogHandler, notify_connection: connectionHandler, cls: cls)
+                return tb_mhd_start(&o)
             }
         }
         guard let d else {
@@ -76,6 +83,7 @@ public final class MHDServer: Sendable {
             throw startError(errno)
         }
         daemon.withLock { $0 = DaemonBox(pointer: d) }
+        deadlines.start()
     }
 
     /// The bound port (the chosen one when configured with 0).
@@ -89,6 +97,7 @@ public final class MHDServer: Sendable {
         while suspended.load(ordering: .acquiring) > 0 && Date() < deadline { usleep(10_000) }
         usleep(50_000)
         MHD_stop_daemon(d.pointer)
+        deadlines.stop()
     }
 
     /// Queues `response`, or for `HTTPResponse.drop` answers MHD_NO, on which MHD closes the

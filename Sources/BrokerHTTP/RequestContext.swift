@@ -10,7 +10,11 @@ final class RequestContext: @unchecked Sendable {
     var query: [(name: String, value: String)] = []
     var body: [UInt8] = []
     var tooLarge = false
+    /// The access handler has seen the headers (its first call for this request is over).
+    var started = false
     var dispatched = false
+    /// Why the front door refuses the request (FrontDoor), or nil.
+    var refusal: String?
     let ready = Mutex<HTTPResponse?>(nil)
 }
 

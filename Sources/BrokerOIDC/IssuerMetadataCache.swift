@@ -35,6 +35,15 @@ public final class IssuerMetadataCache: IssuerDirectory {
 
     public func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
         if let (m, at) = entries.withLock({ $0[issuer] }), now.timeIntervalSince(at) < maxAge { return m }
+        let m = try fetch(issuer)
+        entries.withLock { $0[issuer] = (m, now) }
+        return m
+    }
+
+    public func verify(issuer: String) throws(TokenEndpointError) { _ = try fetch(issuer) }
+
+    /// Reads and checks the document now.
+    private func fetch(_ issuer: String) throws(TokenEndpointError) -> IssuerMetadata {
         let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         guard let discovery = URL(string: base + "/.well-known/openid-configuration") else { throw .metadata("issuer is not a URL") }
         let reply: BlockingHTTP.Reply
@@ -61,7 +70,6 @@ public final class IssuerMetadataCache: IssuerDirectory {
                                endSessionEndpoint: url("end_session_endpoint"),
                                issParameterSupported: doc["authorization_response_iss_parameter_supported"] as? Bool == true,
                                introspectionEndpoint: url("introspection_endpoint"))
-        entries.withLock { $0[issuer] = (m, now) }
         return m
     }
 }

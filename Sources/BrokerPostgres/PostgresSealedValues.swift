@@ -26,7 +26,10 @@ public final class PostgresSealedValues: SealedValueStore {
         Column(table: "logins", column: "nonce", key: ("tenant_id", "id"), context: "logins", reseals: false),
     ]
 
-    static func kid(_ column: String) -> String { "substring(\(column) from 3 for get_byte(\(column), 1))" }
+    /// The key id a value names (empty for a value too short to be sealed: counted, never opened).
+    static func kid(_ column: String) -> String {
+        "(CASE WHEN octet_length(\(column)) > 1 THEN substring(\(column) from 3 for get_byte(\(column), 1)) ELSE ''::bytea END)"
+    }
 
     let pool: PGPool
     let sealer: any Sealer

@@ -9,3 +9,4 @@ static const enum MHD_Result tb_MHD_NO = MHD_NO;
 static const enum MHD_ValueKind tb_MHD_HEADER_KIND = MHD_HEADER_KIND;
 static const enum MHD_ValueKind tb_MHD_GET_ARGUMENT_KIND = MHD_GET_ARGUMENT_KIND;
 static const enum MHD_ResponseMemoryMode tb_MHD_RESPMEM_MUST_COPY = MHD_RESPMEM_MUST_COPY;
+static const enum MHD_ConnectionNotificationCode tb_MHD_CONNECTION_NOTIFY_STARTED = MHD_CONNECTION_NOTIFY_STARTED;

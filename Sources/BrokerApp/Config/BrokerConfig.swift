@@ -87,6 +87,9 @@ public struct BrokerConfig: Sendable {
         http.maxBodyBytes = try int("TOKENBROKER_MAX_BODY_BYTES", 256 * 1024, 1024...(16 << 20))
         http.maxHeaderBytes = try int("TOKENBROKER_MAX_HEADER_BYTES", 32 * 1024, 4096...(1 << 20))
         http.idleTimeout = try int("TOKENBROKER_IDLE_TIMEOUT_SECONDS", 30, 1...3600)
+        http.headerTimeout = Double(try int("TOKENBROKER_HEADER_TIMEOUT_SECONDS", 10, 1...300))
+        http.bodyTimeout = Double(try int("TOKENBROKER_BODY_TIMEOUT_SECONDS", 30, 1...3600))
+        http.maxConnectionsPerClient = try int("TOKENBROKER_MAX_CONNECTIONS_PER_CLIENT", 256, 0...100_000)
         let level = value("TOKENBROKER_LOG_LEVEL").map { $0.lowercased() } ?? "info"
         guard let logLevel = LogLevel(rawValue: level) else {
             throw Invalid(description: "TOKENBROKER_LOG_LEVEL must be debug, info, warn or error")

@@ -2,7 +2,8 @@ import BrokerCore
 import BrokerHTTP
 import Foundation
 
-/// Dispatcher is the HTTP front door: it refuses oversize bodies, routes, answers 404/405, and
+/// Dispatcher is the HTTP front door: it refuses what FrontDoor found malformed and oversize
+/// bodies, routes, answers 404/405, and
 /// logs what failed (ids and codes only). Every error becomes a response through ErrorResponse.
 struct Dispatcher: Sendable {
     let router: Router
@@ -14,7 +15,11 @@ struct Dispatcher: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         var req = request
         let reply: HTTPReply
-        if req.bodyTooLarge {
+        if let why = req.refusal {
+            var r = ErrorResponse.response(.badRequest(code: "invalid_request", message: "malformed request: \(why)"), requestID: req.requestID)
+            r.headers.append(("Connection", "close"))
+            reply = .now(r)
+        } else if req.bodyTooLarge {
             reply = .now(ErrorResponse.response(.payloadTooLarge(limit: maxBodyBytes), requestID: req.requestID))
         } else {
             switch router.match(method: req.method, path: req.path) {

@@ -80,7 +80,7 @@ public struct OperatorService: Sendable {
     /// `invalid_issuer` when it cannot be read or names another issuer.
     private func checkIssuer(_ issuer: String) throws {
         do throws(TokenEndpointError) {
-            _ = try directory.metadata(issuer: issuer, now: clock.now())
+            try directory.verify(issuer: issuer)
         } catch {
             throw BrokerError.badRequest(code: "invalid_issuer", message: "issuer \(issuer): \(error.reason) (?verify=false, or --no-verify, registers it without this check)")
         }

@@ -5,14 +5,32 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/* Starts an MHD daemon with typed arguments (MHD_start_daemon is C-variadic, which Swift cannot
- * call). Uses an epoll thread pool, allows suspend/resume, binds to `addr`. */
-struct MHD_Daemon *tb_mhd_start(const struct sockaddr *addr, unsigned int threads,
-                                unsigned int connection_timeout_s, size_t connection_memory_limit,
-                                unsigned int connection_limit,
-                                MHD_AccessHandlerCallback handler, void *handler_cls,
-                                MHD_RequestCompletedCallback completed, void *completed_cls);
+/* What tb_mhd_start passes to MHD_start_daemon (C-variadic, which Swift cannot call). Every
+ * callback gets `cls`. */
+struct tb_mhd_options {
+    const struct sockaddr *addr;
+    unsigned int threads;
+    unsigned int connection_timeout_s;
+    size_t connection_memory_limit;
+    unsigned int connection_limit;
+    unsigned int per_ip_connection_limit;   /* 0: none */
+    MHD_AccessHandlerCallback handler;
+    MHD_RequestCompletedCallback completed;
+    /* Called with the raw request target before MHD decodes it; returns the request's con_cls. */
+    void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *connection);
+    MHD_NotifyConnectionCallback notify_connection;
+    void *cls;
+};
+
+/* Starts an MHD daemon: an epoll thread pool, suspend/resume allowed, bound to `addr`. */
+struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o);
 
 /* The port a daemon is bound to (useful with port 0). */
 uint16_t tb_mhd_port(struct MHD_Daemon *daemon);
+
+/* The socket of a connection (-1 when MHD does not say). */
+int tb_mhd_connection_fd(struct MHD_Connection *connection);
+
+/* The pointer the connection-notify callback stored for the connection (NULL when none). */
+void *tb_mhd_socket_context(struct MHD_Connection *connection);
 #endif
