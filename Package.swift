@@ -20,7 +20,9 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
         .systemLibrary(name: "CJansson", pkgConfig: "jansson", providers: [.apt(["libjansson-dev"])]),
         // MHD_start_daemon is C-variadic; this shim calls it with typed arguments.
-        .target(name: "CMicroHTTPDStart", dependencies: ["CMicroHTTPD"]),
+        // GnuTLS, as Debian's libmicrohttpd uses it: client certificates of TLS listeners.
+        .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
+        .target(name: "CMicroHTTPDStart", dependencies: ["CMicroHTTPD", "CGnuTLS"]),
 
         // Pure core: model, policies, decisions, protocols, errors. No C, no I/O.
         .target(name: "BrokerCore"),

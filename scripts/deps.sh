@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [build|bench]   (build: compile, PostgreSQL, tests; bench: + wrk, nginx)
 # Python (venv) runs schemathesis from PyPI in make test and the benchmark driver; never the service.
 set -euo pipefail
-want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev postgresql postgresql-contrib pgbouncer curl ca-certificates python3 python3-venv)
+want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libjansson-dev libcurl4-openssl-dev postgresql postgresql-contrib pgbouncer curl ca-certificates python3 python3-venv)
 if [ "${1:-build}" = bench ]; then want+=(wrk nginx-light); fi
 missing=()
 for p in "${want[@]}"; do

@@ -14,6 +14,12 @@ public struct HTTPRequest: Sendable {
     /// Why the front door refuses the request's framing or target (FrontDoor): it is answered
     /// 400 and its connection closed, whatever its route.
     public var refusal: String?
+    /// On an mTLS listener: the SHA-256 (lowercase hex) of the client certificate, verified
+    /// against the listener's CA bundle. Nil: none presented (or plain HTTP).
+    public var clientCertificateSHA256: String?
+    /// On an mTLS listener: why the connection's client certificate is refused (none where one
+    /// is required, or one that does not verify): answered 401 whatever the route.
+    public var certificateRefusal: String?
     /// Path parameters filled in by the router.
     public var parameters: [String: String] = [:]
 

@@ -17,6 +17,8 @@ public struct HTTPServerConfig: Sendable {
     /// Seconds a client has to send a request's line and headers, and then its body.
     public var headerTimeout: Double = 10
     public var bodyTimeout: Double = 30
+    /// Nil: plain HTTP.
+    public var tls: TLSConfig?
     /// The request headers handlers may read (lowercase); others are never copied out of MHD.
     public var headers: [String] = ["authorization", "content-type", "x-request-id", "idempotency-key", "accept"]
 

@@ -22,11 +22,20 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
             withUnsafeMutablePointer(to: &check) { p in _ = MHD_get_connection_values_n(connection, tb_MHD_HEADER_KIND, checkHeader, p) }
             ctx.refusal = check.finish(version: version.map { String(cString: $0) } ?? "")
         }
+        if ctx.refusal == nil, let tls = server.config.tls, tls.clientCAFile != nil {
+            var sha = [UInt8](repeating: 0, count: 32)
+            switch tb_mhd_client_certificate(connection, &sha) {
+            case 1: ctx.clientCertificate = sha.map { String(format: "%02x", $0) }.joined()
+            case 0 where !tls.clientCertificateRequired: break
+            case 0: ctx.certificateRefusal = "this listener requires a client certificate"
+            default: ctx.certificateRefusal = "the client certificate does not verify against this listener's CA"
+            }
+        }
         if ctx.refusal == nil, let cl = MHD_lookup_connection_value(connection, tb_MHD_HEADER_KIND, "Content-Length"),
            let n = Int(String(cString: cl)), n > limit {
             ctx.tooLarge = true
         }
-        guard ctx.refusal != nil || ctx.tooLarge else { return tb_MHD_YES }
+        guard ctx.refusal != nil || ctx.certificateRefusal != nil || ctx.tooLarge else { return tb_MHD_YES }
         ctx.dispatched = true
         return respondNow(server, ctx, connection, url, method)
     }
@@ -112,6 +121,8 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
                               query: ctx.query, headers: ctx.headers, body: ctx.body, requestID: requestID)
     request.bodyTooLarge = ctx.tooLarge
     request.refusal = ctx.refusal
+    request.clientCertificateSHA256 = ctx.clientCertificate
+    request.certificateRefusal = ctx.certificateRefusal
     ctx.body = []
     switch server.handle(request) {
     case .now(let response):

@@ -36,6 +36,7 @@ public final class MHDServer: Sendable {
     /// Binds the configured address for a moment and lets it go: a port in use is a start-up
     /// error before anything else has started (the refresh engine, the change feed).
     public func probe() throws {
+        _ = try tlsMaterial()
         var addr = try address()
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return }
@@ -64,26 +65,82 @@ public final class MHDServer: Sendable {
         return StartError(description: "cannot listen on \(config.host):\(config.port): \(why)")
     }
 
-    /// Binds and starts serving; throws with a clear message when the address is unusable.
-    public func start() throws {
+    /// A TLS listener's PEM files, read.
+    struct TLSMaterial {
+        let key: String, certificate: String, trust: String?
+    }
+
+    /// Reads the configured TLS files (nil: plain HTTP); the error names the file, never its contents.
+    func tlsMaterial() throws -> TLSMaterial? {
+        guard let tls = config.tls else { return nil }
+        func read(_ path: String, _ what: String) throws -> String {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains("-----BEGIN ") else {
+                throw StartError(description: "cannot read the TLS \(what) file \(path) (PEM expected)")
+            }
+            return text
+        }
+        return TLSMaterial(key: try read(tls.keyFile, "key"), certificate: try read(tls.certificateFile, "certificate"),
+                           trust: try tls.clientCAFile.map { try read($0, "client CA") })
+    }
+
+    /// Starts a daemon serving `listenFD` (a reload), or bound to the configured address.
+    private func launch(_ tls: TLSMaterial?, listenFD: Int32 = -1, port: UInt16? = nil) throws -> OpaquePointer {
         var addr = try address()
+        if let port { addr.sin_port = port.bigEndian }
         let cls = Unmanaged.passUnretained(self).toOpaque()
+        func with(_ s: String?, _ body: (UnsafePointer<CChar>?) -> OpaquePointer?) -> OpaquePointer? {
+            guard let s else { return body(nil) }
+            return s.withCString { body($0) }
+        }
         let d = withUnsafePointer(to: &addr) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                var o = tb_mhd_options(addr: sa, threads: UInt32(config.threads), connection_timeout_s: UInt32(config.idleTimeout),
-                                       connection_memory_limit: config.maxHeaderBytes, connection_limit: UInt32(config.maxConnections),
-                                       per_ip_connection_limit: UInt32(config.maxConnectionsPerClient), handler: accessHandler,
-                                       completed: completedHandler, uri_log: uriLogHandler, notify_connection: connectionHandler, cls: cls)
-                return tb_mhd_start(&o)
+                with(tls?.key) { key in with(tls?.certificate) { cert in with(tls?.trust) { trust in
+                    var o = tb_mhd_options(addr: sa, threads: UInt32(config.threads), connection_timeout_s: UInt32(config.idleTimeout),
+                                           connection_memory_limit: config.maxHeaderBytes, connection_limit: UInt32(config.maxConnections),
+                                           per_ip_connection_limit: UInt32(config.maxConnectionsPerClient), handler: accessHandler,
+                                           completed: completedHandler, uri_log: uriLogHandler, notify_connection: connectionHandler, cls: cls,
+                                           tls_key: key, tls_cert: cert, tls_trust: trust, listen_fd: listenFD)
+                    return tb_mhd_start(&o)
+                } } }
             }
         }
         guard let d else {
             // No SO_REUSEPORT: a second instance on a port in use fails here instead of quietly
             // taking half of the first one's connections.
+            if tls != nil && errno != EADDRINUSE && errno != EACCES {
+                throw StartError(description: "cannot listen on \(config.host):\(config.port): the TLS certificate or key was refused (a PEM chain and its private key?)")
+            }
             throw startError(errno)
         }
+        return d
+    }
+
+    /// Binds and starts serving; throws with a clear message when the address or the TLS files
+    /// are unusable.
+    public func start() throws {
+        let d = try launch(try tlsMaterial())
         daemon.withLock { $0 = DaemonBox(pointer: d) }
         deadlines.start()
+    }
+
+    /// Reads the TLS files again and serves new connections with them; connections already open
+    /// finish on the old daemon, which stops once they are done (at most `grace` later). The new
+    /// files are tried on a scratch port first: bad ones leave the listener as it was.
+    public func reload(grace: TimeInterval = 30) throws {
+        let material = try tlsMaterial()
+        let scratch = try launch(material, port: 0)
+        MHD_stop_daemon(scratch)
+        guard let old = daemon.withLock({ $0 }) else { return }
+        let fd = MHD_quiesce_daemon(old.pointer)
+        guard fd >= 0 else { throw StartError(description: "cannot hand the listening socket over") }
+        let new = try launch(material, listenFD: fd)
+        daemon.withLock { $0 = DaemonBox(pointer: new) }
+        let stopping = old
+        Thread.detachNewThread {
+            let deadline = Date().addingTimeInterval(grace)
+            while tb_mhd_connections(stopping.pointer) > 0 && Date() < deadline { usleep(50_000) }
+            MHD_stop_daemon(stopping.pointer)
+        }
     }
 
     /// The bound port (the chosen one when configured with 0).
@@ -92,11 +149,12 @@ public final class MHDServer: Sendable {
     /// Stops accepting, waits up to `grace` for suspended requests to be answered, then stops.
     public func stop(grace: TimeInterval = 10) {
         guard let d = daemon.withLock({ b -> DaemonBox? in defer { b = nil }; return b }) else { return }
-        _ = MHD_quiesce_daemon(d.pointer)
+        let fd = MHD_quiesce_daemon(d.pointer)
         let deadline = Date().addingTimeInterval(grace)
         while suspended.load(ordering: .acquiring) > 0 && Date() < deadline { usleep(10_000) }
         usleep(50_000)
         MHD_stop_daemon(d.pointer)
+        if fd >= 0 { close(fd) }
         deadlines.stop()
     }
 

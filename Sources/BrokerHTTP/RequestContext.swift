@@ -15,6 +15,8 @@ final class RequestContext: @unchecked Sendable {
     var dispatched = false
     /// Why the front door refuses the request (FrontDoor), or nil.
     var refusal: String?
+    var clientCertificate: String?
+    var certificateRefusal: String?
     let ready = Mutex<HTTPResponse?>(nil)
 }
 

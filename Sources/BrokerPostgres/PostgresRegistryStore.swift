@@ -109,24 +109,41 @@ public final class PostgresRegistryStore: RegistryStore {
     public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])? {
         try pool.run { c in
             try c.execute("""
-                SELECT name, array_to_string(roles, ' '), array_to_string(tenants, ' '), secret_hash,
-                       extract(epoch from revoked_at), extract(epoch from expires_at)
-                FROM api_keys WHERE id = \(id)
-                """, plan: .generic).first { r in
-                let name: String = try r.next(), roles = try r.words(), tenants = try r.words(), hash = try r.bytes() ?? []
-                let p = Principal(id: id, name: name, roles: Set(roles.compactMap(Role.init(rawValue:))), tenants: Set(tenants),
-                                  revokedAt: try r.next(), expiresAt: try r.next())
-                return (p, secretHash: hash)
-            }
+                SELECT \(raw: Self.keyColumns), secret_hash FROM api_keys WHERE id = \(id)
+                """, plan: .generic).first { r in (try Self.principal(&r), secretHash: try r.bytes() ?? []) }
         }
     }
 
-    public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws {
+    public func apiKey(certificateSHA256: String) throws -> Principal? {
         try pool.run { c in
-            try c.execute("""
-                INSERT INTO api_keys (id, name, roles, tenants, secret_hash, created_at, expires_at)
-                VALUES (\(p.id), \(p.name), \(p.roles.map(\.rawValue).sorted()), \(p.tenants.sorted()), \(secretHash), \(now), \(p.expiresAt))
-                """)
+            try c.execute("SELECT \(raw: Self.keyColumns) FROM api_keys WHERE certificate_sha256 = \(certificateSHA256)",
+                          plan: .generic).first { try Self.principal(&$0) }
+        }
+    }
+
+    static let keyColumns = """
+        id, name, array_to_string(roles, ' '), array_to_string(tenants, ' '), extract(epoch from revoked_at),
+        extract(epoch from expires_at), certificate_sha256
+        """
+
+    /// Reads the columns of `keyColumns`, in order.
+    static func principal(_ r: inout PGRow) throws -> Principal {
+        let id: String = try r.next(), name: String = try r.next(), roles = try r.words(), tenants = try r.words()
+        return Principal(id: id, name: name, roles: Set(roles.compactMap(Role.init(rawValue:))), tenants: Set(tenants),
+                         revokedAt: try r.next(), expiresAt: try r.next(), certificateSHA256: try r.next())
+    }
+
+    public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws {
+        do {
+            try pool.run { c in
+                try c.execute("""
+                    INSERT INTO api_keys (id, name, roles, tenants, secret_hash, created_at, expires_at, certificate_sha256)
+                    VALUES (\(p.id), \(p.name), \(p.roles.map(\.rawValue).sorted()), \(p.tenants.sorted()), \(secretHash), \(now), \(p.expiresAt),
+                            \(p.certificateSHA256))
+                    """)
+            }
+        } catch BrokerError.conflict {
+            throw BrokerError.conflict(code: "conflict", message: "that certificate already stands for another key")
         }
     }
 
@@ -151,15 +168,9 @@ public final class PostgresRegistryStore: RegistryStore {
     public func apiKeys() throws -> [APIKeyRecord] {
         try pool.run { c in
             try c.execute("""
-                SELECT id, name, array_to_string(roles, ' '), array_to_string(tenants, ' '), extract(epoch from revoked_at),
-                       extract(epoch from expires_at), extract(epoch from created_at), extract(epoch from last_used_at)
+                SELECT \(raw: Self.keyColumns), extract(epoch from created_at), extract(epoch from last_used_at)
                 FROM api_keys ORDER BY created_at DESC, id
-                """).map { r in
-                let id: String = try r.next(), name: String = try r.next(), roles = try r.words(), tenants = try r.words()
-                let p = Principal(id: id, name: name, roles: Set(roles.compactMap(Role.init(rawValue:))), tenants: Set(tenants),
-                                  revokedAt: try r.next(), expiresAt: try r.next())
-                return APIKeyRecord(principal: p, createdAt: try r.next(), lastUsedAt: try r.next())
-            }
+                """).map { r in APIKeyRecord(principal: try Self.principal(&r), createdAt: try r.next(), lastUsedAt: try r.next()) }
         }
     }
 }

@@ -50,7 +50,14 @@ public final class InMemoryRegistryStore: RegistryStore {
         state.withLock { s in s.keys[id].map { ($0.0, $0.1) } }
     }
 
+    public func apiKey(certificateSHA256: String) throws -> Principal? {
+        state.withLock { s in s.keys.values.first { $0.0.certificateSHA256 == certificateSHA256 }?.0 }
+    }
+
     public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws {
+        if let c = p.certificateSHA256, try apiKey(certificateSHA256: c) != nil {
+            throw BrokerError.conflict(code: "conflict", message: "that certificate already stands for another key")
+        }
         state.withLock { s in
             s.keys[p.id] = (p, secretHash)
             s.keyTimes[p.id] = (now, nil)
@@ -61,7 +68,7 @@ public final class InMemoryRegistryStore: RegistryStore {
         state.withLock { s in
             guard let (p, h) = s.keys[id] else { return false }
             s.keys[id] = (Principal(id: p.id, name: p.name, roles: p.roles, tenants: p.tenants, revokedAt: p.revokedAt ?? now,
-                                    expiresAt: p.expiresAt), h)
+                                    expiresAt: p.expiresAt, certificateSHA256: p.certificateSHA256), h)
             return true
         }
     }

@@ -1,9 +1,28 @@
 #include "CMicroHTTPDStart.h"
+#include <gnutls/gnutls.h>
+#include <gnutls/crypto.h>
 
 struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o) {
     unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    struct MHD_OptionItem extra[8];
+    int n = 0;
+    if (o->listen_fd >= 0) {
+        extra[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, o->listen_fd, NULL};
+    } else {
+        extra[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)o->addr};
+    }
+    if (o->tls_cert != NULL) {
+        flags |= MHD_USE_TLS;
+        extra[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key};
+        extra[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)o->tls_cert};
+        /* TLS 1.2 and 1.3 only (RFC 8996 deprecates 1.0 and 1.1). */
+        extra[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"};
+        if (o->tls_trust != NULL) {
+            extra[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)o->tls_trust};
+        }
+    }
+    extra[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     return MHD_start_daemon(flags, 0, NULL, NULL, o->handler, o->cls,
-                            MHD_OPTION_SOCK_ADDR, o->addr,
                             MHD_OPTION_THREAD_POOL_SIZE, o->threads,
                             MHD_OPTION_CONNECTION_TIMEOUT, o->connection_timeout_s,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->connection_memory_limit,
@@ -12,6 +31,7 @@ struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o) {
                             MHD_OPTION_NOTIFY_COMPLETED, o->completed, o->cls,
                             MHD_OPTION_URI_LOG_CALLBACK, o->uri_log, o->cls,
                             MHD_OPTION_NOTIFY_CONNECTION, o->notify_connection, o->cls,
+                            MHD_OPTION_ARRAY, extra,
                             MHD_OPTION_END);
 }
 
@@ -28,4 +48,22 @@ int tb_mhd_connection_fd(struct MHD_Connection *connection) {
 void *tb_mhd_socket_context(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info ? info->socket_context : NULL;
+}
+
+int tb_mhd_client_certificate(struct MHD_Connection *connection, unsigned char sha256[32]) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (info == NULL || info->tls_session == NULL) return -1;
+    gnutls_session_t session = (gnutls_session_t)info->tls_session;
+    unsigned int count = 0;
+    const gnutls_datum_t *peers = gnutls_certificate_get_peers(session, &count);
+    if (peers == NULL || count == 0) return 0;
+    unsigned int status = 0;
+    if (gnutls_certificate_verify_peers2(session, &status) < 0 || status != 0) return -1;
+    if (gnutls_hash_fast(GNUTLS_DIG_SHA256, peers[0].data, peers[0].size, sha256) < 0) return -1;
+    return 1;
+}
+
+unsigned int tb_mhd_connections(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
 }

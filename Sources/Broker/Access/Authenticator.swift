@@ -38,6 +38,8 @@ public final class Authenticator: Sendable {
     private let maxAge: TimeInterval
     private let entries: Mutex<LRUCache<String, Entry>>
     private let unknown: Mutex<LRUCache<String, Date>>
+    /// Principals of client certificates, by fingerprint (nil principal: it stands for none).
+    private let certificates: Mutex<LRUCache<String, Entry>>
 
     public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval, capacity: Int = 100_000,
                 unknownCapacity: Int = 10_000) {
@@ -46,6 +48,30 @@ public final class Authenticator: Sendable {
         self.maxAge = maxAge
         entries = Mutex(LRUCache(capacity: capacity))
         unknown = Mutex(LRUCache(capacity: unknownCapacity))
+        certificates = Mutex(LRUCache(capacity: unknownCapacity))
+    }
+
+    static let unknownCertificate = BrokerError.unauthorized("the client certificate stands for no usable key")
+
+    /// The principal a verified client certificate stands for (mTLS), from memory, or nil when
+    /// only the store can tell.
+    public func cached(certificate sha256: String, now: Date) -> Result<Principal, BrokerError>? {
+        guard let e = certificates.withLock({ $0.get(sha256) }), now.timeIntervalSince(e.at) < maxAge else { return nil }
+        return Result { () throws(BrokerError) in try check(certificate: e, now: now) }
+    }
+
+    /// The principal a verified client certificate stands for; `unauthorized` when none, or
+    /// when it is revoked or expired. May query the store.
+    public func authenticate(certificate sha256: String, now: Date) throws -> Principal {
+        let e = Entry(principal: try store.apiKey(certificateSHA256: sha256), hash: [], at: now)
+        certificates.withLock { $0.set(sha256, e) }
+        return try check(certificate: e, now: now)
+    }
+
+    private func check(certificate e: Entry, now: Date) throws(BrokerError) -> Principal {
+        guard let principal = e.principal, principal.isValid(at: now) else { throw Self.unknownCertificate }
+        if !e.used.load(ordering: .relaxed) { e.used.store(true, ordering: .relaxed) }
+        return principal
     }
 
     /// Makes a new key for `principal.id` from 32 random bytes; returns the key to show once and
@@ -99,7 +125,8 @@ public final class Authenticator: Sendable {
 
     /// The key's principal if the secret matches and the key is neither revoked nor expired.
     private func check(_ e: Entry, secret: String, now: Date) throws(BrokerError) -> Principal {
-        guard let principal = e.principal, principal.isValid(at: now), hasher.equal(hasher.hash(secret), e.hash) else { throw Self.refused }
+        guard let principal = e.principal, principal.isValid(at: now), principal.certificateSHA256 == nil,
+              hasher.equal(hasher.hash(secret), e.hash) else { throw Self.refused }
         if !e.used.load(ordering: .relaxed) { e.used.store(true, ordering: .relaxed) }
         return principal
     }
@@ -126,6 +153,7 @@ public final class Authenticator: Sendable {
     /// Key ids used since the last call (for last_used_at, written in bulk).
     public func drainUsed() -> [String] {
         entries.withLock { m in m.entries.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
+            + certificates.withLock { m in m.entries.compactMap { _, e in e.used.exchange(false, ordering: .relaxed) ? e.principal?.id : nil } }
     }
 
     public func forget(_ change: Change) {
@@ -133,9 +161,11 @@ public final class Authenticator: Sendable {
         case .apiKey(let id):
             entries.withLock { $0.remove(id) }
             unknown.withLock { $0.remove(id) }
+            certificates.withLock { $0.removeAll() }   // a key made or revoked: rare, and the cache is keyed by fingerprint
         case .resync:
             entries.withLock { $0.removeAll() }
             unknown.withLock { $0.removeAll() }
+            certificates.withLock { $0.removeAll() }
         default: break
         }
     }

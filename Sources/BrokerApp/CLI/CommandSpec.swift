@@ -29,13 +29,14 @@ struct CommandSpec {
             flags: ["no-verify"], positionals: 1...1),
         CommandSpec(name: "apikey", usage: """
             tokenbroker apikey create --name N --role R [--role R]... (--tenant T [--tenant T]... | --all-tenants)
-                                      [--expires-in SECONDS] [--config FILE]
-              create an API key; prints only the key
+                                      [--expires-in SECONDS] [--certificate-sha256 HEX] [--config FILE]
+              create an API key; prints only the key (with --certificate-sha256: the principal of that client
+              certificate on an mTLS listener, no bearer key; prints its id)
             tokenbroker apikey list [--config FILE]
               every key, a JSON line each: id, name, roles, tenants, created, last used, expires, revoked
             tokenbroker apikey revoke ID [--config FILE]
               revoke an API key
-            """, options: ["name", "role", "tenant", "expires-in"], flags: ["all-tenants"], positionals: 1...2),
+            """, options: ["name", "role", "tenant", "expires-in", "certificate-sha256"], flags: ["all-tenants"], positionals: 1...2),
         CommandSpec(name: "sealing-key", usage: SealingKeyCommand.usage, options: ["id", "batch"], positionals: 1...1),
         CommandSpec(name: "signout", usage: SignoutCommand.usage,
                     options: ["tenant", "subject", "client", "created-before", "idle-since", "timeout", "idp-wait", "idempotency-key", "url", "key-file"],

@@ -75,9 +75,10 @@ enum Commands {
             }
             let (p, key) = try rt.operators.createKey(name: a.value("name") ?? "cli", roles: roles,
                                                       tenants: tenants.isEmpty ? [Principal.allTenants] : Set(tenants),
-                                                      expiresIn: expiresIn, actor: "cli")
-            print(key)
-            FileHandle.standardError.write(Data("api key \(p.id) created\n".utf8))
+                                                      expiresIn: expiresIn, certificateSHA256: a.value("certificate-sha256"), actor: "cli")
+            // A key is printed alone, for scripts; a certificate principal has none: its id instead.
+            print(key ?? p.id)
+            FileHandle.standardError.write(Data("api key \(p.id) created\(key == nil ? " for the client certificate" : "")\n".utf8))
         case "list":
             // One JSON document a line per key: id, name, roles, tenants, created, last used, expires, revoked.
             for k in try rt.operators.listKeys() { print(Render.apiKey(k)) }

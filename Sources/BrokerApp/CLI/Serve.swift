@@ -16,22 +16,29 @@ enum Serve {
         guard pending.isEmpty else {
             return CLI.fail("the database is not migrated (pending: \(pending.map(String.init).joined(separator: ", "))): run `tokenbroker migrate` first", 2)
         }
-        let dispatcher = Dispatcher(router: Routes.router(rt), logger: log, accessLog: rt.config.accessLog,
-                                    maxBodyBytes: rt.config.http.maxBodyBytes)
-        let server = MHDServer(config: rt.config.http) { dispatcher.handle($0) }
-        // A port in use (another instance) is a start-up error, before the engine starts.
-        do { try server.probe() } catch {
+        let router = Routes.router(rt)
+        let servers = rt.config.listeners.map { l in
+            let dispatcher = Dispatcher(router: router, logger: log, accessLog: rt.config.accessLog, maxBodyBytes: l.http.maxBodyBytes,
+                                        audiences: l.audiences)
+            return (l, MHDServer(config: l.http) { dispatcher.handle($0) })
+        }
+        // A port in use (another instance) or an unreadable certificate is a start-up error,
+        // before the engine starts.
+        do { for (_, s) in servers { try s.probe() } } catch {
             return CLI.fail("\(error)", 2)
         }
         rt.startBackground()
-        do { try server.start() } catch {
-            return CLI.fail("\(error)", 2)
+        for (l, s) in servers {
+            do { try s.start() } catch {
+                return CLI.fail("\(error)", 2)
+            }
+            log.info("listening", ("address", "\(l.http.host):\(s.port)"), ("audiences", l.audiences.map(\.rawValue).sorted().joined(separator: ",")),
+                     ("tls", l.http.tls == nil ? "off" : l.http.tls?.clientCAFile == nil ? "on" : "mtls"), ("pid", String(getpid())))
         }
-        log.info("listening", ("address", "\(rt.config.http.host):\(server.port)"), ("pid", String(getpid())))
 
         let stop: @Sendable (Int32) -> Void = { sig in
             log.info("shutting down", ("signal", String(sig)))
-            server.stop()
+            for (_, s) in servers { s.stop() }
             rt.shutdown()
             log.info("stopped")
             exit(0)
@@ -43,6 +50,22 @@ enum Serve {
             source.resume()
             Signals.keep(source)
         }
+        // SIGHUP: every TLS listener reads its certificate and key files again; connections
+        // already open finish on the old ones.
+        signal(SIGHUP, SIG_IGN)
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        hup.setEventHandler {
+            for (l, s) in servers where l.http.tls != nil {
+                do {
+                    try s.reload()
+                    log.info("certificates reloaded", ("address", l.address))
+                } catch {
+                    log.error("certificate reload failed; the old ones stay in use", ("address", l.address), ("error", "\(error)"))
+                }
+            }
+        }
+        hup.resume()
+        Signals.keep(hup)
         dispatchMain()
     }
 }

@@ -12,7 +12,10 @@ public struct BrokerConfig: Sendable {
     /// Where LISTEN runs: a direct connection (session state), also when `databaseURL` is a
     /// transaction pooler. Defaults to `databaseURL`.
     public var listenDatabaseURL: String
+    /// The internal listener (TOKENBROKER_LISTEN): the template of every listener's limits.
     public var http: HTTPServerConfig
+    /// Every address served, with its audiences and TLS (one, unless audiences are split).
+    public var listeners: [Listener]
     /// Nil for commands that seal nothing (migrate, tenant, apikey).
     public var sealingKeys: SealingKeys?
     public var workerThreads: Int
@@ -77,19 +80,17 @@ public struct BrokerConfig: Sendable {
             do { keys = try SealingKeys.parse(keysText) } catch { throw Invalid(description: "sealing keys: \(error.reason)") }
         }
 
-        let listen = value("TOKENBROKER_LISTEN") ?? "127.0.0.1:8080"
-        guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
-            throw Invalid(description: "TOKENBROKER_LISTEN must be host:port (got '\(listen)')")
-        }
         let httpThreads = try int("TOKENBROKER_HTTP_THREADS", max(2, ProcessInfo.processInfo.activeProcessorCount), 1...256)
         let workers = try int("TOKENBROKER_WORKER_THREADS", 32, 1...1024)
-        var http = HTTPServerConfig(host: String(listen[..<colon]), port: port, threads: httpThreads)
+        var http = HTTPServerConfig(host: "127.0.0.1", port: 8080, threads: httpThreads)
         http.maxBodyBytes = try int("TOKENBROKER_MAX_BODY_BYTES", 256 * 1024, 1024...(16 << 20))
         http.maxHeaderBytes = try int("TOKENBROKER_MAX_HEADER_BYTES", 32 * 1024, 4096...(1 << 20))
         http.idleTimeout = try int("TOKENBROKER_IDLE_TIMEOUT_SECONDS", 30, 1...3600)
         http.headerTimeout = Double(try int("TOKENBROKER_HEADER_TIMEOUT_SECONDS", 10, 1...300))
         http.bodyTimeout = Double(try int("TOKENBROKER_BODY_TIMEOUT_SECONDS", 30, 1...3600))
         http.maxConnectionsPerClient = try int("TOKENBROKER_MAX_CONNECTIONS_PER_CLIENT", 256, 0...100_000)
+        let listeners = try Listener.load(value, template: http)
+        http = listeners[0].http
         let level = value("TOKENBROKER_LOG_LEVEL").map { $0.lowercased() } ?? "info"
         guard let logLevel = LogLevel(rawValue: level) else {
             throw Invalid(description: "TOKENBROKER_LOG_LEVEL must be debug, info, warn or error")
@@ -110,7 +111,7 @@ public struct BrokerConfig: Sendable {
             if d > 0 { retention[kind] = TimeInterval(d) * 86_400 }
         }
         return BrokerConfig(
-            databaseURL: db, listenDatabaseURL: value("TOKENBROKER_LISTEN_DATABASE_URL") ?? db, http: http, sealingKeys: keys, workerThreads: workers,
+            databaseURL: db, listenDatabaseURL: value("TOKENBROKER_LISTEN_DATABASE_URL") ?? db, http: http, listeners: listeners, sealingKeys: keys, workerThreads: workers,
             databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 16 + 4, 1...1024),
             databasePreparedStatements: try bool("TOKENBROKER_DB_PREPARED_STATEMENTS", true),
             cacheMaxAge: TimeInterval(try int("TOKENBROKER_CACHE_MAX_AGE_SECONDS", 30, 0...3600)),

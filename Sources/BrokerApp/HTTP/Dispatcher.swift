@@ -10,6 +10,8 @@ struct Dispatcher: Sendable {
     let logger: Logger
     let accessLog: Bool
     let maxBodyBytes: Int
+    /// The audiences this listener serves: another audience's routes do not exist here (404).
+    var audiences: Set<Audience> = Set(Audience.allCases)
 
     func handle(_ request: HTTPRequest) -> HTTPReply {
         let started = DispatchTime.now().uptimeNanoseconds
@@ -19,8 +21,14 @@ struct Dispatcher: Sendable {
             var r = ErrorResponse.response(.badRequest(code: "invalid_request", message: "malformed request: \(why)"), requestID: req.requestID)
             r.headers.append(("Connection", "close"))
             reply = .now(r)
+        } else if let why = req.certificateRefusal {
+            var r = ErrorResponse.response(.unauthorized(why), requestID: req.requestID)
+            r.headers.append(("Connection", "close"))
+            reply = .now(r)
         } else if req.bodyTooLarge {
             reply = .now(ErrorResponse.response(.payloadTooLarge(limit: maxBodyBytes), requestID: req.requestID))
+        } else if !audiences.contains(Audience.of(path: req.path)) {
+            reply = .now(ErrorResponse.response(.notFound("route"), requestID: req.requestID))
         } else {
             switch router.match(method: req.method, path: req.path) {
             case .found(let handler, let params):

@@ -16,10 +16,18 @@ extension BrokerRuntime {
                 return .now(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
             }
         }
-        if let known = auth.cached(header, now: clock.now()) { return run(known) }
+        // A bearer key when one is sent; else the verified client certificate of an mTLS listener.
+        let certificate = header == nil ? req.clientCertificateSHA256 : nil
+        if let certificate {
+            if let known = auth.cached(certificate: certificate, now: clock.now()) { return run(known) }
+        } else if let known = auth.cached(header, now: clock.now()) {
+            return run(known)
+        }
         return .later { [executor, auth, clock] respond in
             executor.submit {
-                let known = Result { try auth.authenticate(header, now: clock.now()) }.mapError { ($0 as? BrokerError) ?? .internalError }
+                let known = Result {
+                    try certificate.map { try auth.authenticate(certificate: $0, now: clock.now()) } ?? auth.authenticate(header, now: clock.now())
+                }.mapError { ($0 as? BrokerError) ?? .internalError }
                 switch run(known) {
                 case .now(let r): respond(r)
                 case .later(let answer): answer(respond)

@@ -60,6 +60,7 @@ enum Render {
             ("roles", JSONText.strings(k.principal.roles.map(\.rawValue).sorted())), ("tenants", JSONText.strings(k.principal.tenants.sorted())),
             ("created_at", RFC3339.optional(k.createdAt)), ("last_used_at", RFC3339.optional(k.lastUsedAt)),
             ("expires_at", RFC3339.optional(k.principal.expiresAt)), ("revoked_at", RFC3339.optional(k.principal.revokedAt)),
+            ("certificate_sha256", k.principal.certificateSHA256.map(JSONText.quote) ?? "null"),
         ])
     }
 

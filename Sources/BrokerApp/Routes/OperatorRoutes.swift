@@ -82,6 +82,7 @@ struct OperatorRoutes {
                 let name = try b.requiredString("name")
                 let tenants = try b.strings("tenants") ?? []
                 let expiresIn = try b.int("expires_in")
+                let certificate = try b.string("certificate_sha256")
                 let roles = try Set((try b.strings("roles") ?? []).map { name -> Role in
                     guard let r = Role(rawValue: name) else {
                         throw BrokerError.badRequest(code: "invalid_request", message: "unknown role '\(name)'")
@@ -90,11 +91,13 @@ struct OperatorRoutes {
                 })
                 return runtime.later(req) {
                     let (k, key) = try runtime.operators.createKey(name: name, roles: roles, tenants: Set(tenants),
-                                                                   expiresIn: expiresIn.map(TimeInterval.init), actor: p.id)
-                    return .json(201, JSONText.object([
-                        ("id", JSONText.quote(k.id)), ("key", JSONText.quote(key)), ("name", JSONText.quote(k.name)),
+                                                                   expiresIn: expiresIn.map(TimeInterval.init), certificateSHA256: certificate,
+                                                                   actor: p.id)
+                    return .json(201, JSONText.object([("id", JSONText.quote(k.id))] + (key.map { [("key", JSONText.quote($0))] } ?? []) + [
+                        ("name", JSONText.quote(k.name)),
                         ("roles", JSONText.strings(k.roles.map(\.rawValue).sorted())), ("tenants", JSONText.strings(k.tenants.sorted())),
-                        ("expires_at", RFC3339.optional(k.expiresAt))]))
+                        ("expires_at", RFC3339.optional(k.expiresAt)),
+                        ("certificate_sha256", k.certificateSHA256.map(JSONText.quote) ?? "null")]))
                 }
             }
         }

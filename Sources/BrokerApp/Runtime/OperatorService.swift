@@ -100,9 +100,15 @@ public struct OperatorService: Sendable {
     /// The longest `expiresIn` a key may have: ten years.
     public static let maxKeyLifetime: TimeInterval = 10 * 365 * 86_400
 
-    /// A new key; `expiresIn` seconds from now it is refused (nil: never).
+    /// A new key; `expiresIn` seconds from now it is refused (nil: never). With
+    /// `certificateSHA256` the principal is the holder of that client certificate on an mTLS
+    /// listener, and has no usable bearer key (`key` is nil).
     public func createKey(name: String, roles: Set<Role>, tenants: Set<String>, expiresIn: TimeInterval? = nil,
-                          actor: String) throws -> (Principal, key: String) {
+                          certificateSHA256: String? = nil, actor: String) throws -> (Principal, key: String?) {
+        let certificate = certificateSHA256.map { $0.lowercased().replacingOccurrences(of: ":", with: "") }
+        if let certificate, !Principal.isFingerprint(certificate) {
+            throw BrokerError.badRequest(code: "invalid_request", message: "'certificate_sha256' must be a SHA-256 in hex (64 digits, colons allowed)")
+        }
         if let e = expiresIn, !(1...Self.maxKeyLifetime).contains(e) {
             throw BrokerError.badRequest(code: "invalid_request", message: "'expires_in' must be 1...\(Int(Self.maxKeyLifetime)) seconds")
         }
@@ -117,10 +123,12 @@ public struct OperatorService: Sendable {
         var rng = SystemRandomNumberGenerator()
         let id = Authenticator.newID(using: &rng)
         let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
-        let p = Principal(id: id, name: name, roles: roles, tenants: tenants, expiresAt: expiresIn.map { clock.now().addingTimeInterval($0) })
+        let p = Principal(id: id, name: name, roles: roles, tenants: tenants, expiresAt: expiresIn.map { clock.now().addingTimeInterval($0) },
+                          certificateSHA256: certificate)
         try store.createAPIKey(p, secretHash: hash, now: clock.now())
+        feed.publish(.apiKey(id: id))   // replicas forget what they knew of this certificate
         audit.record(AuditEvent(at: clock.now(), actor: actor, action: "apikey.create", tenant: nil, session: nil, outcome: id))
-        return (p, key)
+        return (p, certificate == nil ? key : nil)
     }
 
     /// Every key, newest first, with its last use and expiry (never a secret).

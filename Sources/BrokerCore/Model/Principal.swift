@@ -14,14 +14,24 @@ public struct Principal: Sendable, Equatable {
     public let revokedAt: Date?
     /// After this instant the key is refused (nil: never).
     public let expiresAt: Date?
+    /// The SHA-256 (lowercase hex) of the client certificate that stands for this principal on
+    /// an mTLS listener; such a principal has no usable bearer key. Nil: a bearer key.
+    public let certificateSHA256: String?
 
-    public init(id: String, name: String, roles: Set<Role>, tenants: Set<String>, revokedAt: Date? = nil, expiresAt: Date? = nil) {
+    public init(id: String, name: String, roles: Set<Role>, tenants: Set<String>, revokedAt: Date? = nil, expiresAt: Date? = nil,
+                certificateSHA256: String? = nil) {
         self.id = id
         self.name = name
         self.roles = roles
         self.tenants = tenants
         self.revokedAt = revokedAt
         self.expiresAt = expiresAt
+        self.certificateSHA256 = certificateSHA256
+    }
+
+    /// Whether `s` is a certificate fingerprint as stored: 64 lowercase hex digits.
+    public static func isFingerprint(_ s: String) -> Bool {
+        s.utf8.count == 64 && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
     }
 
     /// Whether the key may be used at `now`: not revoked, not expired.

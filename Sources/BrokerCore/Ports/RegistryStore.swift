@@ -18,6 +18,8 @@ public protocol RegistryStore: Sendable {
 
     /// The key with this id, and the SHA-256 of its secret.
     func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])?
+    /// The principal a client certificate stands for (by its SHA-256), revoked or not.
+    func apiKey(certificateSHA256: String) throws -> Principal?
     func createAPIKey(_ principal: Principal, secretHash: [UInt8], now: Date) throws
     /// Marks the key revoked; false when there is no such key.
     func revokeAPIKey(id: String, now: Date) throws -> Bool

@@ -4,12 +4,13 @@ import Foundation
 /// RegistryStoreContract: tenants, clients and API keys. Clients belong to one tenant (the same
 /// client id in another tenant is another registration); keys name the tenants they reach.
 public enum RegistryStoreContract: String, CaseIterable, Sendable {
-    case clientsStayInTheirTenant, apiKeysRevoke
+    case clientsStayInTheirTenant, apiKeysRevoke, certificatePrincipals
 
     public func run(_ store: any RegistryStore) throws {
         switch self {
         case .clientsStayInTheirTenant: try Self.clientsStayInTheirTenant(store)
         case .apiKeysRevoke: try Self.apiKeysRevoke(store)
+        case .certificatePrincipals: try Self.certificatePrincipals(store)
         }
     }
 
@@ -59,5 +60,26 @@ public enum RegistryStoreContract: String, CaseIterable, Sendable {
         try Contract.expect(try !store.revokeAPIKey(id: "ffffffffffffffff", now: Contract.t0) && store.apiKey(id: "ffffffffffffffff") == nil,
                             "an unknown key exists")
         try store.touchAPIKeys([id, "ffffffffffffffff"], at: Contract.t0)
+    }
+
+    /// A client certificate stands for one principal, found by its fingerprint, revoked with it.
+    static func certificatePrincipals(_ store: any RegistryStore) throws {
+        func newID() -> String { String(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)) }
+        let fingerprint = (0..<2).map { _ in UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased() }.joined()
+        let p = Principal(id: newID(), name: "worker-cert", roles: [.worker], tenants: ["ta"], certificateSHA256: fingerprint)
+        try store.createAPIKey(p, secretHash: [1], now: Contract.t0)
+        try Contract.expect(try store.apiKey(certificateSHA256: fingerprint) == p, "a certificate's principal did not read back whole")
+        try Contract.expect(try store.apiKey(id: p.id)?.0.certificateSHA256 == fingerprint, "the key does not name its certificate")
+        try Contract.expect(try store.apiKeys().first { $0.principal.id == p.id }?.principal.certificateSHA256 == fingerprint,
+                            "the listing does not show the certificate")
+        let other = String(fingerprint.reversed())
+        try Contract.expect(try store.apiKey(certificateSHA256: other) == nil, "an unknown certificate stands for a principal")
+        do {
+            try store.createAPIKey(Principal(id: newID(), name: "again", roles: [.admin], tenants: ["tb"], certificateSHA256: fingerprint),
+                                   secretHash: [2], now: Contract.t0)
+            throw Contract.Violation(description: "one certificate was given to two principals")
+        } catch BrokerError.conflict {}
+        _ = try store.revokeAPIKey(id: p.id, now: Contract.t0)
+        try Contract.expect(try store.apiKey(certificateSHA256: fingerprint)?.revokedAt != nil, "a revoked certificate principal reads back unrevoked")
     }
 }

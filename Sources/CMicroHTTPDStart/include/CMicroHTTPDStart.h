@@ -20,6 +20,13 @@ struct tb_mhd_options {
     void *(*uri_log)(void *cls, const char *uri, struct MHD_Connection *connection);
     MHD_NotifyConnectionCallback notify_connection;
     void *cls;
+    /* TLS (NULL: plain HTTP): PEM text of the key and certificate chain, and of the CA bundle
+     * client certificates are verified against (NULL: none asked for). */
+    const char *tls_key;
+    const char *tls_cert;
+    const char *tls_trust;
+    /* An already listening socket to serve (a reload), or -1 to bind `addr`. */
+    int listen_fd;
 };
 
 /* Starts an MHD daemon: an epoll thread pool, suspend/resume allowed, bound to `addr`. */
@@ -28,9 +35,17 @@ struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o);
 /* The port a daemon is bound to (useful with port 0). */
 uint16_t tb_mhd_port(struct MHD_Daemon *daemon);
 
+/* The connections a daemon has open now. */
+unsigned int tb_mhd_connections(struct MHD_Daemon *daemon);
+
 /* The socket of a connection (-1 when MHD does not say). */
 int tb_mhd_connection_fd(struct MHD_Connection *connection);
 
 /* The pointer the connection-notify callback stored for the connection (NULL when none). */
 void *tb_mhd_socket_context(struct MHD_Connection *connection);
+
+/* The client certificate of a TLS connection: 1 when one was presented and verifies against
+ * the listener's CA bundle (its DER's SHA-256 in `sha256`), 0 when none was presented, -1 when
+ * one was presented that does not verify (or the connection is not TLS). */
+int tb_mhd_client_certificate(struct MHD_Connection *connection, unsigned char sha256[32]);
 #endif

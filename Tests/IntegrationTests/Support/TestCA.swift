@@ -1,0 +1,64 @@
+import Foundation
+
+/// TestCA makes a certificate authority and certificates signed by it with the openssl CLI, in
+/// a folder of the test's own: a server certificate for 127.0.0.1 and client certificates.
+struct TestCA {
+    let dir: URL
+    let name: String
+
+    init(name: String = "test-ca") throws {
+        dir = TestEnv.logDir.appendingPathComponent(TestEnv.uniqueName("pki"))
+        self.name = name
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Self.openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                          "-keyout", path("\(name).key"), "-out", path("\(name).pem"), "-subj", "/CN=\(name)"])
+    }
+
+    func path(_ file: String) -> String { dir.appendingPathComponent(file).path }
+    var certificate: String { path("\(name).pem") }
+
+    /// Issues `cn`: a server certificate for 127.0.0.1, or a client one; answers (certificate, key) paths.
+    @discardableResult
+    func issue(_ cn: String, server: Bool) throws -> (cert: String, key: String) {
+        let ext = path("\(cn).ext")
+        try (server ? "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n" : "extendedKeyUsage=clientAuth\n")
+            .write(toFile: ext, atomically: true, encoding: .utf8)
+        try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("\(cn).key"),
+                          "-out", path("\(cn).csr"), "-subj", "/CN=\(cn)"])
+        try Self.openssl(["x509", "-req", "-in", path("\(cn).csr"), "-CA", certificate, "-CAkey", path("\(name).key"), "-CAcreateserial",
+                          "-days", "2", "-extfile", ext, "-out", path("\(cn).pem")])
+        return (path("\(cn).pem"), path("\(cn).key"))
+    }
+
+    /// The certificate's SHA-256 as openssl prints it (`AB:CD:…`).
+    static func fingerprint(_ cert: String) throws -> String {
+        let out = try openssl(["x509", "-in", cert, "-noout", "-fingerprint", "-sha256"])
+        return String(out.split(separator: "=").last ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @discardableResult
+    static func openssl(_ args: [String]) throws -> String {
+        try Self.run("/usr/bin/openssl", args)
+    }
+
+    /// Runs a tool; throws with its stderr when it fails.
+    @discardableResult
+    static func run(_ tool: String, _ args: [String], stdin: String? = nil) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tool)
+        p.arguments = args
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = input
+        try p.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let d = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            throw TestEnv.Missing(description: "\(tool) \(args.prefix(2).joined(separator: " ")) failed: \(String(decoding: e, as: UTF8.self))")
+        }
+        return String(decoding: d, as: UTF8.self)
+    }
+}
