@@ -106,11 +106,23 @@ public final class PostgresRegistryStore: RegistryStore {
         }
     }
 
-    public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])? {
+    public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8], previous: PreviousSecret?)? {
         try pool.run { c in
             try c.execute("""
-                SELECT \(raw: Self.keyColumns), secret_hash FROM api_keys WHERE id = \(id)
-                """, plan: .generic).first { r in (try Self.principal(&r), secretHash: try r.bytes() ?? []) }
+                SELECT \(raw: Self.keyColumns), secret_hash, previous_secret_hash, extract(epoch from previous_until) FROM api_keys WHERE id = \(id)
+                """, plan: .generic).first { r in
+                let p = try Self.principal(&r), hash = try r.bytes() ?? [], previous = try r.bytes(), until: Date? = try r.next()
+                return (p, secretHash: hash, previous: previous.flatMap { h in until.map { PreviousSecret(hash: h, until: $0) } })
+            }
+        }
+    }
+
+    public func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date) throws -> Bool {
+        try pool.run { c in
+            try c.execute("""
+                UPDATE api_keys SET previous_secret_hash = secret_hash, previous_until = \(previousUntil), secret_hash = \(secretHash)
+                WHERE id = \(id)
+                """).affected == 1
         }
     }
 

@@ -8,6 +8,7 @@ public final class InMemoryRegistryStore: RegistryStore {
         var tenants: [String: Tenant] = [:]
         var clients: [String: (ClientRegistration, String?)] = [:]
         var keys: [String: (Principal, [UInt8])] = [:]
+        var previous: [String: PreviousSecret] = [:]
         var keyTimes: [String: (created: Date, used: Date?)] = [:]
         var assertionKeys: [String: [UInt8]] = [:]
     }
@@ -46,8 +47,8 @@ public final class InMemoryRegistryStore: RegistryStore {
         }
     }
 
-    public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])? {
-        state.withLock { s in s.keys[id].map { ($0.0, $0.1) } }
+    public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8], previous: PreviousSecret?)? {
+        state.withLock { s in s.keys[id].map { ($0.0, $0.1, s.previous[id]) } }
     }
 
     public func apiKey(certificateSHA256: String) throws -> Principal? {
@@ -61,6 +62,15 @@ public final class InMemoryRegistryStore: RegistryStore {
         state.withLock { s in
             s.keys[p.id] = (p, secretHash)
             s.keyTimes[p.id] = (now, nil)
+        }
+    }
+
+    public func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date) throws -> Bool {
+        state.withLock { s in
+            guard let (p, h) = s.keys[id] else { return false }
+            s.previous[id] = PreviousSecret(hash: h, until: previousUntil)
+            s.keys[id] = (p, secretHash)
+            return true
         }
     }
 

@@ -75,6 +75,20 @@ struct AuthenticatorTests {
         }
         #expect(try auth.cached("Bearer " + key, now: now)?.get().id == id)
     }
+
+    @Test("a rotated key: the new secret works at once, the old one until the overlap ends, then only the new")
+    func rotation() throws {
+        let (auth, old, id) = try makeKey()
+        #expect(try auth.authenticate("Bearer " + old, now: now).id == id)
+        var rng = SystemRandomNumberGenerator()
+        let (new, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        #expect(try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: now.addingTimeInterval(30)))
+        auth.forget(.apiKey(id: id))
+        #expect(try auth.authenticate("Bearer " + new, now: now).id == id)
+        #expect(try auth.authenticate("Bearer " + old, now: now.addingTimeInterval(29)).id == id)
+        #expect(throws: BrokerError.self) { try auth.authenticate("Bearer " + old, now: now.addingTimeInterval(30)) }
+        #expect(try auth.authenticate("Bearer " + new, now: now.addingTimeInterval(31)).id == id)
+    }
 }
 
 @Suite("LRU cache")

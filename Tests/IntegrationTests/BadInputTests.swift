@@ -144,6 +144,39 @@ struct BadInputTests {
         #expect(cli.status == 0 && cli.out.split(separator: "\n").contains { $0.contains("\"id\":\"\(id)\"") } && !cli.out.contains(key))
     }
 
+    @Test("a key rotated with an overlap: the new secret at once on every replica, the old one until the overlap ends, same id")
+    func rotatedKeys() async throws {
+        let w = try await World(replicas: 2)
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "rotating-key")
+        let created = try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys", key: w.operatorKey,
+                                                           json: ["name": "rotated", "roles": ["worker"], "tenants": [w.tenant]]), 201)
+        let old = created["key"] as! String, id = created["id"] as! String
+        TestEnv.secret(old)
+        for r in 0..<2 { try expectStatus(try await w.token(session, replica: r, key: old), 200) }   // known to both replicas
+        let t0 = Date()
+        let rotated = try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys/\(id)/rotate", key: w.operatorKey,
+                                                           json: ["overlap_seconds": 2]), 200)
+        let new = rotated["key"] as! String
+        TestEnv.secret(new)
+        #expect(rotated["id"] as? String == id && new != old && rotated["previous_valid_until"] is String)
+        for r in 0..<2 {
+            try expectStatus(try await w.token(session, replica: r, key: new), 200)
+            try expectStatus(try await w.token(session, replica: r, key: old), 200)
+        }
+        try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys/\(id)/rotate", key: w.operatorKey,
+                                             json: ["overlap_seconds": 8 * 86_400]), 400)
+        try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys/ffffffffffffffff/rotate", key: w.operatorKey, json: [:]), 404)
+        while Date() < t0.addingTimeInterval(2.3) { try await Task.sleep(for: .milliseconds(100)) }
+        for r in 0..<2 {
+            try expectStatus(try await w.token(session, replica: r, key: old), 401)
+            try expectStatus(try await w.token(session, replica: r, key: new), 200)
+        }
+        let cli = try runCommand("tokenbroker", ["apikey", "rotate", id, "--overlap", "0"], env: w.env)
+        #expect(cli.status == 0 && cli.out.hasPrefix("tbk_\(id)_"), "\(cli.err)")
+        TestEnv.secret(cli.out.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     @Test("a session sealed under a key a replica lacks (a rotation rolling out) is 503 sealing_key_unavailable naming the key there, never a 500")
     func missingSealingKey() async throws {
         let w = try await World()

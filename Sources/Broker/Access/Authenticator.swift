@@ -19,6 +19,8 @@ public final class Authenticator: Sendable {
     private final class Entry: Sendable {
         let principal: Principal?
         let hash: [UInt8]
+        /// The secret before the last rotation, still accepted until its time.
+        let previous: PreviousSecret?
         let at: Date
         /// Set on use, cleared when drained: last_used_at is written in bulk without a lock per request.
         let used = Atomic<Bool>(false)
@@ -26,9 +28,10 @@ public final class Authenticator: Sendable {
         /// so a request for a known key only reads the cache (`peek`) and never reorders it.
         let touched = Atomic<Int>(0)
 
-        init(principal: Principal?, hash: [UInt8], at: Date) {
+        init(principal: Principal?, hash: [UInt8], previous: PreviousSecret? = nil, at: Date) {
             self.principal = principal
             self.hash = hash
+            self.previous = previous
             self.at = at
         }
     }
@@ -99,7 +102,7 @@ public final class Authenticator: Sendable {
             unknown.withLock { $0.set(parts.id, now) }
             throw Self.refused
         }
-        let e = Entry(principal: found.0, hash: found.secretHash, at: now)
+        let e = Entry(principal: found.0, hash: found.secretHash, previous: found.previous, at: now)
         entries.withLock { $0.set(parts.id, e) }
         return try check(e, secret: parts.secret, now: now)
     }
@@ -125,8 +128,12 @@ public final class Authenticator: Sendable {
 
     /// The key's principal if the secret matches and the key is neither revoked nor expired.
     private func check(_ e: Entry, secret: String, now: Date) throws(BrokerError) -> Principal {
-        guard let principal = e.principal, principal.isValid(at: now), principal.certificateSHA256 == nil,
-              hasher.equal(hasher.hash(secret), e.hash) else { throw Self.refused }
+        guard let principal = e.principal, principal.isValid(at: now), principal.certificateSHA256 == nil else { throw Self.refused }
+        let hash = hasher.hash(secret)
+        // The previous secret of a rotated key is accepted until its time (compared whatever
+        // the current one says, so timing tells nothing about which matched).
+        let previous = e.previous.map { hasher.equal(hash, $0.hash) && now < $0.until } ?? false
+        guard hasher.equal(hash, e.hash) || previous else { throw Self.refused }
         if !e.used.load(ordering: .relaxed) { e.used.store(true, ordering: .relaxed) }
         return principal
     }

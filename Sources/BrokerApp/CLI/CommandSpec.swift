@@ -34,9 +34,11 @@ struct CommandSpec {
               certificate on an mTLS listener, no bearer key; prints its id)
             tokenbroker apikey list [--config FILE]
               every key, a JSON line each: id, name, roles, tenants, created, last used, expires, revoked
+            tokenbroker apikey rotate ID [--overlap SECONDS] [--config FILE]
+              a new secret for the key (printed alone); the old one keeps working for the overlap (default a day)
             tokenbroker apikey revoke ID [--config FILE]
               revoke an API key
-            """, options: ["name", "role", "tenant", "expires-in", "certificate-sha256"], flags: ["all-tenants"], positionals: 1...2),
+            """, options: ["name", "role", "tenant", "expires-in", "certificate-sha256", "overlap"], flags: ["all-tenants"], positionals: 1...2),
         CommandSpec(name: "sealing-key", usage: SealingKeyCommand.usage, options: ["id", "batch"], positionals: 1...1),
         CommandSpec(name: "signout", usage: SignoutCommand.usage,
                     options: ["tenant", "subject", "client", "created-before", "idle-since", "timeout", "idp-wait", "idempotency-key", "url", "key-file"],

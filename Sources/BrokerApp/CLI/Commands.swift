@@ -82,11 +82,20 @@ enum Commands {
         case "list":
             // One JSON document a line per key: id, name, roles, tenants, created, last used, expires, revoked.
             for k in try rt.operators.listKeys() { print(Render.apiKey(k)) }
+        case "rotate":
+            guard a.positionals.count == 2 else { throw Arguments.Invalid(description: "usage: tokenbroker apikey rotate ID [--overlap SECONDS]") }
+            let overlap = try a.value("overlap").map { v -> TimeInterval in
+                guard let s = TimeInterval(v) else { throw Arguments.Invalid(description: "--overlap must be a number of seconds") }
+                return s
+            } ?? 86_400
+            let (_, key, until) = try rt.operators.rotateKey(id: a.positionals[1], overlap: overlap, actor: nil)
+            print(key)
+            FileHandle.standardError.write(Data("api key \(a.positionals[1]) rotated; the old secret works until \(RFC3339.format(until))\n".utf8))
         case "revoke":
             guard a.positionals.count == 2 else { throw Arguments.Invalid(description: "usage: tokenbroker apikey revoke ID") }
             try rt.operators.revokeKey(id: a.positionals[1], actor: nil)
         default:
-            throw Arguments.Invalid(description: "usage: tokenbroker apikey create|list|revoke")
+            throw Arguments.Invalid(description: "usage: tokenbroker apikey create|list|rotate|revoke")
         }
         rt.flush()
         return 0

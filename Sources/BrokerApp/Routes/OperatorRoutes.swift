@@ -106,6 +106,17 @@ struct OperatorRoutes {
                 runtime.later(req) { .json(200, Render.apiKeys(try runtime.operators.listKeys())) }
             }
         }
+        r.add("POST", "/v1/apikeys/{id}/rotate") { req in
+            runtime.guarded(req, .operator, tenant: nil as String?) { p in
+                let overlap = try (req.body.isEmpty ? nil : JSONObject.parse(req.body).int("overlap_seconds")) ?? 86_400
+                return runtime.later(req) {
+                    let (k, key, until) = try runtime.operators.rotateKey(id: req[param: "id"], overlap: TimeInterval(overlap), actor: p)
+                    runtime.auth.forget(.apiKey(id: k.id))
+                    return .json(200, JSONText.object([("id", JSONText.quote(k.id)), ("key", JSONText.quote(key)),
+                                                       ("previous_valid_until", RFC3339.optional(until))]))
+                }
+            }
+        }
         r.add("DELETE", "/v1/apikeys/{id}") { req in
             runtime.guarded(req, .operator, tenant: nil as String?) { p in
                 runtime.later(req) {

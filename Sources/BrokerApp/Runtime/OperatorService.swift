@@ -134,9 +134,35 @@ public struct OperatorService: Sendable {
     /// Every key, newest first, with its last use and expiry (never a secret).
     public func listKeys() throws -> [APIKeyRecord] { try store.apiKeys() }
 
+    /// The longest overlap a rotation may give the old secret: a week.
+    public static let maxRotationOverlap: TimeInterval = 7 * 86_400
+
+    /// Gives a key a new secret (shown this once); the old one keeps working for `overlap`
+    /// seconds, so that its holders move over without a gap. Same id, roles and tenants: the same
+    /// principal in the audit trail. `actor` limits which keys the caller may rotate.
+    public func rotateKey(id: String, overlap: TimeInterval, actor: Principal?) throws -> (Principal, key: String, previousUntil: Date) {
+        guard (0...Self.maxRotationOverlap).contains(overlap) else {
+            throw BrokerError.badRequest(code: "invalid_request", message: "'overlap_seconds' must be 0...\(Int(Self.maxRotationOverlap))")
+        }
+        guard let (p, _, _) = try store.apiKey(id: id) else { throw BrokerError.notFound("api key") }
+        if let actor, !actor.tenants.contains(Principal.allTenants), !p.tenants.isSubset(of: actor.tenants) {
+            throw BrokerError.notFound("api key")
+        }
+        guard p.isValid(at: clock.now()), p.certificateSHA256 == nil else {
+            throw BrokerError.conflict(code: "conflict", message: "only a live bearer key can be rotated (revoked, expired or a certificate principal)")
+        }
+        var rng = SystemRandomNumberGenerator()
+        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        let until = clock.now().addingTimeInterval(overlap)
+        guard try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: until) else { throw BrokerError.notFound("api key") }
+        feed.publish(.apiKey(id: id))
+        audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: "apikey.rotate", tenant: nil, session: nil, outcome: id))
+        return (p, key, until)
+    }
+
     /// Revokes a key (idempotent); `within` limits which keys the caller may revoke.
     public func revokeKey(id: String, actor: Principal?) throws {
-        guard let (p, _) = try store.apiKey(id: id) else { throw BrokerError.notFound("api key") }
+        guard let (p, _, _) = try store.apiKey(id: id) else { throw BrokerError.notFound("api key") }
         if let actor, !actor.tenants.contains(Principal.allTenants), !p.tenants.isSubset(of: actor.tenants) {
             throw BrokerError.notFound("api key")
         }

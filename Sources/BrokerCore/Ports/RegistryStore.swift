@@ -16,13 +16,16 @@ public protocol RegistryStore: Sendable {
     /// Creates or replaces the registration. A nil `secret` or `assertionKey` keeps the stored one.
     func putClient(_ client: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool)
 
-    /// The key with this id, and the SHA-256 of its secret.
-    func apiKey(id: String) throws -> (Principal, secretHash: [UInt8])?
+    /// The key with this id, the SHA-256 of its secret, and its previous secret after a rotation.
+    func apiKey(id: String) throws -> (Principal, secretHash: [UInt8], previous: PreviousSecret?)?
     /// The principal a client certificate stands for (by its SHA-256), revoked or not.
     func apiKey(certificateSHA256: String) throws -> Principal?
     func createAPIKey(_ principal: Principal, secretHash: [UInt8], now: Date) throws
     /// Marks the key revoked; false when there is no such key.
     func revokeAPIKey(id: String, now: Date) throws -> Bool
+    /// Gives the key a new secret; the current one becomes its previous secret, accepted until
+    /// `previousUntil` (replacing any earlier previous one). False when there is no such key.
+    func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date) throws -> Bool
     func touchAPIKeys(_ ids: [String], at: Date) throws
     /// Every API key, newest first (revoked and expired ones too).
     func apiKeys() throws -> [APIKeyRecord]
