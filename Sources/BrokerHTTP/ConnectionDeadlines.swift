@@ -15,6 +15,10 @@ final class ConnectionDeadlines: @unchecked Sendable {
     final class Watch: @unchecked Sendable {
         let fd: Int32
         let deadline = Atomic<UInt64>(0)
+        /// The connection's client certificate as checked on its first request (mTLS): the
+        /// verdict of `tb_mhd_client_certificate` and the fingerprint. Touched only on the
+        /// connection's own MHD thread.
+        var clientCertificate: (verdict: Int32, sha256: String?)?
         init(fd: Int32) { self.fd = fd }
     }
 

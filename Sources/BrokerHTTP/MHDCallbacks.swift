@@ -23,9 +23,16 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
             ctx.refusal = check.finish(version: version.map { String(cString: $0) } ?? "")
         }
         if ctx.refusal == nil, let tls = server.config.tls, tls.clientCAFile != nil {
-            var sha = [UInt8](repeating: 0, count: 32)
-            switch tb_mhd_client_certificate(connection, &sha) {
-            case 1: ctx.clientCertificate = sha.map { String(format: "%02x", $0) }.joined()
+            // Verified once per connection: its certificate cannot change under it.
+            let w = watch(connection)
+            let checked = w?.clientCertificate ?? {
+                var sha = [UInt8](repeating: 0, count: 32)
+                let verdict = tb_mhd_client_certificate(connection, &sha)
+                return (verdict, verdict == 1 ? sha.map { String(format: "%02x", $0) }.joined() : nil)
+            }()
+            w?.clientCertificate = checked
+            switch checked.verdict {
+            case 1: ctx.clientCertificate = checked.sha256
             case 0 where !tls.clientCertificateRequired: break
             case 0: ctx.certificateRefusal = "this listener requires a client certificate"
             default: ctx.certificateRefusal = "the client certificate does not verify against this listener's CA"
