@@ -29,8 +29,7 @@ struct AdminRoutes {
             }
             let filter = query
             return runtime.later(req) {
-                _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
-                let (page, next) = try runtime.catalog.sessions(tenant: tenant, matching: filter)
+                let (page, next) = try runtime.admin.sessions(tenant: tenant, matching: filter)
                 return .json(200, JSONText.object([("sessions", JSONText.array(page.map { Render.session($0) })),
                                                    ("next_cursor", JSONText.optional(next?.text))]))
             }
@@ -42,8 +41,7 @@ struct AdminRoutes {
         return runtime.guarded(req, .admin, tenant: tenant) { p in
             let endSession = try QueryParameters(req, allowed: ["end_session"]).bool("end_session")
             return runtime.later(req) {
-                _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
-                let o = try runtime.revocations.revoke(tenant: tenant, id: id, actor: p.id, endSession: endSession)
+                let o = try runtime.admin.revoke(tenant: tenant, id: id, actor: p.id, endSession: endSession)
                 return .json(200, Render.revocation(o))
             }
         }
@@ -61,9 +59,7 @@ struct AdminRoutes {
             }
             let filter = query
             return runtime.later(req) {
-                _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
-                runtime.flush()   // what this replica buffered is part of the answer
-                let (records, next) = try runtime.auditLog.events(tenant: tenant, matching: filter)
+                let (records, next) = try runtime.admin.events(tenant: tenant, matching: filter)
                 return .json(200, JSONText.object([("events", JSONText.array(records.map(Render.audit))),
                                                    ("next_cursor", JSONText.optional(next.map(String.init)))]))
             }

@@ -111,7 +111,6 @@ struct OperatorRoutes {
                 let overlap = try (req.body.isEmpty ? nil : JSONObject.parse(req.body).int("overlap_seconds")) ?? 86_400
                 return runtime.later(req) {
                     let (k, key, until) = try runtime.operators.rotateKey(id: req[param: "id"], overlap: TimeInterval(overlap), actor: p)
-                    runtime.auth.forget(.apiKey(id: k.id))
                     return .json(200, JSONText.object([("id", JSONText.quote(k.id)), ("key", JSONText.quote(key)),
                                                        ("previous_valid_until", RFC3339.optional(until))]))
                 }
@@ -121,7 +120,6 @@ struct OperatorRoutes {
             runtime.guarded(req, .operator, tenant: nil as String?) { p in
                 runtime.later(req) {
                     try runtime.operators.revokeKey(id: req[param: "id"], actor: p)
-                    runtime.auth.forget(.apiKey(id: req[param: "id"]))
                     return HTTPResponse(status: 204)
                 }
             }

@@ -13,10 +13,7 @@ struct SessionRoutes {
         r.add("GET", "/v1/tenants/{t}/sessions/{id}") { req in
             let tenant = req[param: "t"]
             return runtime.guarded(req, .admin, tenant: tenant) { _ in
-                runtime.later(req) {
-                    _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
-                    return .json(200, Render.session(try runtime.admin.session(tenant: tenant, id: req[param: "id"])))
-                }
+                runtime.later(req) { .json(200, Render.session(try runtime.admin.session(tenant: tenant, id: req[param: "id"]))) }
             }
         }
     }
@@ -36,17 +33,11 @@ struct SessionRoutes {
                                         grantedAt: try time("granted_at"))
             return .later { [runtime] respond in
                 runtime.executorSubmit {
-                    do {
-                        _ = try runtime.registry.activeTenant(tenant, now: runtime.clock.now())
-                        let s = try runtime.admin.importSession(i, tenant: tenant, actor: principal.id)
-                        guard s.accessToken == nil else { return respond(.json(201, Render.session(s))) }
-                        // No usable access token came with the grant: refresh at once (spec §4.3).
-                        runtime.tokens.token(by: principal, tenant: tenant, target: .session(s.id), request: TokenRequest(minTTL: 0)) { _ in
-                            let now = (try? runtime.admin.session(tenant: tenant, id: s.id)) ?? s
-                            respond(.json(201, Render.session(now)))
+                    runtime.admin.importSession(i, tenant: tenant, by: principal) { result in
+                        switch result {
+                        case .success(let s): respond(.json(201, Render.session(s)))
+                        case .failure(let e): respond(ErrorResponse.response(e, requestID: req.requestID))
                         }
-                    } catch {
-                        respond(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
                     }
                 }
             }

@@ -27,8 +27,6 @@ public final class BrokerRuntime: Sendable {
     public let signouts: SignoutService
     public let backchannel: BackchannelLogoutService
     let replays: PostgresReplayGuard
-    var catalog: any SessionCatalog { sessions }
-    var auditLog: any AuditLog { audit }
     public let engine: RefreshEngine
     /// Sealed values by key, and re-sealing under the current key (`tokenbroker sealing-key`).
     public let sealing: ResealService
@@ -64,10 +62,12 @@ public final class BrokerRuntime: Sendable {
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys,
-                                    directory: directory)
-        admin = SessionAdmin(store: sessions, registry: registry, feed: feed, audit: audit, clock: clock)
+                                    directory: directory, auth: auth)
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout)
+        let flushBuffers = Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock)
+        admin = SessionAdmin(store: sessions, catalog: sessions, auditLog: audit, registry: registry, revocations: revocations, tokens: tokens,
+                             feed: feed, audit: audit, clock: clock, flush: flushBuffers)
         signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
                                   clock: clock, ratePerClient: Double(config.signoutRatePerClient), lease: config.signoutLease)
         replays = PostgresReplayGuard(pool: pool)
@@ -138,12 +138,21 @@ public final class BrokerRuntime: Sendable {
     }
 
     /// Writes buffered audit events, last_used_at marks and key usage.
-    public func flush() {
-        audit.flush()
-        let uses = tokens.usage.drain()
-        if !uses.isEmpty { try? sessions.touch(uses) }
-        let keys = auth.drainUsed()
-        if !keys.isEmpty { try? registryStore.touchAPIKeys(keys, at: clock.now()) }
+    public func flush() { flushBuffers() }
+
+    private var flushBuffers: @Sendable () -> Void {
+        Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock)
+    }
+
+    private static func flusher(audit: PostgresAuditSink, tokens: TokenService, sessions: PostgresSessionStore, auth: Authenticator,
+                                registryStore: PostgresRegistryStore, clock: any Clock) -> @Sendable () -> Void {
+        { [clock] in
+            audit.flush()
+            let uses = tokens.usage.drain()
+            if !uses.isEmpty { try? sessions.touch(uses) }
+            let keys = auth.drainUsed()
+            if !keys.isEmpty { try? registryStore.touchAPIKeys(keys, at: clock.now()) }
+        }
     }
 
     /// Stops the engine (running refreshes finish), lets queued work finish, flushes, stops listening.

@@ -14,6 +14,8 @@ public struct OperatorService: Sendable {
     let clock: any Clock
     let assertionKeys: AssertionKeys
     let directory: any IssuerDirectory
+    /// This replica's key cache: dropped at once on a change here (others hear of it by NOTIFY).
+    let auth: Authenticator
 
     public func putTenant(id: String, name: String, actor: String) throws -> (Tenant, created: Bool) {
         guard Tenant.isValidID(id) else {
@@ -156,6 +158,7 @@ public struct OperatorService: Sendable {
         let until = clock.now().addingTimeInterval(overlap)
         guard try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: until) else { throw BrokerError.notFound("api key") }
         feed.publish(.apiKey(id: id))
+        auth.forget(.apiKey(id: id))
         audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: "apikey.rotate", tenant: nil, session: nil, outcome: id))
         return (p, key, until)
     }
@@ -168,6 +171,7 @@ public struct OperatorService: Sendable {
         }
         _ = try store.revokeAPIKey(id: id, now: clock.now())
         feed.publish(.apiKey(id: id))
+        auth.forget(.apiKey(id: id))
         audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: "apikey.revoke", tenant: nil, session: nil, outcome: id))
     }
 }

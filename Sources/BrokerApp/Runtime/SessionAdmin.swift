@@ -2,14 +2,58 @@ import Broker
 import BrokerCore
 import Foundation
 
-/// SessionAdmin imports grants obtained elsewhere (spec §4.3 sessions:import) and shows session
-/// metadata — never token material.
+/// SessionAdmin is what admins do with a tenant's sessions (spec §4.3): import grants obtained
+/// elsewhere, read one session's metadata — never token material —, list them, revoke one, and
+/// read the audit trail. Every call is refused (404) for a tenant that is disabled or unknown.
 public struct SessionAdmin: Sendable {
     let store: any SessionStore
+    let catalog: any SessionCatalog
+    let auditLog: any AuditLog
     let registry: RegistryCache
+    let revocations: RevocationService
+    let tokens: TokenService
     let feed: any ChangeFeed
     let audit: any AuditSink
     let clock: any Clock
+    /// Writes what this replica buffered (audit tallies), so that the trail it reads includes it.
+    let flush: @Sendable () -> Void
+
+    private func active(_ tenant: String) throws { _ = try registry.activeTenant(tenant, now: clock.now()) }
+
+    /// One page of the tenant's sessions, newest first.
+    public func sessions(tenant: String, matching query: SessionQuery) throws -> (sessions: [Session], next: SessionQuery.Cursor?) {
+        try active(tenant)
+        return try catalog.sessions(tenant: tenant, matching: query)
+    }
+
+    /// Revokes one session here and at the IdP.
+    public func revoke(tenant: String, id: String, actor: String, endSession: Bool) throws -> RevocationService.Outcome {
+        try active(tenant)
+        return try revocations.revoke(tenant: tenant, id: id, actor: actor, endSession: endSession)
+    }
+
+    /// One page of the tenant's audit trail, newest first, this replica's buffered events included.
+    public func events(tenant: String, matching query: AuditQuery) throws -> (records: [AuditRecord], next: Int64?) {
+        try active(tenant)
+        flush()
+        return try auditLog.events(tenant: tenant, matching: query)
+    }
+
+    /// Imports a grant; without a usable access token it is refreshed at once (spec §4.3), and
+    /// `completion` hears the session as it then is.
+    public func importSession(_ i: Import, tenant: String, by principal: Principal, completion: @escaping @Sendable (Result<Session, BrokerError>) -> Void) {
+        let s: Session
+        do {
+            try active(tenant)
+            s = try importSession(i, tenant: tenant, actor: principal.id)
+        } catch {
+            return completion(.failure((error as? BrokerError) ?? .internalError))
+        }
+        guard s.accessToken == nil else { return completion(.success(s)) }
+        tokens.token(by: principal, tenant: tenant, target: .session(s.id), request: TokenRequest(minTTL: 0)) { [store] _ in
+            completion(.success((try? store.session(tenant: tenant, id: s.id)) ?? s))
+        }
+    }
 
     public struct Import: Sendable {
         public var client: String
@@ -21,9 +65,8 @@ public struct SessionAdmin: Sendable {
         public var grantedAt: Date?
     }
 
-    /// Stores the imported grant as a new active session. The caller then fetches a token when
-    /// no usable access token came with it.
-    public func importSession(_ i: Import, tenant: String, actor: String) throws -> Session {
+    /// Stores the imported grant as a new active session.
+    func importSession(_ i: Import, tenant: String, actor: String) throws -> Session {
         func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
         let now = clock.now()
         guard let client = try registry.client(tenant: tenant, id: i.client, now: now) else { throw BrokerError.notFound("client") }
@@ -49,6 +92,7 @@ public struct SessionAdmin: Sendable {
     }
 
     public func session(tenant: String, id: String) throws -> Session {
+        try active(tenant)
         guard let s = try store.session(tenant: tenant, id: id) else { throw BrokerError.notFound("session") }
         return s
     }
