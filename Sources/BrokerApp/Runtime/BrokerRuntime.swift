@@ -50,7 +50,7 @@ public final class BrokerRuntime: Sendable {
         self.registry = registry
         let digest = OpenSSLDigest()
         let directory = IssuerMetadataCache(http: http)
-        let assertionKeys = AssertionKeys(registry: registry, digest: digest)
+        let assertionKeys = AssertionKeys(registry: registry, digest: digest, keys: OpenSSLPrivateKeys())
         let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys) { client in
             try registry.clientSecret(tenant: client.tenant, id: client.id, now: clock.now())
         }

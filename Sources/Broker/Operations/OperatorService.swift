@@ -1,6 +1,4 @@
-import Broker
 import BrokerCore
-import BrokerCrypto
 import Foundation
 
 /// OperatorService manages tenants, client registrations and API keys for both the operator
@@ -16,6 +14,18 @@ public struct OperatorService: Sendable {
     let directory: any IssuerDirectory
     /// This replica's key cache: dropped at once on a change here (others hear of it by NOTIFY).
     let auth: Authenticator
+
+    public init(store: any RegistryStore, hasher: any SecretHasher, feed: any ChangeFeed, audit: any AuditSink, clock: any Clock,
+                assertionKeys: AssertionKeys, directory: any IssuerDirectory, auth: Authenticator) {
+        self.store = store
+        self.hasher = hasher
+        self.feed = feed
+        self.audit = audit
+        self.clock = clock
+        self.assertionKeys = assertionKeys
+        self.directory = directory
+        self.auth = auth
+    }
 
     public func putTenant(id: String, name: String, actor: String) throws -> (Tenant, created: Bool) {
         guard Tenant.isValidID(id) else {
@@ -57,25 +67,25 @@ public struct OperatorService: Sendable {
         if c.authMethod.needsSecret, secret == nil, try store.clientSecret(tenant: c.tenant, id: c.id) == nil {
             throw bad("auth_method \(c.authMethod.rawValue) needs a client_secret")
         }
-        var newKey: SigningKey?, key: SigningKey?     // the key made now; the key in force after the write
+        var newKey: [UInt8]?, key: JSONWebKey?     // the key made now (DER); the public key in force after the write
         if c.authMethod == .privateKeyJWT {
             let alg = c.assertionAlgorithm ?? .es256
             c.assertionAlgorithm = alg
             if try store.client(tenant: c.tenant, id: c.id)?.assertionAlgorithm == alg,
-               let der = try store.assertionKey(tenant: c.tenant, id: c.id), let old = SigningKey.load(der: der, alg: alg) {
+               let der = try store.assertionKey(tenant: c.tenant, id: c.id), let old = assertionKeys.publicKey(der: der, alg: alg) {
                 key = old
             } else {
-                newKey = SigningKey.generate(alg)
-                key = newKey
+                let der = assertionKeys.generate(alg)
+                newKey = der
+                key = assertionKeys.publicKey(der: der, alg: alg)
             }
         } else {
             c.assertionAlgorithm = nil
         }
-        let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, assertionKey: newKey?.der, now: clock.now())
+        let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, assertionKey: newKey, now: clock.now())
         feed.publish(.client(tenant: c.tenant, id: c.id))
         audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? "client.create" : "client.update", tenant: c.tenant, session: nil, outcome: "ok"))
-        let publicKey = key.map { assertionKeys.publicKey($0) }
-        return (ClientView(client: c, publicKey: publicKey), r.created)
+        return (ClientView(client: c, publicKey: key), r.created)
     }
 
     /// Reads the issuer's discovery document (OpenID Connect Discovery §4): refused with 400
@@ -92,8 +102,8 @@ public struct OperatorService: Sendable {
     public func clientView(tenant: String, id: String) throws -> ClientView {
         guard let c = try store.client(tenant: tenant, id: id) else { throw BrokerError.notFound("client") }
         var key: JSONWebKey?
-        if let alg = c.assertionAlgorithm, let der = try store.assertionKey(tenant: tenant, id: id), let k = SigningKey.load(der: der, alg: alg) {
-            key = assertionKeys.publicKey(k)
+        if let alg = c.assertionAlgorithm, let der = try store.assertionKey(tenant: tenant, id: id) {
+            key = assertionKeys.publicKey(der: der, alg: alg)
         }
         return ClientView(client: c, publicKey: key)
     }

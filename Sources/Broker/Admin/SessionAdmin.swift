@@ -1,4 +1,3 @@
-import Broker
 import BrokerCore
 import Foundation
 
@@ -17,6 +16,21 @@ public struct SessionAdmin: Sendable {
     let clock: any Clock
     /// Writes what this replica buffered (audit tallies), so that the trail it reads includes it.
     let flush: @Sendable () -> Void
+
+    public init(store: any SessionStore, catalog: any SessionCatalog, auditLog: any AuditLog, registry: RegistryCache,
+                revocations: RevocationService, tokens: TokenService, feed: any ChangeFeed, audit: any AuditSink, clock: any Clock,
+                flush: @escaping @Sendable () -> Void) {
+        self.store = store
+        self.catalog = catalog
+        self.auditLog = auditLog
+        self.registry = registry
+        self.revocations = revocations
+        self.tokens = tokens
+        self.feed = feed
+        self.audit = audit
+        self.clock = clock
+        self.flush = flush
+    }
 
     private func active(_ tenant: String) throws { _ = try registry.activeTenant(tenant, now: clock.now()) }
 
@@ -63,6 +77,17 @@ public struct SessionAdmin: Sendable {
         public var expiresAt: Date?
         public var scopes: [String]?
         public var grantedAt: Date?
+
+        public init(client: String, subject: String, refreshToken: String, accessToken: String?, expiresAt: Date?, scopes: [String]?,
+                    grantedAt: Date?) {
+            self.client = client
+            self.subject = subject
+            self.refreshToken = refreshToken
+            self.accessToken = accessToken
+            self.expiresAt = expiresAt
+            self.scopes = scopes
+            self.grantedAt = grantedAt
+        }
     }
 
     /// Stores the imported grant as a new active session.

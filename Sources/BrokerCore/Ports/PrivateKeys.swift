@@ -1,0 +1,12 @@
+/// PrivateKeys makes and uses the broker's own signing keys — its `private_key_jwt` client keys
+/// — held by callers as DER bytes (sealed in the registry), so that services sign without
+/// knowing the cryptography library.
+public protocol PrivateKeys: Sendable {
+    /// A new random key for `alg`, as DER.
+    func generate(_ alg: JWSAlgorithm) -> [UInt8]
+    /// The public half of a stored key (`kid` empty), or nil when `der` is not such a key.
+    func publicKey(der: [UInt8], alg: JWSAlgorithm) -> JSONWebKey?
+    /// A compact JWS of `claims` signed with the key (`alg`, `kid`, `typ` in the header), or nil
+    /// when `der` is not such a key.
+    func jws(der: [UInt8], alg: JWSAlgorithm, claims: [String: Any], kid: String, type: String) -> String?
+}

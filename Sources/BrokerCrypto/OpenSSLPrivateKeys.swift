@@ -1,0 +1,14 @@
+import BrokerCore
+
+/// OpenSSLPrivateKeys is PrivateKeys on SigningKey (OpenSSL 3).
+public struct OpenSSLPrivateKeys: PrivateKeys {
+    public init() {}
+
+    public func generate(_ alg: JWSAlgorithm) -> [UInt8] { SigningKey.generate(alg).der }
+
+    public func publicKey(der: [UInt8], alg: JWSAlgorithm) -> JSONWebKey? { SigningKey.load(der: der, alg: alg)?.jwk(kid: "") }
+
+    public func jws(der: [UInt8], alg: JWSAlgorithm, claims: [String: Any], kid: String, type: String) -> String? {
+        SigningKey.load(der: der, alg: alg)?.jws(claims, kid: kid, type: type)
+    }
+}

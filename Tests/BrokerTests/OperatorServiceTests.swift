@@ -1,0 +1,92 @@
+import Broker
+import BrokerCore
+import BrokerTesting
+import Foundation
+import Testing
+
+/// OperatorService on in-memory stores: the rules of registration and of API keys, with no
+/// process and no socket.
+@Suite("Operator service (spec §4.4)")
+struct OperatorServiceTests {
+    /// An IdP directory whose discovery answers, or fails with, what the test says.
+    struct Directory: IssuerDirectory {
+        let failure: TokenEndpointError?
+        func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+            if let failure { throw failure }
+            return IssuerMetadata(issuer: issuer, tokenEndpoint: URL(string: issuer + "/token")!, authorizationEndpoint: nil, jwksURI: nil,
+                                  revocationEndpoint: nil, endSessionEndpoint: nil, issParameterSupported: true)
+        }
+        func verify(issuer: String) throws(TokenEndpointError) { if let failure { throw failure } }
+        func reread(issuer: String, now: Date) -> Bool { false }
+    }
+
+    /// Keys are opaque bytes here: signing is the OpenSSL adapter's, tested with it.
+    struct Keys: PrivateKeys {
+        func generate(_ alg: JWSAlgorithm) -> [UInt8] { Array(UUID().uuidString.utf8) }
+        func publicKey(der: [UInt8], alg: JWSAlgorithm) -> JSONWebKey? { JSONWebKey(kty: "EC", kid: "") }
+        func jws(der: [UInt8], alg: JWSAlgorithm, claims: [String: Any], kid: String, type: String) -> String? { "jws" }
+    }
+
+    struct Hash: Digest {
+        func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(bytes.prefix(32)) }
+    }
+
+    let clock = ManualClock()
+    let store = InMemoryRegistryStore()
+    let feed = LocalChangeFeed()
+
+    func service(discovery failure: TokenEndpointError? = nil) throws -> OperatorService {
+        _ = try store.putTenant(id: "t1", name: "T1", now: clock.now())
+        _ = try store.putTenant(id: "t2", name: "T2", now: clock.now())
+        let registry = RegistryCache(store: store, maxAge: 0)
+        return OperatorService(store: store, hasher: PlainSecretHasher(), feed: feed, audit: RecordingAuditSink(), clock: clock,
+                               assertionKeys: AssertionKeys(registry: registry, digest: Hash(), keys: Keys()),
+                               directory: Directory(failure: failure),
+                               auth: Authenticator(store: store, hasher: PlainSecretHasher(), maxAge: 60))
+    }
+
+    func client(_ issuer: String) -> ClientRegistration {
+        ClientRegistration(tenant: "t1", id: "app", issuer: issuer, clientID: "app", authMethod: .clientSecretBasic,
+                           redirectURI: "https://b.example/cb", scopes: ["openid"])
+    }
+
+    @Test("an issuer with a query, or whose discovery cannot be read, is refused before anything is stored; verify false skips the read")
+    func issuerChecks() throws {
+        let ops = try service(discovery: .transient(reason: "discovery: Couldn't connect to server", retryAfter: nil))
+        #expect(throws: BrokerError.badRequest(code: "invalid_request", message: "issuer must not have a query (OpenID Connect Discovery 1.0 §2)")) {
+            try ops.putClient(client("https://idp.example?tenant=x"), secret: "s", verify: false, actor: "op")
+        }
+        do {
+            _ = try ops.putClient(client("https://idp.example"), secret: "s", actor: "op")
+            Issue.record("an unreadable issuer was registered")
+        } catch let BrokerError.badRequest(code, message) {
+            #expect(code == "invalid_issuer" && message.contains("https://idp.example") && message.contains("Couldn't connect"))
+        }
+        #expect(try store.client(tenant: "t1", id: "app") == nil)
+        #expect(try ops.putClient(client("https://idp.example"), secret: "s", verify: false, actor: "op").created)
+    }
+
+    @Test("keys: expiry bounds, rotation within the caller's tenants and overlap bounds, certificate principals have no key and do not rotate")
+    func keys() throws {
+        let ops = try service()
+        #expect(throws: BrokerError.self) { try ops.createKey(name: "k", roles: [.worker], tenants: ["t1"], expiresIn: 0, actor: "op") }
+        let (p, key) = try ops.createKey(name: "k", roles: [.worker], tenants: ["t2"], actor: "op")
+        #expect(key?.hasPrefix("tbk_\(p.id)_") == true)
+        let limited = Principal(id: "op1", name: "op", roles: [.operator], tenants: ["t1"])
+        #expect(throws: BrokerError.notFound("api key")) { try ops.rotateKey(id: p.id, overlap: 60, actor: limited) }
+        #expect(throws: BrokerError.self) { try ops.rotateKey(id: p.id, overlap: 8 * 86_400, actor: nil) }
+        let (_, fresh, until) = try ops.rotateKey(id: p.id, overlap: 60, actor: nil)
+        #expect(fresh != key && until == clock.now().addingTimeInterval(60))
+        #expect(try store.apiKey(id: p.id)?.previous?.until == until)
+
+        let (c, none) = try ops.createKey(name: "cert", roles: [.worker], tenants: ["t1"],
+                                          certificateSHA256: String(repeating: "AB:", count: 31) + "AB", actor: "op")
+        #expect(none == nil && c.certificateSHA256 == String(repeating: "ab", count: 32))
+        #expect(throws: BrokerError.self) { try ops.rotateKey(id: c.id, overlap: 60, actor: nil) }
+        #expect(throws: BrokerError.self) {
+            try ops.createKey(name: "bad", roles: [.worker], tenants: ["t1"], certificateSHA256: "not-hex", actor: "op")
+        }
+        try ops.revokeKey(id: p.id, actor: nil)
+        #expect(throws: BrokerError.self) { try ops.rotateKey(id: p.id, overlap: 60, actor: nil) }
+    }
+}
