@@ -25,11 +25,8 @@ enum TokenResponse {
         guard let access = json["access_token"] as? String, !access.isEmpty else {
             throw .invalidResponse("token endpoint: no access_token")
         }
-        let type: String
-        switch (json["token_type"] as? String)?.lowercased() {
-        case "bearer": type = "Bearer"
-        case "dpop": type = "DPoP"
-        default: throw .invalidResponse("token endpoint: unknown token_type")
+        guard let type = (json["token_type"] as? String).flatMap(TokenType.init(named:)) else {
+            throw .invalidResponse("token endpoint: unknown token_type")
         }
         let expiresIn = (json["expires_in"] as? NSNumber)?.doubleValue ?? (json["expires_in"] as? String).flatMap(Double.init)
         return TokenGrant(accessToken: access, tokenType: type, expiresIn: expiresIn.flatMap { $0 > 0 ? $0 : nil },

@@ -33,7 +33,7 @@ public final class PostgresAuditSink: AuditSink {
     }
 
     public func record(_ e: AuditEvent) {
-        let key = Key(actor: e.actor, action: e.action, tenant: e.tenant, session: e.session, outcome: e.outcome)
+        let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome)
         let kept = buffer.withLock { b -> Bool in
             if var t = b[key] {
                 t.count += 1
@@ -106,7 +106,7 @@ extension PostgresAuditSink: AuditLog {
                 SELECT id, extract(epoch from at), extract(epoch from last_at), count, actor, action, session_id, outcome
                 FROM audit_events
                 WHERE tenant_id = \(tenant)
-                  AND (\(q.action)::text IS NULL OR action = \(q.action))
+                  AND (\(q.action?.rawValue)::text IS NULL OR action = \(q.action?.rawValue))
                   AND (\(q.session)::text IS NULL OR session_id = \(q.session))
                   AND (\(q.actor)::text IS NULL OR actor = \(q.actor))
                   AND (\(q.since)::timestamptz IS NULL OR last_at >= \(q.since))
@@ -115,12 +115,14 @@ extension PostgresAuditSink: AuditLog {
                 ORDER BY id DESC
                 LIMIT \(q.limit + 1)
                 """)
-            let records = try r.map { row in
+            // A row whose action this version does not know (written by a newer one) is left out.
+            let records = try r.map { row -> AuditRecord? in
                 let id: Int64 = try row.next(), at: Date = try row.next(), lastAt: Date = try row.next(), count: Int = try row.next()
-                let event = try AuditEvent(at: at, actor: row.next(), action: row.next(), tenant: tenant, session: row.next(),
-                                           outcome: row.next())
+                let actor: String = try row.next(), action: String = try row.next()
+                guard let known = AuditAction(rawValue: action) else { return nil }
+                let event = try AuditEvent(at: at, actor: actor, action: known, tenant: tenant, session: row.next(), outcome: row.next())
                 return AuditRecord(id: id, event: event, lastAt: lastAt, count: count)
-            }.prefix(q.limit)
+            }.compactMap { $0 }.prefix(q.limit)
             return (Array(records), r.count > q.limit ? records.last?.id : nil)
         }
     }

@@ -58,7 +58,7 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
     /// Answers each call with fresh tokens: access `at-N`, refresh `rt-N`, living `lifetime`.
     public static func rotating(lifetime: TimeInterval = 3600, rotate: Bool = true) -> Answer {
         { _, n in
-            TokenGrant(accessToken: "at-\(n)", tokenType: "Bearer", expiresIn: lifetime, refreshToken: rotate ? "rt-\(n)" : nil,
+            TokenGrant(accessToken: "at-\(n)", tokenType: .bearer, expiresIn: lifetime, refreshToken: rotate ? "rt-\(n)" : nil,
                        scope: nil, idToken: nil)
         }
     }

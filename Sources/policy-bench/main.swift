@@ -69,7 +69,7 @@ func simulate(_ policy: RefreshPolicy, sessions n: Int, usedEvery: Int, days: Do
         heap.push(Event(at: s.nextRefreshAt!, session: i, handOut: false))
         if used { heap.push(Event(at: start.addingTimeInterval(Double.random(in: 0...handOutEvery, using: &rng)), session: i, handOut: true)) }
     }
-    let grant = TokenGrant(accessToken: "at", tokenType: "Bearer", expiresIn: lifetime, refreshToken: "rt", scope: nil, idToken: nil)
+    let grant = TokenGrant(accessToken: "at", tokenType: .bearer, expiresIn: lifetime, refreshToken: "rt", scope: nil, idToken: nil)
     var sent = 0, demand = 0
     func refresh(_ i: Int, _ trigger: RefreshTrigger, now: Date) {
         let ctx = RefreshContext(now: now, policy: policy, jitter: Double.random(in: -1...1, using: &rng))

@@ -99,7 +99,7 @@ struct PostgresStoreTests {
             done.enter()
             Thread {
                 for i in 0..<5 {
-                    sink.record(AuditEvent(at: Date(), actor: "k\(t)", action: "token.issue", tenant: tenant, session: "ses_\(i)", outcome: "ok"))
+                    sink.record(AuditEvent(at: Date(), actor: "k\(t)", action: .tokenIssue, tenant: tenant, session: "ses_\(i)", outcome: "ok"))
                 }
                 done.leave()
             }.start()
@@ -108,7 +108,7 @@ struct PostgresStoreTests {
         #expect(sink.dropped.load(ordering: .relaxed) == 10)
         sink.flush()
         #expect(try sink.events(tenant: tenant, matching: AuditQuery(limit: 100)).records.count == 10)
-        sink.record(AuditEvent(at: Date(), actor: "k9", action: "token.issue", tenant: tenant, session: "ses_9", outcome: "ok"))
+        sink.record(AuditEvent(at: Date(), actor: "k9", action: .tokenIssue, tenant: tenant, session: "ses_9", outcome: "ok"))
         #expect(sink.dropped.load(ordering: .relaxed) == 10, "a flush makes room again")
     }
 

@@ -17,7 +17,7 @@ struct RefreshMachineTests {
                 lastRefreshedAt: t0 - refreshedAgo, attempt: attempt, backoffUntil: backoff, reason: reason)
     }
 
-    let grant = TokenGrant(accessToken: "at-1", tokenType: "Bearer", expiresIn: 60, refreshToken: "rt-1", scope: nil, idToken: nil)
+    let grant = TokenGrant(accessToken: "at-1", tokenType: .bearer, expiresIn: 60, refreshToken: "rt-1", scope: nil, idToken: nil)
 
     func sent(_ r: Session) -> (Session, RefreshAttempt) {
         guard case .send(let w, let a, _) = RefreshMachine.start(r, .demand(seenVersion: 7, need: need), ctx, attemptID: "a1") else {

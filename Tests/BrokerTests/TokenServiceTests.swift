@@ -76,7 +76,7 @@ struct TokenServiceTests {
         let s = try h.addSession(ttl: 10)
         #expect(await h.token(.session(s.id)) == .failure(.sessionNotActive(.needsReauth)))
         #expect(try h.store.session(tenant: "t1", id: s.id)?.state == .needsReauth)
-        #expect(h.audit.recorded.contains { $0.action == "session.refresh" && $0.outcome == "needs_reauth" })
+        #expect(h.audit.recorded.contains { $0.action == .sessionRefresh && $0.outcome == "needs_reauth" })
         #expect(h.feed.published.withLock { $0 }.contains(.session(tenant: "t1", id: s.id)))
         #expect(await h.token(.session(s.id)) == .failure(.sessionNotActive(.needsReauth)))
         #expect(h.endpoint.spentTokens.count == 1)
@@ -147,7 +147,7 @@ struct TokenServiceTests {
         let s = try h.addSession(ttl: 3000)
         _ = await h.token(.session(s.id))
         _ = await h.token(.session("ses_nope"))
-        let issues = h.audit.recorded.filter { $0.action == "token.issue" }
+        let issues = h.audit.recorded.filter { $0.action == .tokenIssue }
         #expect(issues.contains { $0.actor == "worker-key" && $0.session == s.id && $0.outcome == "cached" })
         #expect(issues.contains { $0.actor == "worker-key" && $0.outcome == "not_found" })
     }

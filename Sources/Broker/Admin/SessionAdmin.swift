@@ -112,7 +112,7 @@ public struct SessionAdmin: Sendable {
         try store.insert(session)
         feed.publish(.subject(tenant: tenant, client: client.id, subject: i.subject))
         feed.publish(.scheduled(tenant: tenant, id: session.id, client: client.id, at: session.nextRefreshAt))
-        audit.record(AuditEvent(at: now, actor: actor, action: "session.import", tenant: tenant, session: session.id, outcome: "ok"))
+        audit.record(AuditEvent(at: now, actor: actor, action: .sessionImport, tenant: tenant, session: session.id, outcome: "ok"))
         return session
     }
 

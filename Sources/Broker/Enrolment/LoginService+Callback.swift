@@ -50,7 +50,7 @@ extension LoginService {
         }
         if let e = cb.error {
             let code = OAuthError.isCode(e) ? e : "invalid_request"
-            audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: "idp:" + code))
+            audit.record(AuditEvent(at: now, actor: "callback", action: .loginComplete, tenant: login.tenant, session: nil, outcome: "idp:" + code))
             return .refused(error: code, redirectAfter: login.redirectAfter)
         }
         guard let code = cb.code, !code.isEmpty, code.utf8.count <= 2048 else {
@@ -77,7 +77,7 @@ extension LoginService {
         try sessions.insert(session)
         feed.publish(.subject(tenant: login.tenant, client: client.id, subject: verified.subject))
         feed.publish(.scheduled(tenant: login.tenant, id: session.id, client: client.id, at: session.nextRefreshAt))
-        audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: session.id, outcome: "ok"))
+        audit.record(AuditEvent(at: now, actor: "callback", action: .loginComplete, tenant: login.tenant, session: session.id, outcome: "ok"))
         return .signedIn(session, redirectAfter: login.redirectAfter)
     }
 
@@ -100,7 +100,7 @@ extension LoginService {
     private func refuse(_ login: PendingLogin, _ e: BrokerError, _ now: Date) throws -> Completion {
         events(LogLine(tenant: login.tenant, client: login.client, session: nil,
                        event: RefreshEvent(.warn, e.code, "login refused: \(e.message)")))
-        audit.record(AuditEvent(at: now, actor: "callback", action: "login.complete", tenant: login.tenant, session: nil, outcome: e.code))
+        audit.record(AuditEvent(at: now, actor: "callback", action: .loginComplete, tenant: login.tenant, session: nil, outcome: e.code))
         throw e
     }
 

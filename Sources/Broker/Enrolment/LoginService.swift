@@ -92,7 +92,7 @@ public struct LoginService: Sendable {
                      ("code_challenge", Base64URL.encode(digest.sha256(Array(verifier.utf8)))), ("code_challenge_method", "S256")]
         if let hint = r.loginHint { query.append(("login_hint", hint)) }
         if scopes.contains("offline_access") { query.append(("prompt", "consent")) }   // OIDC Core §11
-        audit.record(AuditEvent(at: now, actor: actor, action: "login.start", tenant: tenant, session: nil, outcome: "ok"))
+        audit.record(AuditEvent(at: now, actor: actor, action: .loginStart, tenant: tenant, session: nil, outcome: "ok"))
         return Started(id: login.id, authorizationURL: Self.url(authorize, adding: query), expiresAt: login.expiresAt)
     }
 

@@ -35,7 +35,7 @@ public struct OperatorService: Sendable {
         guard (1...200).contains(trimmed.count) else { throw BrokerError.badRequest(code: "invalid_request", message: "'name' must be 1...200 characters") }
         let r = try store.putTenant(id: id, name: trimmed, now: clock.now())
         feed.publish(.tenant(id))
-        audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? "tenant.create" : "tenant.update", tenant: id, session: nil, outcome: "ok"))
+        audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? .tenantCreate : .tenantUpdate, tenant: id, session: nil, outcome: "ok"))
         return r
     }
 
@@ -84,7 +84,7 @@ public struct OperatorService: Sendable {
         }
         let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, assertionKey: newKey, now: clock.now())
         feed.publish(.client(tenant: c.tenant, id: c.id))
-        audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? "client.create" : "client.update", tenant: c.tenant, session: nil, outcome: "ok"))
+        audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? .clientCreate : .clientUpdate, tenant: c.tenant, session: nil, outcome: "ok"))
         return (ClientView(client: c, publicKey: key), r.created)
     }
 
@@ -139,7 +139,7 @@ public struct OperatorService: Sendable {
                           certificateSHA256: certificate)
         try store.createAPIKey(p, secretHash: hash, now: clock.now())
         feed.publish(.apiKey(id: id))   // replicas forget what they knew of this certificate
-        audit.record(AuditEvent(at: clock.now(), actor: actor, action: "apikey.create", tenant: nil, session: nil, outcome: id))
+        audit.record(AuditEvent(at: clock.now(), actor: actor, action: .apiKeyCreate, tenant: nil, session: nil, outcome: id))
         return (p, certificate == nil ? key : nil)
     }
 
@@ -169,7 +169,7 @@ public struct OperatorService: Sendable {
         guard try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: until) else { throw BrokerError.notFound("api key") }
         feed.publish(.apiKey(id: id))
         auth.forget(.apiKey(id: id))
-        audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: "apikey.rotate", tenant: nil, session: nil, outcome: id))
+        audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: .apiKeyRotate, tenant: nil, session: nil, outcome: id))
         return (p, key, until)
     }
 
@@ -182,6 +182,6 @@ public struct OperatorService: Sendable {
         _ = try store.revokeAPIKey(id: id, now: clock.now())
         feed.publish(.apiKey(id: id))
         auth.forget(.apiKey(id: id))
-        audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: "apikey.revoke", tenant: nil, session: nil, outcome: id))
+        audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: .apiKeyRevoke, tenant: nil, session: nil, outcome: id))
     }
 }

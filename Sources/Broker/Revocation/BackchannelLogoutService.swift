@@ -30,7 +30,7 @@ public struct BackchannelLogoutService: Sendable {
     public func logout(tenant: String, client clientID: String, logoutToken: String) throws -> Int {
         let now = clock.now()
         func refuse(_ why: String) -> BrokerError {
-            audit.record(AuditEvent(at: now, actor: "idp", action: "session.backchannel_logout", tenant: tenant, session: nil, outcome: "refused"))
+            audit.record(AuditEvent(at: now, actor: "idp", action: .sessionBackchannelLogout, tenant: tenant, session: nil, outcome: "refused"))
             return .badRequest(code: "invalid_request", message: "logout_token rejected: \(why)")
         }
         _ = try registry.activeTenant(tenant, now: now)
@@ -54,7 +54,7 @@ public struct BackchannelLogoutService: Sendable {
             }
             query.after = next
         } while query.after != nil
-        audit.record(AuditEvent(at: now, actor: "idp", action: "session.backchannel_logout", tenant: tenant, session: nil, outcome: "revoked=\(revoked)"))
+        audit.record(AuditEvent(at: now, actor: "idp", action: .sessionBackchannelLogout, tenant: tenant, session: nil, outcome: "revoked=\(revoked)"))
         return revoked
     }
 }

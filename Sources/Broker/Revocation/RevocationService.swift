@@ -55,10 +55,10 @@ public struct RevocationService: Sendable {
         if !revokedNow { pending = try store.pendingRevocations(tenant: tenant, session: id) }
         if endSession, revokedNow, let hint = before.idToken, let client = try? registry.client(tenant: tenant, id: before.client, now: now) {
             let ended = (try? endpoint.endSession(client: client, idTokenHint: hint)) != nil
-            audit.record(AuditEvent(at: now, actor: actor, action: "session.end_session", tenant: tenant, session: id, outcome: ended ? "ok" : "failed"))
+            audit.record(AuditEvent(at: now, actor: actor, action: .sessionEndSession, tenant: tenant, session: id, outcome: ended ? "ok" : "failed"))
         }
         let outcome = !revokedNow ? "already_revoked" : pending == 0 ? "ok" : "idp_pending"
-        audit.record(AuditEvent(at: now, actor: actor, action: "session.revoke", tenant: tenant, session: id, outcome: outcome))
+        audit.record(AuditEvent(at: now, actor: actor, action: .sessionRevoke, tenant: tenant, session: id, outcome: outcome))
         return Outcome(before: before, after: after, revokedNow: revokedNow, pendingAtIdP: pending)
     }
 
@@ -85,7 +85,7 @@ public struct RevocationService: Sendable {
         let forgotten = settle(confirmed.withLock { $0 })
         for r in revoked {
             let outcome = r.before.state == .revoked ? "already_revoked" : r.queued.allSatisfy { forgotten.contains($0.id) } ? "ok" : "idp_pending"
-            audit.record(AuditEvent(at: now, actor: actor, action: "session.revoke", tenant: tenant, session: r.before.id, outcome: outcome))
+            audit.record(AuditEvent(at: now, actor: actor, action: .sessionRevoke, tenant: tenant, session: r.before.id, outcome: outcome))
         }
         let alone = Mutex(Set<String>())
         Lanes.run(left.count, width: lanes) { [self] i in
@@ -120,7 +120,7 @@ public struct RevocationService: Sendable {
             guard (try? store.revocationsDelivered(tenant: tenant, ids: done.map(\.id))) != nil else { continue }
             for p in done {
                 forgotten.insert(p.id)
-                audit.record(AuditEvent(at: now, actor: "broker", action: "session.revoke_at_idp", tenant: p.tenant, session: p.session, outcome: p.hint))
+                audit.record(AuditEvent(at: now, actor: "broker", action: .sessionRevokeAtIdP, tenant: p.tenant, session: p.session, outcome: p.hint))
             }
         }
         return forgotten

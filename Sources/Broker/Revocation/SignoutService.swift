@@ -52,7 +52,7 @@ public final class SignoutService: Sendable {
                              state: .running, total: 0, createdBy: actor, createdAt: now)
         let r = try store.createJob(job, idempotencyKey: idempotencyKey)
         if r.created {
-            audit.record(AuditEvent(at: now, actor: actor, action: dryRun ? "signout.dry_run" : "signout.create", tenant: tenant, session: nil,
+            audit.record(AuditEvent(at: now, actor: actor, action: dryRun ? .signoutDryRun : .signoutCreate, tenant: tenant, session: nil,
                                     outcome: "\(r.0.id) total=\(r.0.total)"))
         }
         return r

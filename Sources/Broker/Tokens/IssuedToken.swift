@@ -1,9 +1,10 @@
+import BrokerCore
 import Foundation
 
 /// IssuedToken is what a worker receives (spec §4.1).
 public struct IssuedToken: Sendable, Equatable {
     public let accessToken: String
-    public let tokenType: String
+    public let tokenType: TokenType
     public let expiresAt: Date
     public let expiresIn: Int
     public let scope: [String]

@@ -215,19 +215,19 @@ extension TokenService {
             // metrics; the audit trail keeps what someone must look at: failures, needs_reauth,
             // and refreshes a caller forced.
             if refreshed && actor != "engine" {
-                audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: "ok"))
+                audit.record(AuditEvent(at: now, actor: actor, action: .sessionRefresh, tenant: key.tenant, session: key.id, outcome: "ok"))
             }
         case .failure(.sessionNotActive(let state)):
             cache.remove(key)
             feed.publish(.session(tenant: key.tenant, id: key.id))
-            audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: state.rawValue))
+            audit.record(AuditEvent(at: now, actor: actor, action: .sessionRefresh, tenant: key.tenant, session: key.id, outcome: state.rawValue))
         case .failure(let e):
             switch e {
             case .refreshBusy, .idpUnavailable, .idpRejectedClient: break   // the cached row (with its backoff) stays
             default: cache.remove(key)
             }
             if e != .refreshBusy {
-                audit.record(AuditEvent(at: now, actor: actor, action: "session.refresh", tenant: key.tenant, session: key.id, outcome: e.code))
+                audit.record(AuditEvent(at: now, actor: actor, action: .sessionRefresh, tenant: key.tenant, session: key.id, outcome: e.code))
             }
         }
     }
@@ -236,7 +236,7 @@ extension TokenService {
     /// `expires_in` rounded down so that it never promises more than is left.
     func issue(_ s: Session, now: Date) -> IssuedToken {
         let exp = s.accessExpiresAt ?? now
-        return IssuedToken(accessToken: s.accessToken ?? "", tokenType: "Bearer", expiresAt: exp,
+        return IssuedToken(accessToken: s.accessToken ?? "", tokenType: .bearer, expiresAt: exp,
                            expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
                            sessionID: s.id, subject: s.subject)
     }
@@ -254,7 +254,7 @@ extension TokenService {
             outcome = e.code
         }
         if outcome == "cached" { metrics.cachedHandOuts.add() } else { metrics.tokenRequests.add(outcome) }
-        audit.record(AuditEvent(at: now, actor: principal.id, action: "token.issue", tenant: tenant, session: session, outcome: outcome))
+        audit.record(AuditEvent(at: now, actor: principal.id, action: .tokenIssue, tenant: tenant, session: session, outcome: outcome))
         return r
     }
 

@@ -9,7 +9,7 @@ enum Render {
     /// The members of a token document (spec §4.1), written into an open object.
     static func token(_ t: IssuedToken, into w: inout JSONWriter) {
         w.string("access_token", t.accessToken)
-        w.string("token_type", t.tokenType)
+        w.string("token_type", t.tokenType.rawValue)
         w.time("expires_at", t.expiresAt, millis: true)
         w.int("expires_in", t.expiresIn)
         w.string("scope", Scopes.format(t.scope))
@@ -33,8 +33,11 @@ enum Render {
     /// The document shows when the grant ends (spec §8: the IdP's absolute refresh-token
     /// lifetime, from the client's policy), since no token response says so, and how the engine
     /// refreshes the session (`refresh_mode`: proactive, or idle — on demand and a keep-alive).
-    static func session(_ s: Session) -> String {
-        JSONText.object([
+    static func session(_ s: Session) -> String { JSONText.object(sessionMembers(s)) }
+
+    /// A session's members, for the documents that show one.
+    static func sessionMembers(_ s: Session) -> [(String, String)] {
+        [
             ("session_id", JSONText.quote(s.id)), ("tenant", JSONText.quote(s.tenant)), ("client", JSONText.quote(s.client)),
             ("subject", JSONText.quote(s.subject)), ("issuer", JSONText.quote(s.issuer)), ("scope", JSONText.quote(Scopes.format(s.scopes))),
             ("state", JSONText.quote(s.state.rawValue)), ("reason", JSONText.optional(s.reason)),
@@ -47,7 +50,7 @@ enum Render {
             ("granted_at", RFC3339.optional(s.grantedAt)), ("grant_expires_at", RFC3339.optional(s.grantExpiresAt)),
             ("created_at", RFC3339.optional(s.createdAt)),
             ("last_used_at", RFC3339.optional(s.lastUsedAt)), ("last_refreshed_at", RFC3339.optional(s.lastRefreshedAt)),
-        ])
+        ]
     }
 
     /// The key listing: what each key reaches, when it was made, last used, expires or was
@@ -66,8 +69,7 @@ enum Render {
 
     /// A revocation's answer: the session now, and whether the IdP confirmed.
     static func revocation(_ o: RevocationService.Outcome) -> String {
-        let doc = session(o.after)
-        return String(doc.dropLast()) + ",\"idp_revocation\":" + JSONText.quote(o.pendingAtIdP == 0 ? "confirmed" : "pending") + "}"
+        JSONText.object(sessionMembers(o.after) + [("idp_revocation", JSONText.quote(o.pendingAtIdP == 0 ? "confirmed" : "pending"))])
     }
 
     static func signout(_ j: SignoutJob) -> String {
@@ -87,7 +89,7 @@ enum Render {
         let e = r.event
         return JSONText.object([
             ("id", String(r.id)), ("at", RFC3339.optional(e.at)), ("last_at", RFC3339.optional(r.lastAt)), ("count", String(r.count)),
-            ("actor", JSONText.quote(e.actor)), ("action", JSONText.quote(e.action)), ("session_id", JSONText.optional(e.session)),
+            ("actor", JSONText.quote(e.actor)), ("action", JSONText.quote(e.action.rawValue)), ("session_id", JSONText.optional(e.session)),
             ("outcome", JSONText.quote(e.outcome))])
     }
 

@@ -51,7 +51,13 @@ struct AdminRoutes {
         let tenant = req[param: "t"]
         return runtime.guarded(req, .admin, tenant: tenant) { _ in
             let q = try QueryParameters(req, allowed: ["action", "session", "actor", "since", "until", "limit", "cursor"])
-            var query = AuditQuery(action: try q.string("action"), session: try q.string("session"), actor: try q.string("actor"),
+            let action = try q.string("action").map { name -> AuditAction in
+                guard let a = AuditAction(rawValue: name) else {
+                    throw QueryParameters.bad("'action' must be one of: \(AuditAction.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                return a
+            }
+            var query = AuditQuery(action: action, session: try q.string("session"), actor: try q.string("actor"),
                                    since: try q.time("since"), until: try q.time("until"), limit: try q.limit())
             if let c = try q.string("cursor") {
                 guard let before = Int64(c), before > 0 else { throw QueryParameters.bad("'cursor' is not a cursor of this listing") }

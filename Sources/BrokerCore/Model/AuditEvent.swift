@@ -6,12 +6,12 @@ public struct AuditEvent: Sendable, Equatable {
     public let at: Date
     /// The principal id, or "engine" / "idp" for the broker's own actions.
     public let actor: String
-    public let action: String
+    public let action: AuditAction
     public let tenant: String?
     public let session: String?
     public let outcome: String
 
-    public init(at: Date, actor: String, action: String, tenant: String?, session: String?, outcome: String) {
+    public init(at: Date, actor: String, action: AuditAction, tenant: String?, session: String?, outcome: String) {
         self.at = at
         self.actor = actor
         self.action = action

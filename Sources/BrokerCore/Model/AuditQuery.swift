@@ -3,7 +3,7 @@ import Foundation
 /// AuditQuery filters a tenant's audit trail (spec §4.3), newest first, keyset-paginated by
 /// row id.
 public struct AuditQuery: Sendable, Equatable {
-    public var action: String?
+    public var action: AuditAction?
     public var session: String?
     public var actor: String?
     public var since: Date?
@@ -12,7 +12,7 @@ public struct AuditQuery: Sendable, Equatable {
     /// Rows with an id below this one (the previous page's cursor).
     public var before: Int64?
 
-    public init(action: String? = nil, session: String? = nil, actor: String? = nil, since: Date? = nil, until: Date? = nil,
+    public init(action: AuditAction? = nil, session: String? = nil, actor: String? = nil, since: Date? = nil, until: Date? = nil,
                 limit: Int = 100, before: Int64? = nil) {
         self.action = action
         self.session = session

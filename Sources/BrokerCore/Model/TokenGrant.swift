@@ -4,7 +4,7 @@ import Foundation
 /// adapter: `accessToken` present and `tokenType` known.
 public struct TokenGrant: Sendable, Equatable {
     public let accessToken: String
-    public let tokenType: String
+    public let tokenType: TokenType
     public let expiresIn: TimeInterval?
     /// Nil when the IdP did not rotate: the old refresh token stays (spec §8).
     public let refreshToken: String?
@@ -12,7 +12,7 @@ public struct TokenGrant: Sendable, Equatable {
     public let scope: [String]?
     public let idToken: String?
 
-    public init(accessToken: String, tokenType: String, expiresIn: TimeInterval?, refreshToken: String?,
+    public init(accessToken: String, tokenType: TokenType, expiresIn: TimeInterval?, refreshToken: String?,
                 scope: [String]?, idToken: String?) {
         self.accessToken = accessToken
         self.tokenType = tokenType

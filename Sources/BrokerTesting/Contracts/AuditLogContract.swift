@@ -11,22 +11,22 @@ public enum AuditLogContract {
         for _ in 0..<8 {   // eight threads, as HTTP threads record hand-outs
             recorded.enter()
             Thread {
-                sink.record(AuditEvent(at: Contract.t0, actor: "k1", action: "token.issue", tenant: tenants.0, session: session, outcome: "ok"))
+                sink.record(AuditEvent(at: Contract.t0, actor: "k1", action: .tokenIssue, tenant: tenants.0, session: session, outcome: "ok"))
                 recorded.leave()
             }.start()
         }
         recorded.wait()
-        sink.record(AuditEvent(at: Contract.t0.addingTimeInterval(1), actor: "k1", action: "session.revoke", tenant: tenants.0, session: session, outcome: "ok"))
-        sink.record(AuditEvent(at: Contract.t0, actor: "k2", action: "token.issue", tenant: tenants.1, session: session, outcome: "ok"))
+        sink.record(AuditEvent(at: Contract.t0.addingTimeInterval(1), actor: "k1", action: .sessionRevoke, tenant: tenants.0, session: session, outcome: "ok"))
+        sink.record(AuditEvent(at: Contract.t0, actor: "k2", action: .tokenIssue, tenant: tenants.1, session: session, outcome: "ok"))
         sink.flush()
         let all = try log.events(tenant: tenants.0, matching: AuditQuery(session: session))
-        try Contract.expect(all.records.map(\.event.action) == ["session.revoke", "token.issue"], "the tenant's events are not newest first")
+        try Contract.expect(all.records.map(\.event.action) == [.sessionRevoke, .tokenIssue], "the tenant's events are not newest first")
         try Contract.expect(all.records.last?.count == 8, "identical events were not counted in one row")
         try Contract.expect(all.records.allSatisfy { $0.event.tenant == tenants.0 && $0.event.actor == "k1" }, "the audit trail crosses tenants")
         let page = try log.events(tenant: tenants.0, matching: AuditQuery(session: session, limit: 1))
         let rest = try log.events(tenant: tenants.0, matching: AuditQuery(session: session, limit: 1, before: page.next))
-        try Contract.expect(page.records.count == 1 && rest.records.map(\.event.action) == ["token.issue"], "the trail does not page")
-        let filtered = try log.events(tenant: tenants.1, matching: AuditQuery(action: "token.issue", session: session))
+        try Contract.expect(page.records.count == 1 && rest.records.map(\.event.action) == [.tokenIssue], "the trail does not page")
+        let filtered = try log.events(tenant: tenants.1, matching: AuditQuery(action: .tokenIssue, session: session))
         try Contract.expect(filtered.records.count == 1 && filtered.records[0].event.actor == "k2", "the other tenant's trail is wrong")
     }
 }

@@ -1,0 +1,21 @@
+/// AuditAction is what an audit event records (its `action` in the stored trail and the API).
+public enum AuditAction: String, CaseIterable, Sendable {
+    case tokenIssue = "token.issue"
+    case sessionRefresh = "session.refresh"
+    case sessionImport = "session.import"
+    case sessionRevoke = "session.revoke"
+    case sessionRevokeAtIdP = "session.revoke_at_idp"
+    case sessionEndSession = "session.end_session"
+    case sessionBackchannelLogout = "session.backchannel_logout"
+    case loginStart = "login.start"
+    case loginComplete = "login.complete"
+    case signoutCreate = "signout.create"
+    case signoutDryRun = "signout.dry_run"
+    case tenantCreate = "tenant.create"
+    case tenantUpdate = "tenant.update"
+    case clientCreate = "client.create"
+    case clientUpdate = "client.update"
+    case apiKeyCreate = "apikey.create"
+    case apiKeyRevoke = "apikey.revoke"
+    case apiKeyRotate = "apikey.rotate"
+}
