@@ -61,10 +61,7 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
     }
 
     if let response = ctx.ready.withLock({ r -> HTTPResponse? in defer { r = nil }; return r }) {
-        let id = response.headers.first { $0.name == "X-Request-Id" }?.value ?? ""
-        var clean = response
-        clean.headers.removeAll { $0.name == "X-Request-Id" }
-        return server.queue(clean, requestID: id, on: connection)
+        return server.queue(response, requestID: ctx.requestID, on: connection)
     }
     guard !ctx.dispatched else { return tb_MHD_YES }
     ctx.dispatched = true
@@ -124,6 +121,7 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
     }
     MHD_get_connection_values(connection, tb_MHD_GET_ARGUMENT_KIND, collectQuery, box)
     let requestID = MHDServer.requestID(ctx.headers.first { $0.name == "x-request-id" }?.value)
+    ctx.requestID = requestID
     var request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
                               query: ctx.query, headers: ctx.headers, body: ctx.body, requestID: requestID)
     request.bodyTooLarge = ctx.tooLarge
@@ -139,9 +137,7 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
         server.suspended.add(1, ordering: .acquiringAndReleasing)
         MHD_suspend_connection(connection)
         work { response in
-            var tagged = response
-            tagged.headers.append(("X-Request-Id", requestID))
-            ctx.ready.withLock { $0 = tagged }
+            ctx.ready.withLock { $0 = response }
             MHD_resume_connection(conn.pointer)
             server.suspended.subtract(1, ordering: .acquiringAndReleasing)
         }

@@ -16,6 +16,8 @@ final class RequestContext: @unchecked Sendable {
     /// Why the front door refuses the request (FrontDoor), or nil.
     var refusal: String?
     var clientCertificate: String?
+    /// The request's id, answered in X-Request-Id (set before the handler runs).
+    var requestID = ""
     var certificateRefusal: String?
     let ready = Mutex<HTTPResponse?>(nil)
 }

@@ -11,6 +11,12 @@ public final class BlockingExecutor: @unchecked Sendable {
     private var head = 0
     private var stopping = false
     private let finished = DispatchGroup()
+    /// Marks the threads of each executor (thread names are not reliable on Linux).
+    private static let marker: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0)
+        return key
+    }()
 
     public init(threads: Int, name: String) {
         for i in 0..<max(1, threads) {
@@ -31,6 +37,15 @@ public final class BlockingExecutor: @unchecked Sendable {
         condition.signal()
     }
 
+    /// Runs `work` now when called on one of this executor's threads (work that is already off
+    /// the HTTP threads needs no second hop), else queues it.
+    public func run(_ work: @escaping @Sendable () -> Void) {
+        if isCurrent { work() } else { submit(work) }
+    }
+
+    /// True on one of this executor's threads.
+    public var isCurrent: Bool { pthread_getspecific(Self.marker) == Unmanaged.passUnretained(self).toOpaque() }
+
     /// Queues `work` after `delay` seconds (a timer; no thread waits meanwhile).
     public func after(_ delay: TimeInterval, _ work: @escaping @Sendable () -> Void) {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in submit(work) }
@@ -46,6 +61,7 @@ public final class BlockingExecutor: @unchecked Sendable {
     }
 
     private func loop() {
+        pthread_setspecific(Self.marker, Unmanaged.passUnretained(self).toOpaque())
         while true {
             condition.lock()
             while head == queue.count && !stopping { condition.wait() }

@@ -36,10 +36,11 @@ extension BrokerRuntime {
         }
     }
 
-    /// Runs blocking `work` on the executor and answers with its result.
+    /// Runs blocking `work` on the executor and answers with its result: one hop per request
+    /// (after an API-key lookup on the executor, the work runs on the same thread).
     func later(_ req: HTTPRequest, _ work: @escaping @Sendable () throws -> HTTPResponse) -> HTTPReply {
         .later { [executor] respond in
-            executor.submit {
+            executor.run {
                 do { respond(try work()) } catch {
                     respond(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
                 }

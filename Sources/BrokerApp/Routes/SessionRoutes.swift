@@ -32,7 +32,7 @@ struct SessionRoutes {
                                         expiresAt: try time("expires_at"), scopes: try b.string("scope").map { Scopes.parse($0) },
                                         grantedAt: try time("granted_at"))
             return .later { [runtime] respond in
-                runtime.executorSubmit {
+                runtime.onExecutor {
                     runtime.admin.importSession(i, tenant: tenant, by: principal) { result in
                         switch result {
                         case .success(let s): respond(.json(201, Render.session(s)))
@@ -46,5 +46,5 @@ struct SessionRoutes {
 }
 
 extension BrokerRuntime {
-    func executorSubmit(_ work: @escaping @Sendable () -> Void) { executor.submit(work) }
+    func onExecutor(_ work: @escaping @Sendable () -> Void) { executor.run(work) }
 }
