@@ -17,11 +17,15 @@ struct OperationsTests {
         defer { _ = try? runPSQL("DROP DATABASE \(db) WITH (FORCE)") }
         let url = try TestEnv.databaseURL(named: db)
         #expect(url.contains(db))
+        let unmigrated = try runCommand("tokenbroker", ["migrate", "status"], env: try env(["DATABASE_URL": url]))
+        #expect(unmigrated.status == 3 && unmigrated.out.contains("\"current\":false") && unmigrated.out.contains("\"applied\":[]"), "\(unmigrated.out)")
         let refused = try runCommand("tokenbroker", ["serve"], env: try env(["DATABASE_URL": url, "TOKENBROKER_LISTEN": "127.0.0.1:\(TestEnv.freePort())"]))
         #expect(refused.status == 2)
         #expect(refused.err.contains("not migrated") && refused.err.contains("tokenbroker migrate"))
         let migrated = try runCommand("tokenbroker", ["migrate"], env: try env(["DATABASE_URL": url]))
         #expect(migrated.status == 0)
+        let status = try runCommand("tokenbroker", ["migrate", "status"], env: try env(["DATABASE_URL": url]))
+        #expect(status.status == 0 && status.out.contains("\"current\":true") && status.out.contains("\"pending\":[]"), "\(status.out)")
         let b = try await BrokerServer(env: try env(["DATABASE_URL": url]))
         defer { b.stop() }
         try expectStatus(try await HTTP.get(b.url + "/readyz"), 200)
@@ -120,6 +124,13 @@ struct OperationsTests {
         let metrics = try await HTTP.get(b.url + "/metrics")
         #expect(metrics.text.contains("# TYPE tokenbroker_token_requests_total counter"))
         #expect(metrics.text.contains("tokenbroker_retention_deleted_total{kind=\"ended_sessions\"} "))
+        // The container HEALTHCHECK: no database, no keys, just the listener.
+        let bare = ["DATABASE_URL": "", "TOKENBROKER_SEALING_KEYS": ""]
+        let healthy = try runCommand("tokenbroker", ["health"], env: bare.merging(["TOKENBROKER_LISTEN": "0.0.0.0:\(b.port)"]) { $1 })
+        #expect(healthy.status == 0 && healthy.out.contains("ok"), "\(healthy.err)")
+        #expect(try runCommand("tokenbroker", ["health", "--ready", "--url", b.url], env: bare).status == 0)
+        let down = try runCommand("tokenbroker", ["health", "--url", "http://127.0.0.1:\(TestEnv.freePort())"], env: bare)
+        #expect(down.status == 1 && down.err.contains("no answer"))
         let unknown = try runCommand("tokenbroker", ["frobnicate"], env: try env())
         #expect(unknown.status == 2)
         // A second instance on the same port: exit 2 naming the address, not half the traffic.
@@ -146,7 +157,7 @@ struct OperationsTests {
         #expect(version.status == 0 && version.out.hasPrefix("tokenbroker ") && version.err.isEmpty)
         let bogus = try runCommand("tokenbroker", ["frobnicate"], env: bare)
         #expect(bogus.status == 2 && bogus.err.contains("unknown command 'frobnicate'") && !bogus.err.contains("is not set"))
-        for command in ["serve", "migrate", "tenant", "client", "apikey", "sealing-key", "signout", "routes", "purge"] {
+        for command in ["serve", "migrate", "tenant", "client", "apikey", "sealing-key", "signout", "routes", "purge", "health"] {
             for args in [[command, "--help"], [command, "put", "-h"]] {
                 let help = try runCommand("tokenbroker", args, env: bare)
                 #expect(help.status == 0 && help.out.contains("tokenbroker \(command)"), "\(args): \(help.err)")

@@ -45,6 +45,7 @@ public enum CLI {
             switch command {
             case "signout": return SignoutCommand.run(args)
             case "sealing-key" where args.positionals == ["generate"]: return try SealingKeyCommand.generate(args)
+            case "health": return HealthCommand.run(args)
             default:
                 break
             }
@@ -54,7 +55,15 @@ public enum CLI {
             let runtime = try BrokerRuntime(config: config, logger: logger)
             switch command {
             case "serve": return try Serve.run(runtime)
+            case "migrate" where args.positionals == ["status"]:
+                let (applied, pending) = try runtime.migrationStatus()
+                print(JSONText.object([("current", pending.isEmpty ? "true" : "false"), ("applied", JSONText.array(applied.map(String.init))),
+                                       ("pending", JSONText.array(pending.map(String.init)))]))
+                return pending.isEmpty ? 0 : 3
             case "migrate":
+                guard args.positionals.isEmpty else {
+                    throw Arguments.Invalid(description: "unexpected argument '\(args.positionals[0])'\nusage: " + spec.usage)
+                }
                 let applied = try runtime.migrate()
                 logger.info("migrated", ("applied", applied.map(String.init).joined(separator: ",")))
                 return 0

@@ -13,7 +13,17 @@ struct CommandSpec {
     /// Every command, by name.
     static let all: [String: CommandSpec] = Dictionary(uniqueKeysWithValues: [
         CommandSpec(name: "serve", usage: "tokenbroker serve [--config FILE]\n  run the HTTP API (refuses an unmigrated database)"),
-        CommandSpec(name: "migrate", usage: "tokenbroker migrate [--config FILE]\n  apply the SQL migrations in sql/ (safe to run from several replicas)"),
+        CommandSpec(name: "migrate", usage: """
+            tokenbroker migrate [--config FILE]
+              apply the SQL migrations in sql/ (safe to run from several replicas)
+            tokenbroker migrate status [--config FILE]
+              {"current", "applied", "pending"} as JSON; exit 0 when the schema is current, 3 when migrations are pending
+            """, positionals: 0...1),
+        CommandSpec(name: "health", usage: """
+            tokenbroker health [--url URL] [--ready]
+              ask this replica's ops listener (TOKENBROKER_OPS_LISTEN, else TOKENBROKER_LISTEN; plain HTTP) for /healthz,
+              or /readyz with --ready: exit 0 when it answers 200, 1 otherwise — a container HEALTHCHECK with no curl
+            """, options: ["url"], flags: ["ready"], configured: false),
         CommandSpec(name: "tenant", usage: """
             tokenbroker tenant put ID --name NAME [--config FILE]   create or rename a tenant
             tokenbroker tenant list [--config FILE]                 list tenants

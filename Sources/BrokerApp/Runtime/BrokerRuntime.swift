@@ -89,6 +89,12 @@ public final class BrokerRuntime: Sendable {
         return try migrator.migrate(c)
     }
 
+    /// The versions applied, and those in sql/ not applied yet.
+    public func migrationStatus() throws -> (applied: [Int], pending: [Int]) {
+        let pending = try pendingMigrations()
+        return (migrator.migrations.map(\.version).filter { !pending.contains($0) }, pending)
+    }
+
     /// Versions in sql/ not yet applied (empty when the schema is current).
     public func pendingMigrations() throws -> [Int] {
         try pool.withConnection { try migrator.pending($0) }
