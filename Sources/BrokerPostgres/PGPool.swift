@@ -11,6 +11,8 @@ public final class PGPool: @unchecked Sendable {
     private let condition = NSCondition()
     private var idle: [PGConnection] = []
     private var open = 0
+    /// Callers waiting for a connection now.
+    private var waiting = 0
     private let size: Int
     private let acquireTimeout: TimeInterval
 
@@ -22,6 +24,13 @@ public final class PGPool: @unchecked Sendable {
         self.prepares = prepares
         self.size = max(1, size)
         self.acquireTimeout = acquireTimeout
+    }
+
+    /// Connections open, lent out now, callers waiting for one, and the most it opens (metrics).
+    public var usage: (open: Int, inUse: Int, waiting: Int, size: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (open, open - idle.count, waiting, size)
     }
 
     /// Opens one connection now, so that a wrong URL fails at start with a clear message.
@@ -71,7 +80,10 @@ public final class PGPool: @unchecked Sendable {
         condition.lock()
         let deadline = Date().addingTimeInterval(acquireTimeout)
         while idle.isEmpty && open >= size {
-            guard condition.wait(until: deadline) else {
+            waiting += 1
+            let woke = condition.wait(until: deadline)
+            waiting -= 1
+            guard woke else {
                 condition.unlock()
                 throw BrokerError.storeUnavailable
             }

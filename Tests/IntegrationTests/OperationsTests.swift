@@ -124,6 +124,12 @@ struct OperationsTests {
         let metrics = try await HTTP.get(b.url + "/metrics")
         #expect(metrics.text.contains("# TYPE tokenbroker_token_requests_total counter"))
         #expect(metrics.text.contains("tokenbroker_retention_deleted_total{kind=\"ended_sessions\"} "))
+        for name in ["tokenbroker_build_info{version=", "tokenbroker_db_pool_size ", "tokenbroker_db_pool_in_use ", "tokenbroker_db_pool_waiting ",
+                     "process_cpu_seconds_total ", "process_open_fds ", "process_start_time_seconds "] {
+            #expect(metrics.text.contains("\n" + name), "no \(name) in /metrics")
+        }
+        let rss = metrics.text.split(separator: "\n").first { $0.hasPrefix("process_resident_memory_bytes ") }
+        #expect((rss.flatMap { Int($0.split(separator: " ")[1]) } ?? 0) > 1_000_000, "resident memory: \(String(describing: rss))")
         // The container HEALTHCHECK: no database, no keys, just the listener.
         let bare = ["DATABASE_URL": "", "TOKENBROKER_SEALING_KEYS": ""]
         let healthy = try runCommand("tokenbroker", ["health"], env: bare.merging(["TOKENBROKER_LISTEN": "0.0.0.0:\(b.port)"]) { $1 })

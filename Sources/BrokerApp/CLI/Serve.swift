@@ -9,6 +9,7 @@ import Foundation
 enum Serve {
     static func run(_ rt: BrokerRuntime) throws -> Int32 {
         let log = rt.logger
+        _ = ProcessStats.started   // process_start_time_seconds counts from here
         do { try rt.pool.check() } catch {
             return CLI.fail("\(error)", 1)
         }

@@ -41,6 +41,20 @@ enum Metrics {
         func gauge(_ name: String, _ help: String, _ v: Int) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(v)\n"
         }
+        let db = runtime.pool.usage
+        gauge("tokenbroker_db_pool_connections", "PostgreSQL connections this replica holds open.", db.open)
+        gauge("tokenbroker_db_pool_in_use", "PostgreSQL connections lent out now.", db.inUse)
+        gauge("tokenbroker_db_pool_waiting", "Callers waiting for a PostgreSQL connection now.", db.waiting)
+        gauge("tokenbroker_db_pool_size", "The most PostgreSQL connections this replica opens (TOKENBROKER_DB_POOL_SIZE).", db.size)
+        out += "# HELP tokenbroker_build_info The running build.\n# TYPE tokenbroker_build_info gauge\n"
+        out += "tokenbroker_build_info{version=\"\(label(CLI.version))\"} 1\n"
+        let process = ProcessStats.now()
+        out += "# HELP process_cpu_seconds_total User and system CPU time.\n# TYPE process_cpu_seconds_total counter\n"
+        out += "process_cpu_seconds_total \(process.cpuSeconds)\n"
+        gauge("process_resident_memory_bytes", "Resident memory.", process.residentBytes)
+        gauge("process_open_fds", "Open file descriptors.", process.openFDs)
+        out += "# HELP process_start_time_seconds Start of the process, seconds since 1970.\n# TYPE process_start_time_seconds gauge\n"
+        out += "process_start_time_seconds \(Int(ProcessStats.started.timeIntervalSince1970))\n"
         let load = runtime.engine.pool.load
         gauge("tokenbroker_cached_sessions", "Sessions held in memory.", runtime.tokens.cache.count)
         gauge("tokenbroker_timers_scheduled", "Sessions scheduled in this replica's timer wheel.", runtime.engine.scheduled.load(ordering: .relaxed))
