@@ -144,6 +144,28 @@ struct BadInputTests {
         #expect(cli.status == 0 && cli.out.split(separator: "\n").contains { $0.contains("\"id\":\"\(id)\"") } && !cli.out.contains(key))
     }
 
+    @Test("every log line is JSON with OpenTelemetry's names and typed fields; request lines name the tenant and key id; a huge path is cut")
+    func logLines() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let session = try await w.importSession(subject: "logged")
+        try expectStatus(try await w.token(session), 200)
+        try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/" + String(repeating: "x", count: 20_000), key: w.workerKey), 404)
+        try await Task.sleep(for: .milliseconds(200))
+        var requests: [[String: Any]] = []
+        for line in w.brokers[0].process.output.split(separator: "\n") where line.hasPrefix("{") {
+            let doc = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line.prefix(200))")
+            #expect(doc["timestamp"] is String && doc["severity_text"] is String && doc["body"] is String, "\(line.prefix(200))")
+            #expect(line.count < 4096, "a log line of \(line.count) characters")
+            if doc["body"] as? String == "request" { requests.append(doc) }
+        }
+        let token = try #require(requests.first { ($0["path"] as? String)?.hasSuffix("/token") == true })
+        #expect(token["status"] as? Int == 200 && token["ms"] is Double && token["tenant"] as? String == w.tenant && token["key_id"] is String,
+                "\(token)")
+        let huge = try #require(requests.first { ($0["path"] as? String)?.contains("bytes)") == true })
+        #expect(huge["status"] as? Int == 404 && (huge["path"] as? String)?.count ?? 0 < 600)
+    }
+
     @Test("a key rotated with an overlap: the new secret at once on every replica, the old one until the overlap ends, same id")
     func rotatedKeys() async throws {
         let w = try await World(replicas: 2)

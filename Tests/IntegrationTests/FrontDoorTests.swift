@@ -50,7 +50,7 @@ struct FrontDoorTests {
         let sound = try RawSocket(port: b.port, timeout: 1)
         sound.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.0\r\n\r\n")
         #expect(sound.drain().statuses == [200, 200])
-        let lines = b.process.output.split(separator: "\n").filter { $0.contains("\"status\":\"400\"") && $0.contains("\"error\":\"invalid_request\"") }
+        let lines = b.process.output.split(separator: "\n").filter { $0.contains("\"status\":400") && $0.contains("\"error\":\"invalid_request\"") }
         #expect(lines.count == Self.refused.count, "\(lines.count) log lines for \(Self.refused.count) refusals")
     }
 

@@ -30,7 +30,7 @@ struct SecretsTests {
         w.stop()
 
         let logs = w.brokers.map(\.process.output).joined()
-        #expect(logs.contains("\"msg\":\"request\""), "the brokers logged requests")
+        #expect(logs.contains("\"body\":\"request\""), "the brokers logged requests")
         let inLogs = secrets.indices.filter { logs.contains(secrets[$0]) }
         #expect(inLogs.isEmpty, "secrets #\(inLogs) appear in a broker log")
         let dump = try pgDump()

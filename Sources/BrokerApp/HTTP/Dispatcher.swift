@@ -60,7 +60,8 @@ struct Dispatcher: Sendable {
     private func log(_ req: HTTPRequest, _ r: HTTPResponse, _ started: UInt64) {
         guard accessLog || r.status >= 400 else { return }
         let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
-        logger.write(r.status >= 500 ? .warn : .info, "request", [("request_id", req.requestID), ("method", req.method), ("path", req.path),
-                     ("status", String(r.status)), ("ms", String(format: "%.2f", ms))] + r.logFields)
+        let tenant = req.parameters["t"].map { [("tenant", $0)] } ?? []
+        logger.write(r.status >= 500 ? .warn : .info, "request", [("request_id", req.requestID), ("method", req.method), ("path", req.path)]
+                     + tenant + [("status", String(r.status)), ("ms", String(format: "%.2f", ms))] + r.logFields)
     }
 }

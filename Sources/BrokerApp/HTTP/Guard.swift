@@ -8,12 +8,25 @@ extension BrokerRuntime {
     func guarded(_ req: HTTPRequest, _ role: Role, tenant: String?, _ body: @escaping @Sendable (Principal) throws -> HTTPReply) -> HTTPReply {
         let header = req.header("authorization")
         let run: @Sendable (Result<Principal, BrokerError>) -> HTTPReply = { known in
+            let p: Principal
+            switch known {
+            case .success(let found): p = found
+            case .failure(let e): return .now(ErrorResponse.response(e, requestID: req.requestID))
+            }
+            // The request's log line names the key that made it (its id, never the key).
+            @Sendable func named(_ r: HTTPResponse) -> HTTPResponse {
+                var r = r
+                r.logFields.append(("key_id", p.id))
+                return r
+            }
             do {
-                let p = try known.get()
                 if let refusal = p.authorize(role, tenant: tenant) { throw refusal }
-                return try body(p)
+                switch try body(p) {
+                case .now(let r): return .now(named(r))
+                case .later(let work): return .later { respond in work { respond(named($0)) } }
+                }
             } catch {
-                return .now(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
+                return .now(named(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID)))
             }
         }
         // A bearer key when one is sent; else the verified client certificate of an mTLS listener.

@@ -6,9 +6,11 @@ public enum LogLevel: String, Sendable, Comparable {
     public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
 }
 
-/// Logger writes one JSON object a line to stderr. It is a value: metadata travels with it
-/// (`with(...)`). Callers pass ids, codes and counts — never a token, a key or a secret; there
-/// is no API that takes a request body.
+/// Logger writes one JSON object a line to stderr, with OpenTelemetry's names for the record's
+/// own fields (`timestamp`, `severity_text`, `body`), then the fields. It is a value: metadata
+/// travels with it (`with(...)`). Callers pass ids, codes and counts — never a token, a key or a
+/// secret; there is no API that takes a request body. The fields that are counts, durations or
+/// statuses are written as JSON numbers; every value is cut at `maxValue` characters.
 public struct Logger: Sendable {
     public let level: LogLevel
     private let metadata: [(String, String)]
@@ -29,9 +31,27 @@ public struct Logger: Sendable {
     /// One line at level `l`, its fields given as an array.
     func write(_ l: LogLevel, _ msg: String, _ fields: [(String, String)]) {
         guard l >= level else { return }
-        var line = "{\"ts\":\(JSONText.quote(RFC3339.format(Date(), fractional: true))),\"level\":\"\(l.rawValue)\",\"msg\":\(JSONText.quote(msg))"
-        for (k, v) in metadata + fields { line += ",\(JSONText.quote(k)):\(JSONText.quote(v))" }
+        var line = "{\"timestamp\":\(JSONText.quote(RFC3339.format(Date(), fractional: true))),\"severity_text\":\"\(l.rawValue.uppercased())\","
+            + "\"body\":\(JSONText.quote(msg))"
+        for (k, v) in metadata + fields { line += ",\(JSONText.quote(k)):\(Self.value(k, v))" }
         line += "}\n"
         Self.lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+    }
+
+    /// Fields whose values are numbers (counts, durations, statuses, sizes).
+    static let numeric: Set<String> = ["status", "ms", "count", "attempts", "total", "revoked", "failed", "deleted", "pending",
+                                       "pid", "retry_after", "bytes", "sessions", "due", "loaded", "version"]
+    /// The longest value written (a 20,000-character path is cut, its length said).
+    static let maxValue = 512
+
+    /// The JSON of one value: a number for a numeric field that holds one, else a string, cut.
+    static func value(_ key: String, _ v: String) -> String {
+        let u = Array(v.utf8)
+        if numeric.contains(key), let d = Double(v), d.isFinite, u.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 45 }),
+           !(u.count > 1 && u[0] == 48 && u[1] != 46) {   // JSON has no leading zeros
+            return v
+        }
+        guard v.count > maxValue else { return JSONText.quote(v) }
+        return JSONText.quote(String(v.prefix(maxValue)) + "…(\(v.utf8.count) bytes)")
     }
 }
