@@ -65,7 +65,8 @@ public final class BrokerRuntime: Sendable {
                                     directory: directory, auth: auth)
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout)
-        let flushBuffers = Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock)
+        let flushBuffers = Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
+                                        logger: logger)
         admin = SessionAdmin(store: sessions, catalog: sessions, auditLog: audit, registry: registry, revocations: revocations, tokens: tokens,
                              feed: feed, audit: audit, clock: clock, flush: flushBuffers)
         signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
@@ -121,9 +122,11 @@ public final class BrokerRuntime: Sendable {
                     do { try sealing.count() } catch { logger.warn("counting sealed values failed", ("error", String(describing: error))) }
                 }
                 if ticks % 240 == 0 {   // once a minute
-                    _ = try? logins.purgeExpired()
-                    try? replays.purge(before: clock.now())
-                    do { try retention.run() } catch { logger.warn("retention pass failed", ("error", String(describing: error))) }
+                    for (what, work) in [("purging expired logins", { _ = try self.logins.purgeExpired() }),
+                                         ("purging seen token ids", { try self.replays.purge(before: self.clock.now()) }),
+                                         ("retention pass", { try self.retention.run() })] as [(String, () throws -> Void)] {
+                        do { try work() } catch { logger.warn("\(what) failed; tried again in a minute", ("error", String(describing: error))) }
+                    }
                 }
             }
         }
@@ -147,17 +150,27 @@ public final class BrokerRuntime: Sendable {
     public func flush() { flushBuffers() }
 
     private var flushBuffers: @Sendable () -> Void {
-        Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock)
+        Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock, logger: logger)
     }
 
+    /// Writes the buffers; a failed write of marks is logged (the marks of that flush are lost:
+    /// last_used_at is a hint, a later use marks it again).
     private static func flusher(audit: PostgresAuditSink, tokens: TokenService, sessions: PostgresSessionStore, auth: Authenticator,
-                                registryStore: PostgresRegistryStore, clock: any Clock) -> @Sendable () -> Void {
+                                registryStore: PostgresRegistryStore, clock: any Clock, logger: Logger) -> @Sendable () -> Void {
         { [clock] in
             audit.flush()
             let uses = tokens.usage.drain()
-            if !uses.isEmpty { try? sessions.touch(uses) }
+            if !uses.isEmpty {
+                do { try sessions.touch(uses) } catch {
+                    logger.warn("writing last_used_at failed", ("sessions", String(uses.count)), ("error", String(describing: error)))
+                }
+            }
             let keys = auth.drainUsed()
-            if !keys.isEmpty { try? registryStore.touchAPIKeys(keys, at: clock.now()) }
+            if !keys.isEmpty {
+                do { try registryStore.touchAPIKeys(keys, at: clock.now()) } catch {
+                    logger.warn("writing API keys' last use failed", ("count", String(keys.count)), ("error", String(describing: error)))
+                }
+            }
         }
     }
 
