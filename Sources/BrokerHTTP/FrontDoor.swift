@@ -5,18 +5,25 @@
 public enum FrontDoor {
     /// Why the request target must be refused, or nil. Ids are plain segments: an escaped '/',
     /// '\' or control character would let one segment stand for several (`%2F`) or cut a path
-    /// short (`%00`), and MHD decodes the path before routing.
+    /// short (`%00`), and MHD decodes the path before routing. A query value is decoded too.
     public static func targetProblem(_ target: UnsafeBufferPointer<UInt8>) -> String? {
-        let path = target.prefix { $0 != UInt8(ascii: "?") }
-        var i = path.startIndex
-        while i < path.endIndex {
-            if path[i] == UInt8(ascii: "%") {
-                guard i + 2 < path.endIndex, let hi = hex(path[i + 1]), let lo = hex(path[i + 2]) else {
-                    return "the path has a malformed percent-escape"
+        // In the path no escaped '/', '\' or control character; in the query no escaped control
+        // character (MHD decodes values and a NUL would cut one short; '/' is fine there).
+        var inQuery = false
+        var i = target.startIndex
+        while i < target.endIndex {
+            let b = target[i]
+            if b == UInt8(ascii: "?") { inQuery = true }
+            if b == UInt8(ascii: "%") {
+                guard i + 2 < target.endIndex, let hi = hex(target[i + 1]), let lo = hex(target[i + 2]) else {
+                    return inQuery ? nil : "the path has a malformed percent-escape"
                 }
                 let byte = hi << 4 | lo
-                if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte == 0x7f {
-                    return "the path escapes '/', '\\' or a control character (%\(byte < 16 ? "0" : "")\(String(byte, radix: 16, uppercase: true)))"
+                let control = byte < 0x20 || byte == 0x7f
+                if control || (!inQuery && (byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\"))) {
+                    let hexText = (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+                    return inQuery ? "the query escapes a control character (%\(hexText))"
+                        : "the path escapes '/', '\\' or a control character (%\(hexText))"
                 }
                 i += 3
             } else {

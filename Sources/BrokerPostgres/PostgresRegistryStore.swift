@@ -117,11 +117,11 @@ public final class PostgresRegistryStore: RegistryStore {
         }
     }
 
-    public func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date) throws -> Bool {
+    public func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date, unlessOverlappingAt now: Date?) throws -> Bool {
         try pool.run { c in
             try c.execute("""
                 UPDATE api_keys SET previous_secret_hash = secret_hash, previous_until = \(previousUntil), secret_hash = \(secretHash)
-                WHERE id = \(id)
+                WHERE id = \(id) AND (\(now)::timestamptz IS NULL OR previous_until IS NULL OR previous_until <= \(now))
                 """).affected == 1
         }
     }

@@ -15,11 +15,14 @@ public final class PostgresRetentionStore: RetentionStore {
         try pool.run { c in
             switch kind {
             case .auditEvents:
+                // `=` or `IS NULL`, never `IS NOT DISTINCT FROM`: only those read an index
+                // (audit_by_tenant, or the partial audit_without_tenant).
+                let owner: SQL = tenant.map { "tenant_id = \($0)" } ?? "tenant_id IS NULL"
                 return try c.execute("""
                     DELETE FROM audit_events WHERE id = ANY(ARRAY(
                         SELECT id FROM audit_events
-                        WHERE tenant_id IS NOT DISTINCT FROM \(tenant) AND at < \(before) AND last_at < \(before)
-                        ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED))
+                        WHERE \(owner) AND at < \(before) AND last_at < \(before)
+                        ORDER BY at LIMIT \(limit) FOR UPDATE SKIP LOCKED))
                     """).affected
             case .endedSessions:
                 guard let tenant else { return 0 }

@@ -39,8 +39,8 @@ public final class PostgresSealedValues: SealedValueStore {
         self.sealer = sealer
     }
 
-    public func countByKey() throws -> [String: Int] {
-        let tables = Dictionary(grouping: Self.columns, by: \.table).sorted { $0.key < $1.key }
+    public func countByKey(pendingLogins: Bool) throws -> [String: Int] {
+        let tables = Dictionary(grouping: Self.columns.filter { pendingLogins || $0.reseals }, by: \.table).sorted { $0.key < $1.key }
         let scans = tables.map { table, columns in
             "SELECT encode(\(Self.kid("v")), 'escape') AS kid FROM \(table), LATERAL (VALUES "
                 + columns.map { "(\($0.column))" }.joined(separator: ", ") + ") AS s(v) WHERE v IS NOT NULL"

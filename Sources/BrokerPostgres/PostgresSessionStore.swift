@@ -154,7 +154,8 @@ public final class PostgresSessionStore: SessionStore {
     func update(_ s: Session, over locked: Session, now: Date) -> (sql: SQL, plan: PGConnection.Plan) {
         let expectedVersion = locked.version
         // When the session ended (revoked or needs_reauth): retention counts from there.
-        let ended: SQL = s.state == .active ? "NULL" : locked.state == .active ? "\(now)" : "ended_at"
+        // coalesce: a session ended by a replica of a release before migration 010 has none yet.
+        let ended: SQL = s.state == .active ? "NULL" : "coalesce(ended_at, \(now))"
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
         func token(_ column: String, _ value: String?, _ held: String?) -> SQL {
             value == held ? "" : "\(raw: column) = \(seal(value, s, column)), "

@@ -65,9 +65,10 @@ public final class InMemoryRegistryStore: RegistryStore {
         }
     }
 
-    public func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date) throws -> Bool {
+    public func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date, unlessOverlappingAt now: Date?) throws -> Bool {
         state.withLock { s in
             guard let (p, h) = s.keys[id] else { return false }
+            if let now, let until = s.previous[id]?.until, until > now { return false }
             s.previous[id] = PreviousSecret(hash: h, until: previousUntil)
             s.keys[id] = (p, secretHash)
             return true

@@ -1,6 +1,7 @@
 #include "CMicroHTTPDStart.h"
 #include <gnutls/gnutls.h>
 #include <gnutls/crypto.h>
+#include <gnutls/x509.h>
 
 struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o) {
     unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
@@ -57,8 +58,11 @@ int tb_mhd_client_certificate(struct MHD_Connection *connection, unsigned char s
     unsigned int count = 0;
     const gnutls_datum_t *peers = gnutls_certificate_get_peers(session, &count);
     if (peers == NULL || count == 0) return 0;
+    /* The chain, its dates, and the key purpose: a certificate made for a server does not
+     * stand for a client (RFC 5280 §4.2.1.12, id-kp-clientAuth). */
+    gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID, .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, .size = 0};
     unsigned int status = 0;
-    if (gnutls_certificate_verify_peers2(session, &status) < 0 || status != 0) return -1;
+    if (gnutls_certificate_verify_peers(session, &purpose, 1, &status) < 0 || status != 0) return -1;
     if (gnutls_hash_fast(GNUTLS_DIG_SHA256, peers[0].data, peers[0].size, sha256) < 0) return -1;
     return 1;
 }

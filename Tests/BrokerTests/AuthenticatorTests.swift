@@ -82,7 +82,7 @@ struct AuthenticatorTests {
         #expect(try auth.authenticate("Bearer " + old, now: now).id == id)
         var rng = SystemRandomNumberGenerator()
         let (new, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
-        #expect(try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: now.addingTimeInterval(30)))
+        #expect(try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: now.addingTimeInterval(30), unlessOverlappingAt: now))
         auth.forget(.apiKey(id: id))
         #expect(try auth.authenticate("Bearer " + new, now: now).id == id)
         #expect(try auth.authenticate("Bearer " + old, now: now.addingTimeInterval(29)).id == id)

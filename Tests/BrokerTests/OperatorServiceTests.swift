@@ -78,6 +78,9 @@ struct OperatorServiceTests {
         let (_, fresh, until) = try ops.rotateKey(id: p.id, overlap: 60, actor: nil)
         #expect(fresh != key && until == clock.now().addingTimeInterval(60))
         #expect(try store.apiKey(id: p.id)?.previous?.until == until)
+        #expect(throws: BrokerError.self) { try ops.rotateKey(id: p.id, overlap: 60, actor: nil) }   // the first overlap still runs
+        let (_, cut, _) = try ops.rotateKey(id: p.id, overlap: 0, actor: nil)                        // 0: cut it now
+        #expect(cut != fresh)
 
         let (c, none) = try ops.createKey(name: "cert", roles: [.worker], tenants: ["t1"],
                                           certificateSHA256: String(repeating: "AB:", count: 31) + "AB", actor: "op")

@@ -188,6 +188,10 @@ struct BadInputTests {
         }
         try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys/\(id)/rotate", key: w.operatorKey,
                                              json: ["overlap_seconds": 8 * 86_400]), 400)
+        // A retried or second rotation must not cut the overlap the first one promised.
+        let again = try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys/\(id)/rotate", key: w.operatorKey,
+                                                         json: ["overlap_seconds": 60]), 409)
+        #expect(again["error"] as? String == "rotation_in_progress")
         try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/apikeys/ffffffffffffffff/rotate", key: w.operatorKey, json: [:]), 404)
         while Date() < t0.addingTimeInterval(2.3) { try await Task.sleep(for: .milliseconds(100)) }
         for r in 0..<2 {

@@ -27,6 +27,7 @@ struct FrontDoorTests {
         ("a control character in a value", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\u{01}b\r\n\r\n", "control character"),
         ("%2F in an id", "POST /v1/tenants/acme/sessions/ses_a%2Ftoken HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "(%2F)"),
         ("%00 cutting a path", "GET /v1/tenants/acme/sessions/ses_a%00/anything HTTP/1.1\r\nHost: x\r\n\r\n", "(%00)"),
+        ("%00 cutting a query value", "GET /v1/tenants/acme/sessions?subject=alice%00x HTTP/1.1\r\nHost: x\r\n\r\n", "the query escapes a control character (%00)"),
     ]
 
     @Test("each refused shape: the documented JSON 400, the connection closed, one log line; a sound request on the same server is served")

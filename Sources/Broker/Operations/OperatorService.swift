@@ -166,7 +166,14 @@ public struct OperatorService: Sendable {
         var rng = SystemRandomNumberGenerator()
         let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
         let until = clock.now().addingTimeInterval(overlap)
-        guard try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: until) else { throw BrokerError.notFound("api key") }
+        // overlap 0 cuts any overlap still running (the deliberate "now"); else a rotation
+        // waits for the previous one's overlap to end.
+        guard try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: until, unlessOverlappingAt: overlap == 0 ? nil : clock.now()) else {
+            guard let (_, _, previous) = try store.apiKey(id: id) else { throw BrokerError.notFound("api key") }
+            throw BrokerError.conflict(code: "rotation_in_progress", message: "the key's previous secret is accepted until "
+                                       + (previous.map { ISO8601DateFormatter().string(from: $0.until) } ?? "?")
+                                       + "; rotate again after that, or with overlap_seconds 0 to cut it now")
+        }
         feed.publish(.apiKey(id: id))
         auth.forget(.apiKey(id: id))
         audit.record(AuditEvent(at: clock.now(), actor: actor?.id ?? "cli", action: .apiKeyRotate, tenant: nil, session: nil, outcome: id))

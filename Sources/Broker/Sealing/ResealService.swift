@@ -24,6 +24,9 @@ public final class ResealService: Sendable {
         public var passes = 0
         /// Values by key after the last walk (pending logins keep theirs until they expire).
         public var values: [String: Int] = [:]
+        /// Values `reseal` re-seals still under another key after the last walk: rows a refresh
+        /// held every time, or written meanwhile by a replica whose keyring seals with an older key.
+        public var remaining = 0
     }
 
     /// Re-seals until a walk finds nothing more (at most `maxPasses` walks); `progress` hears
@@ -47,6 +50,7 @@ public final class ResealService: Sendable {
             if found == 0 { break }
         }
         s.values = try count()
+        s.remaining = try store.countByKey(pendingLogins: false).filter { $0.key != current }.values.reduce(0, +) - s.unopenable
         return s
     }
 

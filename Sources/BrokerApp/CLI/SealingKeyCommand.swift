@@ -13,6 +13,7 @@ enum SealingKeyCommand {
         tokenbroker sealing-key reseal [--batch N] [--config FILE]
           re-seal every sealed value under the current key, safe while replicas serve (run it again to resume):
           a progress bar on a terminal, a JSON summary on stdout; exit 0, or 3 when some values do not open here
+          or are still under another key (run it again)
         """
 
     /// Needs no configuration.
@@ -38,9 +39,14 @@ enum SealingKeyCommand {
             let s = try rt.sealing.run(batch: batch) { done, total in bar.show(done, of: total, "re-sealed") }
             bar.finish()
             print(render(current: rt.sealing.current, values: s.values,
-                         extra: [("resealed", String(s.resealed)), ("unopenable", String(s.unopenable)), ("passes", String(s.passes))]))
+                         extra: [("resealed", String(s.resealed)), ("unopenable", String(s.unopenable)), ("passes", String(s.passes)),
+                                 ("remaining", String(s.remaining))]))
             if s.unopenable > 0 {
                 FileHandle.standardError.write(Data("tokenbroker: \(s.unopenable) sealed values do not open with this keyring (a key it lacks?): left as they were\n".utf8))
+                return 3
+            }
+            if s.remaining > 0 {
+                FileHandle.standardError.write(Data("tokenbroker: \(s.remaining) values are still under another key (busy rows, or a replica still sealing with an old key): run it again\n".utf8))
                 return 3
             }
             return 0

@@ -118,13 +118,9 @@ public final class BrokerRuntime: Sendable {
                 Thread.sleep(forTimeInterval: 0.25)
                 flush()
                 ticks += 1
-                if ticks % 2400 == 4 {   // soon after start, then every ten minutes: one scan per sealed table
-                    do { try sealing.count() } catch { logger.warn("counting sealed values failed", ("error", String(describing: error))) }
-                }
                 if ticks % 240 == 0 {   // once a minute
                     for (what, work) in [("purging expired logins", { _ = try self.logins.purgeExpired() }),
-                                         ("purging seen token ids", { try self.replays.purge(before: self.clock.now()) }),
-                                         ("retention pass", { try self.retention.run() })] as [(String, () throws -> Void)] {
+                                         ("purging seen token ids", { try self.replays.purge(before: self.clock.now()) })] as [(String, () throws -> Void)] {
                         do { try work() } catch { logger.warn("\(what) failed; tried again in a minute", ("error", String(describing: error))) }
                     }
                 }
@@ -132,6 +128,14 @@ public final class BrokerRuntime: Sendable {
         }
         t.name = "housekeeper"
         t.start()
+        // Long passes on threads of their own, so that they never hold up the flushes above.
+        let retention = self.retention, sealing = self.sealing, log = self.logger
+        Self.every(60, "retention") {
+            do { try retention.run() } catch { log.warn("retention pass failed; tried again in a minute", ("error", String(describing: error))) }
+        }
+        Self.every(600, "sealed-count", first: 1) {   // one scan per sealed table
+            do { try sealing.count() } catch { log.warn("counting sealed values failed", ("error", String(describing: error))) }
+        }
         // Revocations the IdP has not confirmed yet, from every replica's outbox share.
         Self.every(1, "revoker") { [revocations] in revocations.deliverDue() }
         // IdP answers whose write the database did not take: written as soon as it is back.
@@ -183,11 +187,13 @@ public final class BrokerRuntime: Sendable {
     }
 
     /// Runs `work` on a thread of its own every `seconds`, for the life of the process.
-    static func every(_ seconds: TimeInterval, _ name: String, _ work: @escaping @Sendable () -> Void) {
+    /// Runs `work` every `seconds` on a thread of its own, the first time after `first` seconds.
+    static func every(_ seconds: TimeInterval, _ name: String, first: TimeInterval? = nil, _ work: @escaping @Sendable () -> Void) {
         let t = Thread {
+            Thread.sleep(forTimeInterval: first ?? seconds)
             while true {
-                Thread.sleep(forTimeInterval: seconds)
                 work()
+                Thread.sleep(forTimeInterval: seconds)
             }
         }
         t.name = name

@@ -24,8 +24,10 @@ public protocol RegistryStore: Sendable {
     /// Marks the key revoked; false when there is no such key.
     func revokeAPIKey(id: String, now: Date) throws -> Bool
     /// Gives the key a new secret; the current one becomes its previous secret, accepted until
-    /// `previousUntil` (replacing any earlier previous one). False when there is no such key.
-    func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date) throws -> Bool
+    /// `previousUntil` (replacing any earlier previous one). With `unlessOverlappingAt`, a key
+    /// whose previous secret is still accepted then is left as it is (a retried or concurrent
+    /// rotation must not cut the overlap an earlier one promised). False when nothing changed.
+    func rotateAPIKey(id: String, secretHash: [UInt8], previousUntil: Date, unlessOverlappingAt now: Date?) throws -> Bool
     func touchAPIKeys(_ ids: [String], at: Date) throws
     /// Every API key, newest first (revoked and expired ones too).
     func apiKeys() throws -> [APIKeyRecord]

@@ -4,8 +4,9 @@ import Foundation
 /// pending logins) by the id of the key that sealed each value, and re-seals them under the
 /// current key while replicas serve.
 public protocol SealedValueStore: Sendable {
-    /// Sealed values stored, by key id, over every sealed column of every tenant.
-    func countByKey() throws -> [String: Int]
+    /// Sealed values stored, by key id, over every sealed column of every tenant (without
+    /// `pendingLogins`: only the columns `reseal` re-seals).
+    func countByKey(pendingLogins: Bool) throws -> [String: Int]
 
     /// Re-seals under the sealer's current key at most `limit` values sealed under another key,
     /// in key order after `cursor` (nil: from the start), each batch in one short transaction.
@@ -13,4 +14,9 @@ public protocol SealedValueStore: Sendable {
     /// values that do not open (a key this keyring lacks) are left as they are and counted.
     /// Pending logins are not re-sealed: they expire within minutes.
     func reseal(after cursor: ResealBatch.Cursor?, limit: Int) throws -> ResealBatch
+}
+
+extension SealedValueStore {
+    /// Every sealed value, pending logins included.
+    public func countByKey() throws -> [String: Int] { try countByKey(pendingLogins: true) }
 }

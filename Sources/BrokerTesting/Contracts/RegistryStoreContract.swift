@@ -56,11 +56,13 @@ public enum RegistryStoreContract: String, CaseIterable, Sendable {
         try Contract.expect(listed?.createdAt == Contract.t0 && listed?.lastUsedAt == Contract.t0.addingTimeInterval(5)
                             && listed?.principal.expiresAt == p.expiresAt, "the listing does not show the key's times")
         // Rotation: a new secret, the old one kept as the previous until its time.
-        try Contract.expect(try store.rotateAPIKey(id: id, secretHash: [7, 7], previousUntil: Contract.t0.addingTimeInterval(60)), "rotating reported no such key")
+        try Contract.expect(try store.rotateAPIKey(id: id, secretHash: [7, 7], previousUntil: Contract.t0.addingTimeInterval(60), unlessOverlappingAt: Contract.t0), "rotating reported no such key")
         let rotated = try store.apiKey(id: id)
         try Contract.expect(rotated?.secretHash == [7, 7] && rotated?.previous == PreviousSecret(hash: [9, 9], until: Contract.t0.addingTimeInterval(60)),
                             "a rotated key does not read back with its previous secret")
-        try Contract.expect(try !store.rotateAPIKey(id: "ffffffffffffffff", secretHash: [1], previousUntil: Contract.t0), "an unknown key rotated")
+        try Contract.expect(try !store.rotateAPIKey(id: id, secretHash: [5, 5], previousUntil: Contract.t0.addingTimeInterval(90), unlessOverlappingAt: Contract.t0)
+                            && store.apiKey(id: id)?.secretHash == [7, 7], "a second rotation cut the first one's overlap")
+        try Contract.expect(try !store.rotateAPIKey(id: "ffffffffffffffff", secretHash: [1], previousUntil: Contract.t0, unlessOverlappingAt: nil), "an unknown key rotated")
         try Contract.expect(try store.revokeAPIKey(id: id, now: Contract.t0), "revoking a key reported no such key")
         try Contract.expect(try store.apiKey(id: id)?.0.revokedAt != nil, "a revoked key reads back unrevoked")
         try Contract.expect(try !store.revokeAPIKey(id: "ffffffffffffffff", now: Contract.t0) && store.apiKey(id: "ffffffffffffffff") == nil,
