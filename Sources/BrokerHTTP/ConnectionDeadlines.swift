@@ -19,7 +19,12 @@ final class ConnectionDeadlines: @unchecked Sendable {
         /// verdict of `tb_mhd_client_certificate` and the fingerprint. Touched only on the
         /// connection's own MHD thread.
         var clientCertificate: (verdict: Int32, sha256: String?)?
-        init(fd: Int32) { self.fd = fd }
+        /// The daemon the connection belongs to (a reload runs two for a while).
+        let daemon: DaemonState?
+        init(fd: Int32, daemon: DaemonState?) {
+            self.fd = fd
+            self.daemon = daemon
+        }
     }
 
     let headers: UInt64, body: UInt64, idle: UInt64
@@ -37,8 +42,8 @@ final class ConnectionDeadlines: @unchecked Sendable {
     static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     /// A connection opened.
-    func opened(fd: Int32) -> Watch {
-        let w = Watch(fd: fd)
+    func opened(fd: Int32, daemon: DaemonState?) -> Watch {
+        let w = Watch(fd: fd, daemon: daemon)
         w.deadline.store(Self.now + headers, ordering: .relaxed)
         watched.withLock { $0[ObjectIdentifier(w)] = w }
         return w

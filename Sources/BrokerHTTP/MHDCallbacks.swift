@@ -17,6 +17,13 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
         // read — on this first call, after which MHD closes the connection.
         ctx.started = true
         watch(connection)?.deadline.store(ConnectionDeadlines.now + server.deadlines.body, ordering: .relaxed)
+        if watch(connection)?.daemon?.refusing.load(ordering: .acquiring) == true {
+            // This daemon is stopping: answer now, never suspend.
+            ctx.dispatched = true
+            ctx.requestID = MHDServer.requestID(nil)
+            return server.queue(.json(503, "{\"error\":\"shutting_down\",\"message\":\"this listener is closing; retry\",\"request_id\":\"\(ctx.requestID)\"}"),
+                                requestID: ctx.requestID, on: connection)
+        }
         if ctx.refusal == nil {
             var check = FrontDoor.HeaderCheck()
             withUnsafeMutablePointer(to: &check) { p in _ = MHD_get_connection_values_n(connection, tb_MHD_HEADER_KIND, checkHeader, p) }
@@ -70,7 +77,7 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
 }
 
 /// The connection's deadline watch (ConnectionDeadlines), set when it opened.
-private func watch(_ connection: OpaquePointer) -> ConnectionDeadlines.Watch? {
+func watch(_ connection: OpaquePointer) -> ConnectionDeadlines.Watch? {
     tb_mhd_socket_context(connection).map { Unmanaged<ConnectionDeadlines.Watch>.fromOpaque($0).takeUnretainedValue() }
 }
 
@@ -89,7 +96,7 @@ let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketC
     guard let cls, let connection, let socketContext else { return }
     let server = Unmanaged<MHDServer>.fromOpaque(cls).takeUnretainedValue()
     if toe == tb_MHD_CONNECTION_NOTIFY_STARTED {
-        let w = server.deadlines.opened(fd: tb_mhd_connection_fd(connection))
+        let w = server.deadlines.opened(fd: tb_mhd_connection_fd(connection), daemon: tb_mhd_connection_daemon(connection).map(server.state))
         socketContext.pointee = Unmanaged.passRetained(w).toOpaque()
     } else if let raw = socketContext.pointee {
         let w = Unmanaged<ConnectionDeadlines.Watch>.fromOpaque(raw)
@@ -134,11 +141,14 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
         return server.queue(response, requestID: requestID, on: connection)
     case .later(let work):
         let conn = MHDConnection(pointer: connection)
+        let daemon = watch(connection)?.daemon
         server.suspended.add(1, ordering: .acquiringAndReleasing)
+        daemon?.suspended.add(1, ordering: .acquiringAndReleasing)
         MHD_suspend_connection(connection)
         work { response in
             ctx.ready.withLock { $0 = response }
             MHD_resume_connection(conn.pointer)
+            daemon?.suspended.subtract(1, ordering: .acquiringAndReleasing)
             server.suspended.subtract(1, ordering: .acquiringAndReleasing)
         }
         return tb_MHD_YES

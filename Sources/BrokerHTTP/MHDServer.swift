@@ -18,6 +18,47 @@ public final class MHDServer: Sendable {
     private let daemon = Mutex<DaemonBox?>(nil)
     let suspended = Atomic<Int>(0)
     let deadlines: ConnectionDeadlines
+    /// Each daemon's state, by its pointer (two live during a reload).
+    private let daemons = Mutex<[Int: DaemonState]>([:])
+
+    /// The state of `daemon` (made on first sight: a connection may open before `launch` returns).
+    func state(_ daemon: OpaquePointer) -> DaemonState {
+        daemons.withLock { all in
+            if let s = all[Int(bitPattern: UnsafeRawPointer(daemon))] { return s }
+            let s = DaemonState()
+            all[Int(bitPattern: UnsafeRawPointer(daemon))] = s
+            return s
+        }
+    }
+
+    private func forget(_ daemon: OpaquePointer) { _ = daemons.withLock { $0.removeValue(forKey: Int(bitPattern: UnsafeRawPointer(daemon))) } }
+
+    /// Waits until `check` holds or `seconds` pass; true when it held.
+    private static func wait(_ seconds: TimeInterval, until check: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !check() {
+            guard Date() < deadline else { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+
+    /// Stops `d` once nothing of it is suspended: it tells clients to go, waits up to `grace`
+    /// for its connections to end (or only for its suspended requests, `waitForConnections`
+    /// false), then answers new requests at once and stops after the last suspended one.
+    private func retire(_ d: OpaquePointer, grace: TimeInterval, waitForConnections: Bool) {
+        let s = state(d)
+        s.draining.store(true, ordering: .releasing)
+        _ = Self.wait(grace) {
+            s.suspended.load(ordering: .acquiring) == 0 && (!waitForConnections || tb_mhd_connections(d) == 0)
+        }
+        s.refusing.store(true, ordering: .releasing)
+        // A request suspended before `refusing` was seen is answered within the refresh patience.
+        _ = Self.wait(180) { s.suspended.load(ordering: .acquiring) == 0 }
+        usleep(50_000)
+        MHD_stop_daemon(d)
+        forget(d)
+    }
     /// Connections closed because their client was too slow (ConnectionDeadlines).
     public var slowClientsClosed: Int { deadlines.closed.load(ordering: .relaxed) }
 
@@ -131,29 +172,25 @@ public final class MHDServer: Sendable {
         let scratch = try launch(material, port: 0)
         MHD_stop_daemon(scratch)
         guard let old = daemon.withLock({ $0 }) else { return }
-        let fd = MHD_quiesce_daemon(old.pointer)
-        guard fd >= 0 else { throw StartError(description: "cannot hand the listening socket over") }
+        let fd = tb_mhd_listen_fd(old.pointer)
+        guard fd >= 0 else { throw StartError(description: "cannot find the listening socket to hand over") }
+        // The new daemon serves the socket before the old one lets go of it: a failed start
+        // leaves the old one serving as it was.
         let new = try launch(material, listenFD: fd)
         daemon.withLock { $0 = DaemonBox(pointer: new) }
-        let stopping = old
-        Thread.detachNewThread {
-            let deadline = Date().addingTimeInterval(grace)
-            while tb_mhd_connections(stopping.pointer) > 0 && Date() < deadline { usleep(50_000) }
-            MHD_stop_daemon(stopping.pointer)
-        }
+        _ = MHD_quiesce_daemon(old.pointer)
+        Thread.detachNewThread { [self] in retire(old.pointer, grace: grace, waitForConnections: true) }
     }
 
     /// The bound port (the chosen one when configured with 0).
     public var port: UInt16 { daemon.withLock { $0.map { tb_mhd_port($0.pointer) } ?? 0 } }
 
-    /// Stops accepting, waits up to `grace` for suspended requests to be answered, then stops.
+    /// Stops accepting, waits up to `grace` for suspended requests to be answered (kept-alive
+    /// clients are told to go), then answers new requests at once and stops after the last one.
     public func stop(grace: TimeInterval = 10) {
         guard let d = daemon.withLock({ b -> DaemonBox? in defer { b = nil }; return b }) else { return }
         let fd = MHD_quiesce_daemon(d.pointer)
-        let deadline = Date().addingTimeInterval(grace)
-        while suspended.load(ordering: .acquiring) > 0 && Date() < deadline { usleep(10_000) }
-        usleep(50_000)
-        MHD_stop_daemon(d.pointer)
+        retire(d.pointer, grace: grace, waitForConnections: false)
         if fd >= 0 { close(fd) }
         deadlines.stop()
     }
@@ -167,6 +204,9 @@ public final class MHDServer: Sendable {
         }
         guard let r else { return tb_MHD_NO }
         for h in response.headers { MHD_add_response_header(r, h.name, h.value) }
+        if watch(connection)?.daemon?.draining.load(ordering: .acquiring) == true {
+            MHD_add_response_header(r, "Connection", "close")   // this daemon is closing: reconnect elsewhere
+        }
         MHD_add_response_header(r, "X-Request-Id", requestID)
         let ok = MHD_queue_response(connection, UInt32(response.status), r)
         MHD_destroy_response(r)

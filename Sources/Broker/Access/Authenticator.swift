@@ -43,6 +43,9 @@ public final class Authenticator: Sendable {
     private let unknown: Mutex<LRUCache<String, Date>>
     /// Principals of client certificates, by fingerprint (nil principal: it stands for none).
     private let certificates: Mutex<LRUCache<String, Entry>>
+    /// Bumped by every `forget`: a store read that a change overtook is answered but not cached,
+    /// so a notice that arrived before the read's result cannot be undone by it.
+    private let generation = Atomic<Int>(0)
 
     public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval, capacity: Int = 100_000,
                 unknownCapacity: Int = 10_000) {
@@ -66,8 +69,9 @@ public final class Authenticator: Sendable {
     /// The principal a verified client certificate stands for; `unauthorized` when none, or
     /// when it is revoked or expired. May query the store.
     public func authenticate(certificate sha256: String, now: Date) throws -> Principal {
+        let before = generation.load(ordering: .acquiring)
         let e = Entry(principal: try store.apiKey(certificateSHA256: sha256), hash: [], at: now)
-        certificates.withLock { $0.set(sha256, e) }
+        if generation.load(ordering: .acquiring) == before { certificates.withLock { $0.set(sha256, e) } }
         return try check(certificate: e, now: now)
     }
 
@@ -97,13 +101,15 @@ public final class Authenticator: Sendable {
     public func authenticate(_ authorization: String?, now: Date) throws -> Principal {
         guard let parts = Self.parse(authorization) else { throw Self.refused }
         if let known = fromMemory(parts, now: now) { return try known.get() }
+        let before = generation.load(ordering: .acquiring)
         let found = try store.apiKey(id: parts.id)
+        let current = generation.load(ordering: .acquiring) == before
         guard let found else {
-            unknown.withLock { $0.set(parts.id, now) }
+            if current { unknown.withLock { $0.set(parts.id, now) } }
             throw Self.refused
         }
         let e = Entry(principal: found.0, hash: found.secretHash, previous: found.previous, at: now)
-        entries.withLock { $0.set(parts.id, e) }
+        if current { entries.withLock { $0.set(parts.id, e) } }
         return try check(e, secret: parts.secret, now: now)
     }
 
@@ -164,6 +170,10 @@ public final class Authenticator: Sendable {
     }
 
     public func forget(_ change: Change) {
+        switch change {
+        case .apiKey, .resync: generation.add(1, ordering: .acquiringAndReleasing)
+        default: return
+        }
         switch change {
         case .apiKey(let id):
             entries.withLock { $0.remove(id) }

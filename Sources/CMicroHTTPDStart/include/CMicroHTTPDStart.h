@@ -35,6 +35,12 @@ struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o);
 /* The port a daemon is bound to (useful with port 0). */
 uint16_t tb_mhd_port(struct MHD_Daemon *daemon);
 
+/* The listening socket a daemon serves (-1 when none). */
+int tb_mhd_listen_fd(struct MHD_Daemon *daemon);
+
+/* The daemon a connection belongs to. */
+struct MHD_Daemon *tb_mhd_connection_daemon(struct MHD_Connection *connection);
+
 /* The connections a daemon has open now. */
 unsigned int tb_mhd_connections(struct MHD_Daemon *daemon);
 
