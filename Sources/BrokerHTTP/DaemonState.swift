@@ -5,8 +5,15 @@ import Synchronization
 /// freed memory), so a closing daemon first tells clients to go (`draining`: answers carry
 /// `Connection: close`), then answers new requests at once (`refusing`: never suspended), and is
 /// stopped when its last suspended request has been answered.
+///
+/// It is the `cls` of every callback of its daemon: libmicrohttpd runs a thread pool as worker
+/// daemons of their own, so a connection's daemon pointer names a worker, never the daemon
+/// that was started — the callback's `cls` is what tells the daemons of a reload apart.
 final class DaemonState: Sendable {
+    unowned let server: MHDServer
     let suspended = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
     let refusing = Atomic<Bool>(false)
+
+    init(server: MHDServer) { self.server = server }
 }

@@ -2,12 +2,13 @@ import CMicroHTTPDStart
 import CMicroHTTPD
 import Foundation
 
-// The C callbacks of MHDServer. They capture nothing: the server arrives through `cls`, the
-// request's state through `con_cls` (retained there until MHD reports the request completed).
+// The C callbacks of MHDServer. They capture nothing: the daemon's DaemonState (and through it
+// the server) arrives through `cls`, the request's state through `con_cls` (retained there
+// until MHD reports the request completed).
 
 let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadDataSize, conCls in
     guard let cls, let connection, let conCls, let uploadDataSize, let raw = conCls.pointee else { return tb_MHD_NO }
-    let server = Unmanaged<MHDServer>.fromOpaque(cls).takeUnretainedValue()
+    let server = Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue().server
     let limit = server.config.maxBodyBytes
     let ctx = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
 
@@ -94,9 +95,9 @@ let uriLogHandler: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar
 /// A connection opened or closed: its deadline watch is kept in MHD's socket context.
 let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketContext, toe in
     guard let cls, let connection, let socketContext else { return }
-    let server = Unmanaged<MHDServer>.fromOpaque(cls).takeUnretainedValue()
+    let server = Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue().server
     if toe == tb_MHD_CONNECTION_NOTIFY_STARTED {
-        let w = server.deadlines.opened(fd: tb_mhd_connection_fd(connection), daemon: tb_mhd_connection_daemon(connection).map(server.state))
+        let w = server.deadlines.opened(fd: tb_mhd_connection_fd(connection), daemon: Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue())
         socketContext.pointee = Unmanaged.passRetained(w).toOpaque()
     } else if let raw = socketContext.pointee {
         let w = Unmanaged<ConnectionDeadlines.Watch>.fromOpaque(raw)
@@ -165,7 +166,7 @@ private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in
 let completedHandler: MHD_RequestCompletedCallback = { cls, connection, conCls, _ in
     // Kept alive, the next request has the idle timeout to arrive whole.
     if let cls, let connection {
-        let server = Unmanaged<MHDServer>.fromOpaque(cls).takeUnretainedValue()
+        let server = Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue().server
         watch(connection)?.deadline.store(ConnectionDeadlines.now + server.deadlines.idle, ordering: .relaxed)
     }
     guard let conCls, let raw = conCls.pointee else { return }

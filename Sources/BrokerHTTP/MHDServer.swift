@@ -21,14 +21,9 @@ public final class MHDServer: Sendable {
     /// Each daemon's state, by its pointer (two live during a reload).
     private let daemons = Mutex<[Int: DaemonState]>([:])
 
-    /// The state of `daemon` (made on first sight: a connection may open before `launch` returns).
-    func state(_ daemon: OpaquePointer) -> DaemonState {
-        daemons.withLock { all in
-            if let s = all[Int(bitPattern: UnsafeRawPointer(daemon))] { return s }
-            let s = DaemonState()
-            all[Int(bitPattern: UnsafeRawPointer(daemon))] = s
-            return s
-        }
+    /// The state a started daemon's callbacks get as `cls` (held here until it is stopped).
+    private func state(_ daemon: OpaquePointer) -> DaemonState? {
+        daemons.withLock { $0[Int(bitPattern: UnsafeRawPointer(daemon))] }
     }
 
     private func forget(_ daemon: OpaquePointer) { _ = daemons.withLock { $0.removeValue(forKey: Int(bitPattern: UnsafeRawPointer(daemon))) } }
@@ -47,7 +42,7 @@ public final class MHDServer: Sendable {
     /// for its connections to end (or only for its suspended requests, `waitForConnections`
     /// false), then answers new requests at once and stops after the last suspended one.
     private func retire(_ d: OpaquePointer, grace: TimeInterval, waitForConnections: Bool) {
-        let s = state(d)
+        guard let s = state(d) else { return MHD_stop_daemon(d) }
         s.draining.store(true, ordering: .releasing)
         _ = Self.wait(grace) {
             s.suspended.load(ordering: .acquiring) == 0 && (!waitForConnections || tb_mhd_connections(d) == 0)
@@ -128,7 +123,8 @@ public final class MHDServer: Sendable {
     private func launch(_ tls: TLSMaterial?, listenFD: Int32 = -1, port: UInt16? = nil) throws -> OpaquePointer {
         var addr = try address()
         if let port { addr.sin_port = port.bigEndian }
-        let cls = Unmanaged.passUnretained(self).toOpaque()
+        let state = DaemonState(server: self)
+        let cls = Unmanaged.passUnretained(state).toOpaque()
         func with(_ s: String?, _ body: (UnsafePointer<CChar>?) -> OpaquePointer?) -> OpaquePointer? {
             guard let s else { return body(nil) }
             return s.withCString { body($0) }
@@ -153,6 +149,7 @@ public final class MHDServer: Sendable {
             }
             throw startError(errno)
         }
+        daemons.withLock { $0[Int(bitPattern: UnsafeRawPointer(d))] = state }
         return d
     }
 
@@ -171,6 +168,7 @@ public final class MHDServer: Sendable {
         let material = try tlsMaterial()
         let scratch = try launch(material, port: 0)
         MHD_stop_daemon(scratch)
+        forget(scratch)
         guard let old = daemon.withLock({ $0 }) else { return }
         let fd = tb_mhd_listen_fd(old.pointer)
         guard fd >= 0 else { throw StartError(description: "cannot find the listening socket to hand over") }

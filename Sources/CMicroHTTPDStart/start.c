@@ -76,8 +76,3 @@ int tb_mhd_listen_fd(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_LISTEN_FD);
     return info ? info->listen_fd : -1;
 }
-
-struct MHD_Daemon *tb_mhd_connection_daemon(struct MHD_Connection *connection) {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_DAEMON);
-    return info ? info->daemon : NULL;
-}

@@ -54,6 +54,7 @@ struct HTTPServerTests {
         r.add("GET", "/now") { _ in .now(.json(200, "{\"ok\":true}")) }
         r.add("POST", "/echo/{id}") { req in .now(.json(200, "{\"id\":\"\(req[param: "id"])\",\"n\":\(req.body.count),\"big\":\(req.bodyTooLarge)}")) }
         r.add("GET", "/later") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { respond(.json(202, "{}")) } } }
+        r.add("GET", "/slow") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { respond(.json(200, "{}")) } } }
         let router = r
         let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2, maxBodyBytes: maxBody, maxHeaderBytes: maxHeader)) { req in
             switch router.match(method: req.method, path: req.path) {
@@ -130,5 +131,24 @@ struct HTTPServerTests {
         #expect(c.response()?.headers.contains("X-Request-Id: abc-123") == true)
         c.send("GET /now HTTP/1.1\r\nHost: x\r\nX-Request-Id: a b\"c\r\n\r\n")
         #expect(c.response()?.headers.contains("a b\"c") == false)
+    }
+
+    @Test("stop waits for every suspended request, also one arriving on a kept-alive connection meanwhile, and tells clients to go")
+    func stopDrains() async throws {
+        let s = try Self.server()
+        let first = try RawClient(port: s.port), second = try RawClient(port: s.port)
+        second.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(second.response()?.status == 200)   // kept alive, idle
+        first.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(50))
+        let started = Date()
+        let stopped = Task.detached { s.stop(grace: 5); return Date().timeIntervalSince(started) }
+        try await Task.sleep(for: .milliseconds(150))
+        second.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")   // arrives while the server is closing
+        let a = first.response(), b = second.response()
+        #expect(a?.status == 200 && a?.headers.contains("Connection: close") == true, "\(String(describing: a))")
+        #expect(b?.status == 200 || b?.status == 503, "\(String(describing: b))")
+        #expect(b?.headers.contains("Connection: close") == true)
+        #expect(await stopped.value >= 0.45, "stop returned before the suspended request was answered")
     }
 }

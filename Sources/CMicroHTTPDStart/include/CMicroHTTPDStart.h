@@ -38,9 +38,6 @@ uint16_t tb_mhd_port(struct MHD_Daemon *daemon);
 /* The listening socket a daemon serves (-1 when none). */
 int tb_mhd_listen_fd(struct MHD_Daemon *daemon);
 
-/* The daemon a connection belongs to. */
-struct MHD_Daemon *tb_mhd_connection_daemon(struct MHD_Connection *connection);
-
 /* The connections a daemon has open now. */
 unsigned int tb_mhd_connections(struct MHD_Daemon *daemon);
 
