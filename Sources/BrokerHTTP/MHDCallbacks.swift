@@ -17,8 +17,9 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
         // door refuses or a declared body over the limit, which are answered before the body is
         // read — on this first call, after which MHD closes the connection.
         ctx.started = true
-        watch(connection)?.deadline.store(ConnectionDeadlines.now + server.deadlines.body, ordering: .relaxed)
-        if watch(connection)?.daemon?.refusing.load(ordering: .acquiring) == true {
+        let w = watch(connection)
+        w?.deadline.store(ConnectionDeadlines.now + server.deadlines.body, ordering: .relaxed)
+        if w?.daemon?.refusing.load(ordering: .acquiring) == true {
             // This daemon is stopping: answer now, never suspend.
             ctx.dispatched = true
             ctx.requestID = MHDServer.requestID(nil)
@@ -32,7 +33,6 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
         }
         if ctx.refusal == nil, let tls = server.config.tls, tls.clientCAFile != nil {
             // Verified once per connection: its certificate cannot change under it.
-            let w = watch(connection)
             let checked = w?.clientCertificate ?? {
                 var sha = [UInt8](repeating: 0, count: 32)
                 let verdict = tb_mhd_client_certificate(connection, &sha)

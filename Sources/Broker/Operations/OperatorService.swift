@@ -146,6 +146,14 @@ public struct OperatorService: Sendable {
     /// Every key, newest first, with its last use and expiry (never a secret).
     public func listKeys() throws -> [APIKeyRecord] { try store.apiKeys() }
 
+    /// A key outside the tenants of the operator acting (nil: the CLI, which reaches all) is
+    /// not found for it: keys learn nothing of keys they cannot touch.
+    private func reachable(_ p: Principal, by actor: Principal?) throws {
+        if let actor, !actor.tenants.contains(Principal.allTenants), !p.tenants.isSubset(of: actor.tenants) {
+            throw BrokerError.notFound("api key")
+        }
+    }
+
     /// The longest overlap a rotation may give the old secret: a week.
     public static let maxRotationOverlap: TimeInterval = 7 * 86_400
 
@@ -157,9 +165,7 @@ public struct OperatorService: Sendable {
             throw BrokerError.badRequest(code: "invalid_request", message: "'overlap_seconds' must be 0...\(Int(Self.maxRotationOverlap))")
         }
         guard let (p, _, _) = try store.apiKey(id: id) else { throw BrokerError.notFound("api key") }
-        if let actor, !actor.tenants.contains(Principal.allTenants), !p.tenants.isSubset(of: actor.tenants) {
-            throw BrokerError.notFound("api key")
-        }
+        try reachable(p, by: actor)
         guard p.isValid(at: clock.now()), p.certificateSHA256 == nil else {
             throw BrokerError.conflict(code: "conflict", message: "only a live bearer key can be rotated (revoked, expired or a certificate principal)")
         }
@@ -183,9 +189,7 @@ public struct OperatorService: Sendable {
     /// Revokes a key (idempotent); `within` limits which keys the caller may revoke.
     public func revokeKey(id: String, actor: Principal?) throws {
         guard let (p, _, _) = try store.apiKey(id: id) else { throw BrokerError.notFound("api key") }
-        if let actor, !actor.tenants.contains(Principal.allTenants), !p.tenants.isSubset(of: actor.tenants) {
-            throw BrokerError.notFound("api key")
-        }
+        try reachable(p, by: actor)
         _ = try store.revokeAPIKey(id: id, now: clock.now())
         feed.publish(.apiKey(id: id))
         auth.forget(.apiKey(id: id))

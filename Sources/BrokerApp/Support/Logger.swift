@@ -46,10 +46,11 @@ public struct Logger: Sendable {
 
     /// The JSON of one value: a number for a numeric field that holds one, else a string, cut.
     static func value(_ key: String, _ v: String) -> String {
-        let u = Array(v.utf8)
-        if numeric.contains(key), let d = Double(v), d.isFinite, u.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 45 }),
-           !(u.count > 1 && u[0] == 48 && u[1] != 46) {   // JSON has no leading zeros
-            return v
+        if numeric.contains(key), let d = Double(v), d.isFinite {
+            let u = Array(v.utf8)
+            if u.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == 46 || $0 == 45 }), !(u.count > 1 && u[0] == 48 && u[1] != 46) {   // JSON has no leading zeros
+                return v
+            }
         }
         guard v.count > maxValue else { return JSONText.quote(v) }
         return JSONText.quote(String(v.prefix(maxValue)) + "…(\(v.utf8.count) bytes)")
