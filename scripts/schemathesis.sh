@@ -38,30 +38,11 @@ walk(yaml.safe_load(open(sys.argv[1])), [])
 if bad:
     sys.exit("docs/openapi.yaml: a text cut by an unquoted comma (quote it): " + "; ".join(bad))
 PY
-bin="${TOKENBROKER_BIN_DIR:?}"
 logs="${TOKENBROKER_TEST_LOGS:-.run}"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-idp_port=$(free_port); broker_port=$(free_port)
-I=http://127.0.0.1:$idp_port; B=http://127.0.0.1:$broker_port
-export TOKENBROKER_SEALING_KEYS="k1:$(head -c 32 /dev/urandom | base64)" TOKENBROKER_LISTEN=127.0.0.1:$broker_port TOKENBROKER_ACCESS_LOG=true
-pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true' EXIT
-"$bin/dev-idp" --listen 127.0.0.1:$idp_port 2> "$logs/schemathesis-dev-idp.log" & pids+=($!)
-"$bin/tokenbroker" serve 2> "$logs/schemathesis-broker.log" & pids+=($!)
-for _ in $(seq 100); do curl -sf $B/healthz >/dev/null && curl -sf $I/jwks >/dev/null && break; sleep 0.1; done
-
-# One tenant (fresh each run) with a client, a session, and a key that may do everything there.
-export ST_TENANT="st-$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-op=$("$bin/tokenbroker" apikey create --role operator --name schemathesis-operator --all-tenants)
-curl -sf -XPUT $B/v1/tenants/$ST_TENANT -H "Authorization: Bearer $op" -d '{"name":"Schemathesis"}' >/dev/null
-curl -sf -XPOST $I/admin/clients -d "{\"client_id\":\"st-app\",\"client_secret\":\"st-secret\",\"redirect_uris\":[\"$B/v1/callback\"]}" >/dev/null
-curl -sf -XPUT $B/v1/tenants/$ST_TENANT/clients/app -H "Authorization: Bearer $op" -d "{\"issuer\":\"$I\",\"client_id\":\"st-app\",
-  \"auth_method\":\"client_secret_basic\",\"client_secret\":\"st-secret\",\"redirect_uri\":\"$B/v1/callback\",\"scopes\":[\"openid\",\"offline_access\"]}" >/dev/null
-key=$(curl -sf -XPOST $B/v1/apikeys -H "Authorization: Bearer $op" \
-  -d '{"name":"schemathesis","roles":["worker","admin","enrol","operator"],"tenants":["*"]}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
-rt=$(curl -sf -XPOST $I/admin/grants -d '{"client_id":"st-app","subjects":["alice"]}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["refresh_tokens"]["alice"])')
-export ST_SESSION=$(curl -sf -XPOST $B/v1/tenants/$ST_TENANT/sessions:import -H "Authorization: Bearer $key" \
-  -d "{\"client\":\"app\",\"subject\":\"alice\",\"refresh_token\":\"$rt\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["session_id"])')
+source scripts/live.sh schemathesis
+# Path parameters (scripts/schemathesis.toml) name this tenant, its client and one session.
+export ST_TENANT="$LIVE_TENANT" ST_SESSION="$(live_session alice)"
+B=$LIVE_BROKER key=$LIVE_KEY
 
 # One worker: hypothesis's lambda introspection is not thread-safe in this version.
 "$venv/bin/st" --config-file scripts/schemathesis.toml run docs/openapi.yaml --url "$B" --header "Authorization: Bearer $key" \

@@ -2,12 +2,13 @@
 # `make test`: installs what is missing, builds, starts the private PostgreSQL (unless
 # DATABASE_URL is set) with a fresh test database, runs the whole suite (unit, adapter and
 # integration tests against real PostgreSQL and the development IdP over HTTP), then
-# schemathesis against a live broker with docs/openapi.yaml as the contract, then scans
+# schemathesis against a live broker with docs/openapi.yaml as the contract, the worker
+# clients (clients/) against a live broker, then scans
 # every log of the run and a dump of the database for any secret the tests saw. Stops what
 # it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh test
 swift build --build-tests
 
 logs="$PWD/.run/test-logs"
@@ -37,6 +38,9 @@ swift test --skip-build --no-parallel 2>&1 | tee "$logs/swift-test.out" || statu
 
 # The OpenAPI file as a contract, checked by schemathesis against a live broker.
 scripts/schemathesis.sh || status=1
+
+# The worker clients (Python, Swift, and one generated from the OpenAPI file) against a live broker.
+scripts/clients.sh || status=1
 
 # The whole run's logs and the database must not hold any secret the tests handled.
 pg_dump --data-only --dbname "$DATABASE_URL" > "$logs/database.dump"
