@@ -33,7 +33,8 @@ public struct Router: Sendable {
     }
 
     public enum Match {
-        case found(Handler, [String: String])
+        /// The handler, the captures, and the route's index in `table` (per-route metrics).
+        case found(Handler, [String: String], route: Int)
         case methodNotAllowed([String])
         case notFound
     }
@@ -53,7 +54,7 @@ public struct Router: Sendable {
             func segment(_ k: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: u[(cuts[k] + 1)..<cuts[k + 1]]) }
 
             var allowed: [String] = []
-            for r in routes where r.segments.count == count {
+            for (index, r) in routes.enumerated() where r.segments.count == count {
                 var ok = true
                 for (k, seg) in r.segments.enumerated() {
                     if case .literal(let l) = seg, !l.elementsEqual(segment(k)) {
@@ -70,7 +71,7 @@ public struct Router: Sendable {
                 for (k, seg) in r.segments.enumerated() {
                     if case .capture(let name) = seg { params[name] = String(decoding: segment(k), as: UTF8.self) }
                 }
-                return .found(r.handler, params)
+                return .found(r.handler, params, route: index)
             }
             return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
         }

@@ -20,6 +20,10 @@ public final class JWKSCache: KeySetSource {
     private let directory: any IssuerDirectory
     private let maxAge: TimeInterval
     private let entries = Mutex<[String: Entry]>([:])
+    private let fetched = Mutex<[String: Int]>([:])
+
+    /// JWK Set fetches by outcome (`ok`, `failed`): `tokenbroker_jwks_fetches_total`.
+    public var fetches: [String: Int] { fetched.withLock { $0 } }
 
     public init(http: BlockingHTTP, directory: any IssuerDirectory, maxAge: TimeInterval = 3600) {
         self.http = http
@@ -39,7 +43,12 @@ public final class JWKSCache: KeySetSource {
             }
             guard claimed else { return c.keys }
         }
-        let keys = try fetch(issuer: issuer, now: now)
+        let keys: [JSONWebKey]
+        do { keys = try fetch(issuer: issuer, now: now) } catch {
+            fetched.withLock { $0["failed", default: 0] += 1 }
+            throw error
+        }
+        fetched.withLock { $0["ok", default: 0] += 1 }
         entries.withLock { m in
             var e = Entry(keys: keys, fetchedAt: now, lastRefetch: m[issuer]?.lastRefetch ?? [:])
             if let budget = refetch { e.lastRefetch[budget] = now }

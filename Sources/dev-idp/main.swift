@@ -25,7 +25,7 @@ let idp = DevIdP(issuer: issuer ?? "http://\(host):\(port)", accessTTL: accessTT
 let router = idp.router()
 let server = MHDServer(config: HTTPServerConfig(host: host, port: port, threads: 2)) { req in
     switch router.match(method: req.method, path: req.path) {
-    case .found(let h, let p):
+    case .found(let h, let p, _):
         var r = req
         r.parameters = p
         return h(r)

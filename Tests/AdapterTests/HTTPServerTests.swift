@@ -58,7 +58,7 @@ struct HTTPServerTests {
         let router = r
         let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2, maxBodyBytes: maxBody, maxHeaderBytes: maxHeader)) { req in
             switch router.match(method: req.method, path: req.path) {
-            case .found(let h, let p):
+            case .found(let h, let p, _):
                 var r = req
                 r.parameters = p
                 if r.bodyTooLarge { return .now(.json(413, "{}")) }

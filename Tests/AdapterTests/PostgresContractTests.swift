@@ -124,6 +124,40 @@ struct PostgresContractTests {
         })
     }
 
+    @Test("backlog: every tenant's unconfirmed revocations and running sign-outs, the oldest's age")
+    func backlog() throws {
+        let pool = try TestDatabase.migrated()
+        let fixture = BacklogStoreContract.Fixture(revocation: { tenant, at in
+            let id = "bkl-" + UUID().uuidString.prefix(12).lowercased()
+            try pool.withConnection { c in
+                try c.execute("""
+                    INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
+                    VALUES (\(id), \(tenant), \(id), 'app', '\\x00', 'refresh_token', \(at), \(at))
+                    """)
+            }
+            return id
+        }, signout: { tenant, items in
+            let id = "bkl-" + UUID().uuidString.prefix(12).lowercased(), now = Date()
+            try pool.withConnection { c in
+                try c.execute("""
+                    INSERT INTO signout_jobs (id, tenant_id, filter, dry_run, state, total, created_by, created_at, updated_at)
+                    VALUES (\(id), \(tenant), '{}', false, 'running', \(items), 'contract', \(now), \(now))
+                    """)
+                for i in 0..<items {
+                    try c.execute("INSERT INTO signout_items (job_id, tenant_id, session_id, client_id, state) VALUES (\(id), \(tenant), \("s\(i)"), 'app', 'pending')")
+                }
+            }
+            return id
+        }, settle: { revocations, jobs in
+            try pool.withConnection { c in
+                try c.execute("DELETE FROM revocation_outbox WHERE id = ANY(\(revocations))")
+                try c.execute("UPDATE signout_items SET state = 'revoked' WHERE job_id = ANY(\(jobs))")
+                try c.execute("UPDATE signout_jobs SET state = 'done', finished_at = now() WHERE id = ANY(\(jobs))")
+            }
+        })
+        try BacklogStoreContract.run(PostgresBacklogStore(pool: pool), fixture: fixture, tenants: try TestDatabase.tenants(pool))
+    }
+
     @Test("replay guard")
     func replays() throws { try ReplayGuardContract.run(PostgresReplayGuard(pool: try TestDatabase.migrated())) }
 }

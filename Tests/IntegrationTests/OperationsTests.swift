@@ -96,6 +96,38 @@ struct OperationsTests {
         #expect(pending == "0")
     }
 
+    @Test("metrics: request durations by route and status class, refreshes and their latency by client, JWK Set fetches, the outbox backlog")
+    func metricsForAlerts() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let s = try await w.importSession(subject: "m-one")
+        try expectStatus(try await w.token(s, body: ["force_refresh": true]), 200)
+        try expectStatus(try await w.token("ses_nobody"), 404)
+        // A revocation the IdP does not confirm stays in the outbox; a replica started now counts it a second later.
+        try await w.idp.fail(status: 503, retryAfter: nil, count: 1000, endpoint: "revoke")
+        let gone = try await w.importSession(subject: "m-gone")
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(gone)", key: w.workerKey), 200)
+        w.brokers.append(try await BrokerServer(env: w.env, name: "broker-backlog"))
+        func value(_ text: String, _ series: String) -> Double? {
+            text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        var depth: Double? = nil
+        for _ in 0..<50 where !((depth ?? 0) >= 1) {   // NaN until the first count
+            try await Task.sleep(for: .milliseconds(100))
+            depth = value(try await HTTP.get(w.brokers[1].url + "/metrics").text, "tokenbroker_revocation_outbox_depth")
+        }
+        #expect((depth ?? 0) >= 1, "outbox depth: \(String(describing: depth))")
+        let m = try await HTTP.get(w.brokers[0].url + "/metrics").text
+        let client = "tenant=\"\(w.tenant)\",client=\"\(w.client)\""
+        #expect((value(m, "tokenbroker_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/tenants/{t}/sessions/{id}/token\",status=\"2xx\"}") ?? 0) >= 1)
+        #expect((value(m, "tokenbroker_http_request_duration_seconds_count{method=\"POST\",route=\"/v1/tenants/{t}/sessions/{id}/token\",status=\"4xx\"}") ?? 0) >= 1)
+        #expect((value(m, "tokenbroker_refreshes_total{outcome=\"ok\",\(client)}") ?? 0) >= 1, "the forced refresh")
+        #expect((value(m, "tokenbroker_refresh_seconds_count{\(client)}") ?? 0) >= 1)
+        #expect((value(m, "tokenbroker_jwks_fetches_total{outcome=\"ok\"}") ?? 0) >= 1, "the refreshed ID token was checked against the JWKS")
+        #expect(value(m, "tokenbroker_signout_jobs_running") != nil && value(m, "tokenbroker_revocation_outbox_oldest_seconds") != nil)
+        #expect(!m.contains("ses_nobody") && !m.contains(s), "no session id is a label")
+    }
+
     @Test("configuration errors name the variable and exit 2")
     func configurationErrors() throws {
         let noKey = try runCommand("tokenbroker", ["serve"], env: ["DATABASE_URL": try TestEnv.databaseURL(), "TOKENBROKER_SEALING_KEYS": ""])

@@ -174,7 +174,8 @@ struct RefreshProcessFaultTests {
             try await g.waitForAll()
         }
         let metrics = try await HTTP.get(w.brokers[0].url + "/metrics").text
-        let failed = metrics.split(separator: "\n").first { $0.hasPrefix("tokenbroker_refreshes_total{outcome=\"failed\"}") }
+        // One series per client: this test has one.
+        let failed = metrics.split(separator: "\n").first { $0.hasPrefix("tokenbroker_refreshes_total{outcome=\"failed\",tenant=") }
             .flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
         // One call per circuit opening: 1, 2, 4, 8 s apart — about five in 11 s, not hundreds.
         #expect(failed >= 2 && failed <= 7, "failed attempts: \(failed)")

@@ -8,10 +8,11 @@ public final class Counter: Sendable {
     public var count: Int { value.load(ordering: .relaxed) }
 }
 
-/// LabeledCounter counts by one label value (an outcome).
-public final class LabeledCounter: Sendable {
-    private let values = Mutex<[String: Int]>([:])
+/// LabeledCounter counts by a label value (an outcome, or a tenant, client and outcome). Its
+/// labels must come from a bounded set: outcomes, registered clients.
+public final class LabeledCounter<Label: Hashable & Sendable>: Sendable {
+    private let values = Mutex<[Label: Int]>([:])
     public init() {}
-    public func add(_ label: String, _ n: Int = 1) { values.withLock { $0[label, default: 0] += n } }
-    public var counts: [String: Int] { values.withLock { $0 } }
+    public func add(_ label: Label, _ n: Int = 1) { values.withLock { $0[label, default: 0] += n } }
+    public var counts: [Label: Int] { values.withLock { $0 } }
 }

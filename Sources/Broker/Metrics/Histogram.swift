@@ -5,7 +5,9 @@ public final class Histogram: Sendable {
     public let bounds: [Double]
     private let state: Mutex<(buckets: [Int], sum: Double, count: Int)>
 
-    public init(bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]) {
+    public static let defaultBounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    public init(bounds: [Double] = Histogram.defaultBounds) {
         self.bounds = bounds
         self.state = Mutex((Array(repeating: 0, count: bounds.count), 0, 0))
     }

@@ -1,7 +1,18 @@
 /// TokenMetrics are the token path's counters, read by GET /metrics (spec §4.4).
 public final class TokenMetrics: Sendable {
+    /// A registered client: the bounded label of per-client series.
+    public struct ClientLabel: Hashable, Sendable {
+        public let tenant: String
+        public let client: String
+    }
+    /// A client and what one refresh attempt came to.
+    public struct RefreshLabel: Hashable, Sendable {
+        public let client: ClientLabel
+        public let outcome: String
+    }
+
     /// Token requests by outcome: refreshed, or the error code (cached ones: `cachedHandOuts`).
-    public let tokenRequests = LabeledCounter()
+    public let tokenRequests = LabeledCounter<String>()
     /// Tokens handed out from memory: the hot path, counted without a lock.
     public let cachedHandOuts = Counter()
 
@@ -11,13 +22,20 @@ public final class TokenMetrics: Sendable {
         all["cached"] = cachedHandOuts.count
         return all
     }
-    /// Refresh attempts by outcome: ok, skipped (another replica won), failed, needs_reauth.
-    public let refreshes = LabeledCounter()
-    public let refreshLatency = Histogram()
+    /// Refresh attempts by client and outcome: ok, skipped (another replica won), idle, failed,
+    /// needs_reauth, client_rejected, unresolved.
+    public let refreshes = LabeledCounter<RefreshLabel>()
+    /// The IdP's refresh latency, by client.
+    public let refreshLatency = LabeledHistograms<ClientLabel>()
     public let cacheHits = Counter()
-    /// Refreshes that gave up waiting for another holder of the session's lock.
+    /// Callers whose wait for another holder of the session (its lock, or an attempt in flight
+    /// elsewhere) ran out — not the timer's try-lock that finds a session taken and moves on.
     public let lockContention = Counter()
     /// Refreshes on which the IdP rejected the client's own authentication, by `tenant/client`.
-    public let clientRejected = LabeledCounter()
+    public let clientRejected = LabeledCounter<String>()
     public init() {}
+
+    func refreshed(_ tenant: String, _ client: String, _ outcome: String) {
+        refreshes.add(RefreshLabel(client: ClientLabel(tenant: tenant, client: client), outcome: outcome))
+    }
 }

@@ -12,7 +12,7 @@ public final class RetentionService: Sendable {
     public let ages: [RetentionKind: TimeInterval]
     let batch: Int
     /// Rows deleted, by kind (`tokenbroker_retention_deleted_total`).
-    public let deleted = LabeledCounter()
+    public let deleted = LabeledCounter<String>()
 
     public init(store: any RetentionStore, registry: any RegistryStore, clock: any Clock, ages: [RetentionKind: TimeInterval], batch: Int = 500) {
         self.store = store

@@ -50,16 +50,16 @@ extension TokenService {
             } catch {
                 if probe { circuits.release(circuit) }
                 let e = Self.brokerError(error)
-                if e == .refreshBusy { metrics.lockContention.add() }
+                if e == .refreshBusy, trigger != .due { metrics.lockContention.add() }   // a timer's try-lock miss is no contention
                 return (.failure(e), nil)
             }
             if case .send = start {} else if probe { circuits.release(circuit) }
             switch start {
             case .serve(let s):
-                metrics.refreshes.add("skipped")
+                metrics.refreshed(key.tenant, clientID, "skipped")
                 return (.success((s, false)), nil)
             case .rest(let s):
-                metrics.refreshes.add("idle")
+                metrics.refreshed(key.tenant, clientID, "idle")
                 return (.success((s, false)), nil)
             case .stop(let written, let e):
                 if let w = written { log(key, client, RefreshEvent(.warn, w.reason ?? "needs_reauth", "the session has nothing to refresh with; it needs a new sign-in")) }
@@ -71,11 +71,12 @@ extension TokenService {
                     starts -= 1
                     continue
                 }
+                if case .demand = trigger, e == .refreshBusy { metrics.lockContention.add() }
                 return (.failure(e), until)
             case .resolve(let attempt):
                 let f = resolve(key, client, attempt, token: row.refreshToken)
                 if f.next == .again { continue }
-                return flightEnd(f)
+                return flightEnd(f, key.tenant, clientID)
             case .send(let written, let attempt, let token):
                 // Until the outcome is known, this replica does not serve the token being replaced.
                 cache.put(written, now: clock.now())
@@ -85,7 +86,7 @@ extension TokenService {
                 circuits.report(circuit, f.health, now: clock.now())
                 if f.next == .resolve { f = resolve(key, client, attempt, token: token) }
                 if f.next == .again { continue }
-                return flightEnd(f)
+                return flightEnd(f, key.tenant, clientID)
             }
         }
         return (.failure(.refreshBusy), nil)
@@ -93,15 +94,15 @@ extension TokenService {
 
     /// Presents the refresh token once and checks the ID token that comes back.
     private func present(_ token: String, row: Session, client: ClientRegistration) -> RefreshOutcome {
-        let started = clock.now()
+        let started = clock.now(), label = TokenMetrics.ClientLabel(tenant: client.tenant, client: client.id)
         let grant: TokenGrant
         do {
             grant = try endpoint.refresh(client: client, refreshToken: token, patience: patience)
         } catch {
-            metrics.refreshLatency.observe(clock.now().timeIntervalSince(started))
+            metrics.refreshLatency.observe(label, clock.now().timeIntervalSince(started))
             return .failed(error)
         }
-        metrics.refreshLatency.observe(clock.now().timeIntervalSince(started))
+        metrics.refreshLatency.observe(label, clock.now().timeIntervalSince(started))
         guard let id = grant.idToken, let idTokens else { return .granted(grant, idToken: .valid) }
         // OIDC Core §12.2: same issuer, subject and client, no nonce. It came on the
         // authenticated token-endpoint channel, so an unknown kid earns a JWKS re-fetch.
@@ -172,24 +173,24 @@ extension TokenService {
             if case .failure(.storeUnavailable) = f.result { continue }
             var result = f
             if f.next == .resolve { result = resolve(a.key, a.client, a.attempt, token: a.presented) }
-            afterFlight(a.key, flightEnd(result).result, actor: "engine")
+            afterFlight(a.key, flightEnd(result, a.key.tenant, a.client.id).result, actor: "engine")
         }
         return pending.count
     }
 
-    private func flightEnd(_ f: RefreshFinish) -> FlightEnd {
+    private func flightEnd(_ f: RefreshFinish, _ tenant: String, _ client: String) -> FlightEnd {
         // The row as written (a backoff, say) answers the next callers from memory.
         if let w = f.write, w.state == .active { cache.put(w, now: clock.now()) }
         switch f.result {
         case .success(let s):
-            metrics.refreshes.add("ok")
+            metrics.refreshed(tenant, client, "ok")
             return (.success((s, true)), nil)
         case .failure(let e):
             switch e {
-            case .sessionNotActive: metrics.refreshes.add("needs_reauth")
-            case .idpRejectedClient: metrics.refreshes.add("client_rejected")
-            case .refreshBusy: metrics.refreshes.add("unresolved")
-            default: metrics.refreshes.add("failed")
+            case .sessionNotActive: metrics.refreshed(tenant, client, "needs_reauth")
+            case .idpRejectedClient: metrics.refreshed(tenant, client, "client_rejected")
+            case .refreshBusy: metrics.refreshed(tenant, client, "unresolved")
+            default: metrics.refreshed(tenant, client, "failed")
             }
             return (.failure(e), f.write?.backoffUntil ?? f.write?.nextRefreshAt)
         }

@@ -20,7 +20,7 @@ enum Serve {
         let router = Routes.router(rt)
         let servers = rt.config.listeners.map { l in
             let dispatcher = Dispatcher(router: router, logger: log, accessLog: rt.config.accessLog, maxBodyBytes: l.http.maxBodyBytes,
-                                        audiences: l.audiences)
+                                        audiences: l.audiences, metrics: rt.requests)
             return (l, MHDServer(config: l.http) { dispatcher.handle($0) })
         }
         // A port in use (another instance) or an unreadable certificate is a start-up error,

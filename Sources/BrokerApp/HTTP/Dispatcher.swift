@@ -12,10 +12,13 @@ struct Dispatcher: Sendable {
     let maxBodyBytes: Int
     /// The audiences this listener serves: another audience's routes do not exist here (404).
     var audiences: Set<Audience> = Set(Audience.allCases)
+    /// Where request durations are counted, by route and status class.
+    var metrics: RequestMetrics? = nil
 
     func handle(_ request: HTTPRequest) -> HTTPReply {
         let started = DispatchTime.now().uptimeNanoseconds
         var req = request
+        var route: Int? = nil
         let reply: HTTPReply
         if let why = req.refusal {
             var r = ErrorResponse.response(.badRequest(code: "invalid_request", message: "malformed request: \(why)"), requestID: req.requestID)
@@ -31,8 +34,9 @@ struct Dispatcher: Sendable {
             reply = .now(ErrorResponse.response(.notFound("route"), requestID: req.requestID))
         } else {
             switch router.match(method: req.method, path: req.path) {
-            case .found(let handler, let params):
+            case .found(let handler, let params, let index):
                 req.parameters = params
+                route = index
                 reply = handler(req)
             case .methodNotAllowed(let allowed):
                 var r = ErrorResponse.response(.methodNotAllowed, requestID: req.requestID)
@@ -44,22 +48,26 @@ struct Dispatcher: Sendable {
         }
         switch reply {
         case .now(let r):
-            log(req, r, started)
+            finish(req, route, r, started)
             return reply
         case .later(let work):
-            let req = req
+            let req = req, route = route
             return .later { respond in
                 work { r in
-                    log(req, r, started)
+                    finish(req, route, r, started)
                     respond(r)
                 }
             }
         }
     }
 
-    private func log(_ req: HTTPRequest, _ r: HTTPResponse, _ started: UInt64) {
+    /// Counts the request's duration and writes its log line (every request with the access
+    /// log, else those that failed).
+    private func finish(_ req: HTTPRequest, _ route: Int?, _ r: HTTPResponse, _ started: UInt64) {
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        metrics?.observe(route: route, status: r.status, seconds: seconds)
         guard accessLog || r.status >= 400 else { return }
-        let ms = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e6
+        let ms = seconds * 1e3
         let tenant = req.parameters["t"].map { [("tenant", $0)] } ?? []
         logger.write(r.status >= 500 ? .warn : .info, "request", [("request_id", req.requestID), ("method", req.method), ("path", req.path)]
                      + tenant + [("status", String(r.status)), ("ms", String(format: "%.2f", ms))] + r.logFields)

@@ -11,12 +11,22 @@ enum Metrics {
     static func render(_ runtime: BrokerRuntime) -> String {
         let m = runtime.tokens.metrics
         var out = ""
+        func histogram(_ name: String, _ help: String, _ bounds: [Double], _ series: [(labels: String, h: (cumulative: [Int], sum: Double, count: Int))]) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+            for (labels, h) in series {
+                for (b, c) in zip(bounds, h.cumulative) { out += "\(name)_bucket{\(labels),le=\"\(b)\"} \(c)\n" }
+                out += "\(name)_bucket{\(labels),le=\"+Inf\"} \(h.count)\n\(name)_sum{\(labels)} \(h.sum)\n\(name)_count{\(labels)} \(h.count)\n"
+            }
+        }
         func counter(_ name: String, _ help: String, _ values: [String: Int], label: String) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
             for (k, v) in values.sorted(by: { $0.key < $1.key }) { out += "\(name){\(label)=\"\(k)\"} \(v)\n" }
         }
         counter("tokenbroker_token_requests_total", "Token requests by outcome.", m.tokenRequestsByOutcome, label: "outcome")
-        counter("tokenbroker_refreshes_total", "Refresh attempts by outcome.", m.refreshes.counts, label: "outcome")
+        out += "# HELP tokenbroker_refreshes_total Refresh attempts by client and outcome.\n# TYPE tokenbroker_refreshes_total counter\n"
+        for (k, v) in m.refreshes.counts.sorted(by: { ($0.key.client.tenant, $0.key.client.client, $0.key.outcome) < ($1.key.client.tenant, $1.key.client.client, $1.key.outcome) }) {
+            out += "tokenbroker_refreshes_total{outcome=\"\(k.outcome)\",tenant=\"\(label(k.client.tenant))\",client=\"\(label(k.client.client))\"} \(v)\n"
+        }
         counter("tokenbroker_refresh_client_rejected_total", "Refreshes on which the IdP rejected the client's authentication (invalid_client).",
                 m.clientRejected.counts, label: "client")
         counter("tokenbroker_retention_deleted_total", "Rows deleted by retention, by kind.",
@@ -32,12 +42,25 @@ enum Metrics {
         out += "tokenbroker_client_circuits_open \(runtime.tokens.circuits.open(now: runtime.clock.now()))\n"
         out += "# HELP tokenbroker_cache_hits_total Tokens served from memory.\n# TYPE tokenbroker_cache_hits_total counter\n"
         out += "tokenbroker_cache_hits_total \(m.cacheHits.count)\n"
-        out += "# HELP tokenbroker_lock_contention_total Refreshes that timed out waiting for a session lock.\n# TYPE tokenbroker_lock_contention_total counter\n"
+        out += "# HELP tokenbroker_lock_contention_total Callers whose wait for another holder of the session (its lock, or an attempt elsewhere) ran out.\n# TYPE tokenbroker_lock_contention_total counter\n"
         out += "tokenbroker_lock_contention_total \(m.lockContention.count)\n"
-        let h = m.refreshLatency.snapshot
-        out += "# HELP tokenbroker_refresh_seconds IdP refresh latency.\n# TYPE tokenbroker_refresh_seconds histogram\n"
-        for (b, c) in zip(m.refreshLatency.bounds, h.cumulative) { out += "tokenbroker_refresh_seconds_bucket{le=\"\(b)\"} \(c)\n" }
-        out += "tokenbroker_refresh_seconds_bucket{le=\"+Inf\"} \(h.count)\ntokenbroker_refresh_seconds_sum \(h.sum)\ntokenbroker_refresh_seconds_count \(h.count)\n"
+        histogram("tokenbroker_refresh_seconds", "IdP refresh latency, by client.", m.refreshLatency.bounds,
+                  m.refreshLatency.snapshots.sorted { ($0.key.tenant, $0.key.client) < ($1.key.tenant, $1.key.client) }
+                      .map { ("tenant=\"\(label($0.key.tenant))\",client=\"\(label($0.key.client))\"", $0.value) })
+        histogram("tokenbroker_http_request_duration_seconds", "Request durations, by route and status class.", RequestMetrics.bounds,
+                  runtime.requests.series.map { ("method=\"\($0.method)\",route=\"\(label($0.route))\",status=\"\($0.status)\"", $0.histogram) })
+        counter("tokenbroker_jwks_fetches_total", "Fetches of issuers' JWK Sets, by outcome.",
+                ["ok": 0, "failed": 0].merging(runtime.jwks.fetches) { $1 }, label: "outcome")
+        let backlog = runtime.backlog.last
+        func backlogGauge(_ name: String, _ help: String, _ v: Double?) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(v.map { String($0) } ?? "NaN")\n"
+        }
+        backlogGauge("tokenbroker_revocation_outbox_depth", "Revocations the IdP has not confirmed yet, all replicas (counted every 15 s).",
+                     backlog.map { Double($0.outboxDepth) })
+        backlogGauge("tokenbroker_revocation_outbox_oldest_seconds", "Age of the oldest unconfirmed revocation (0 when none).",
+                     backlog.map { $0.outboxOldest.map { max(0, runtime.clock.now().timeIntervalSince($0)) } ?? 0 })
+        backlogGauge("tokenbroker_signout_jobs_running", "Bulk sign-out jobs not finished, all replicas.", backlog.map { Double($0.signoutJobsRunning) })
+        backlogGauge("tokenbroker_signout_items_pending", "Sessions of running sign-out jobs not yet revoked.", backlog.map { Double($0.signoutItemsPending) })
         func gauge(_ name: String, _ help: String, _ v: Int) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(v)\n"
         }

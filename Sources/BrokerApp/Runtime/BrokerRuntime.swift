@@ -4,6 +4,7 @@ import BrokerCrypto
 import BrokerOIDC
 import BrokerPostgres
 import Foundation
+import Synchronization
 
 /// BrokerRuntime is the composition root: it builds every adapter from the configuration and
 /// wires them into the services. Nothing else constructs an adapter.
@@ -18,6 +19,10 @@ public final class BrokerRuntime: Sendable {
     let audit: PostgresAuditSink
     let feed: PostgresChangeFeed
     let executor: BlockingExecutor
+    /// Issuers' JWK Sets (their fetches are a metric).
+    public let jwks: JWKSCache
+    /// Request durations by route and status class.
+    public let requests = RequestMetrics()
     public let tokens: TokenService
     public let auth: Authenticator
     public let operators: OperatorService
@@ -32,7 +37,11 @@ public final class BrokerRuntime: Sendable {
     public let sealing: ResealService
     /// Deletes rows past their age: once a minute here, or `tokenbroker purge`.
     public let retention: RetentionService
+    /// The outbox and sign-outs still to do, counted every 15 s (metrics).
+    public let backlog: BacklogGauge
     let migrator: Migrator
+    /// The background loops once started (`startBackground`), stopped by `shutdown`.
+    private let loops = Mutex<[BackgroundLoop]>([])
 
     public init(config: BrokerConfig, logger: Logger, clock: any Clock = SystemClock()) throws {
         self.config = config
@@ -54,7 +63,8 @@ public final class BrokerRuntime: Sendable {
         let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys) { client in
             try registry.clientSecret(tenant: client.tenant, id: client.id, now: clock.now())
         }
-        let idTokens = JWTVerifier(keys: JWKSCache(http: http, directory: directory), signatures: OpenSSLSignatureVerifier())
+        jwks = JWKSCache(http: http, directory: directory)
+        let idTokens = JWTVerifier(keys: jwks, signatures: OpenSSLSignatureVerifier())
         tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
                               executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
                               idTokens: idTokens, lockTimeout: config.lockTimeout, patience: config.refreshPatience,
@@ -81,6 +91,7 @@ public final class BrokerRuntime: Sendable {
         retention = RetentionService(store: PostgresRetentionStore(pool: pool), registry: registryStore, clock: clock, ages: config.retention)
         engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,
                                pool: RefreshPool(globalCap: config.refreshConcurrency))
+        backlog = BacklogGauge(store: PostgresBacklogStore(pool: pool))
         migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())
     }
 
@@ -101,8 +112,7 @@ public final class BrokerRuntime: Sendable {
         try pool.withConnection { try migrator.pending($0) }
     }
 
-    /// Starts background work: the change feed, the refresh engine, and the periodic flush of
-    /// audit and usage.
+    /// Starts background work: the change feed, the refresh engine, and the loops below.
     public func startBackground() {
         let tokens = self.tokens, registry = self.registry, auth = self.auth, engine = self.engine
         feed.subscribe { change in
@@ -112,42 +122,41 @@ public final class BrokerRuntime: Sendable {
             engine.apply(change)
         }
         engine.start()
-        let t = Thread { [self] in
-            var ticks = 0
-            while true {
-                Thread.sleep(forTimeInterval: 0.25)
-                flush()
-                ticks += 1
-                if ticks % 240 == 0 {   // once a minute
-                    for (what, work) in [("purging expired logins", { _ = try self.logins.purgeExpired() }),
-                                         ("purging seen token ids", { try self.replays.purge(before: self.clock.now()) })] as [(String, () throws -> Void)] {
-                        do { try work() } catch { logger.warn("\(what) failed; tried again in a minute", ("error", String(describing: error))) }
-                    }
-                }
-            }
+        let started = Self.loops(self)
+        loops.withLock { $0 = started }
+        for loop in started { loop.start() }
+    }
+
+    /// The background loops, each on a thread of its own so that a long pass never holds up
+    /// another; `shutdown` stops them. A failed pass is one warning line, tried again next time.
+    private static func loops(_ rt: BrokerRuntime) -> [BackgroundLoop] {
+        let log = rt.logger
+        func loop(_ name: String, every seconds: TimeInterval, first: TimeInterval? = nil, _ failure: String,
+                  _ work: @escaping @Sendable () throws -> Bool) -> BackgroundLoop {
+            BackgroundLoop(name, every: seconds, first: first, failed: { error in
+                log.warn(failure, ("loop", name), ("error", String(describing: error)))
+            }, work: work)
         }
-        t.name = "housekeeper"
-        t.start()
-        // Long passes on threads of their own, so that they never hold up the flushes above.
-        let retention = self.retention, sealing = self.sealing, log = self.logger
-        Self.every(60, "retention") {
-            do { try retention.run() } catch { log.warn("retention pass failed; tried again in a minute", ("error", String(describing: error))) }
-        }
-        Self.every(600, "sealed-count", first: 1) {   // one scan per sealed table
-            do { try sealing.count() } catch { log.warn("counting sealed values failed", ("error", String(describing: error))) }
-        }
-        // Revocations the IdP has not confirmed yet, from every replica's outbox share.
-        Self.every(1, "revoker") { [revocations] in revocations.deliverDue() }
-        // IdP answers whose write the database did not take: written as soon as it is back.
-        Self.every(0.5, "pending-answers") { [tokens] in tokens.retryPendingAnswers() }
-        // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
-        let signer = Thread { [signouts] in
-            while true {
-                if signouts.work() == 0 { Thread.sleep(forTimeInterval: 0.5) }
-            }
-        }
-        signer.name = "signout"
-        signer.start()
+        let flush = rt.flushBuffers, logins = rt.logins, replays = rt.replays, clock = rt.clock, retention = rt.retention
+        let sealing = rt.sealing, revocations = rt.revocations, tokens = rt.tokens, signouts = rt.signouts, backlog = rt.backlog
+        return [
+            // Audit events, last_used_at marks and key usage, four times a second.
+            loop("flush", every: 0.25, "flushing failed") { flush(); return false },
+            loop("housekeeper", every: 60, "purging expired logins or seen token ids failed; tried again in a minute") {
+                _ = try logins.purgeExpired()
+                try replays.purge(before: clock.now())
+                return false
+            },
+            loop("retention", every: 60, "retention pass failed; tried again in a minute") { _ = try retention.run(); return false },
+            loop("sealed-count", every: 600, first: 1, "counting sealed values failed") { _ = try sealing.count(); return false },
+            loop("backlog", every: 15, first: 1, "counting the backlog failed") { try backlog.count(); return false },
+            // Revocations the IdP has not confirmed yet, from every replica's outbox share.
+            loop("revoker", every: 1, "delivering revocations failed") { revocations.deliverDue() > 0 },
+            // IdP answers whose write the database did not take: written as soon as it is back.
+            loop("pending-answers", every: 0.5, "writing kept IdP answers failed") { tokens.retryPendingAnswers(); return false },
+            // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
+            loop("signout", every: 0.5, "bulk sign-out pass failed") { signouts.work() > 0 },
+        ]
     }
 
     /// Writes buffered audit events, last_used_at marks and key usage.
@@ -178,26 +187,14 @@ public final class BrokerRuntime: Sendable {
         }
     }
 
-    /// Stops the engine (running refreshes finish), lets queued work finish, flushes, stops listening.
+    /// Stops the engine (running refreshes finish) and the background loops (a running pass
+    /// finishes), lets queued work finish, flushes, stops listening.
     public func shutdown() {
         engine.stop()
+        for loop in loops.withLock({ $0 }) { loop.stop() }
         executor.shutdown()
         feed.stop()
         flush()
-    }
-
-    /// Runs `work` on a thread of its own every `seconds`, for the life of the process.
-    /// Runs `work` every `seconds` on a thread of its own, the first time after `first` seconds.
-    static func every(_ seconds: TimeInterval, _ name: String, first: TimeInterval? = nil, _ work: @escaping @Sendable () -> Void) {
-        let t = Thread {
-            Thread.sleep(forTimeInterval: first ?? seconds)
-            while true {
-                work()
-                Thread.sleep(forTimeInterval: seconds)
-            }
-        }
-        t.name = name
-        t.start()
     }
 
     /// Writes the services' log lines: tenant, client, session and code as fields.

@@ -1,0 +1,61 @@
+import Foundation
+import Synchronization
+
+/// BackgroundLoop runs one kind of background work on a thread of its own: a pass every
+/// `interval` (the first after `first`), again at once while a pass says there is more, until
+/// `stop()`. A pass that throws is handed to `failed` (the runtime logs it) and tried again at
+/// the next interval; the loop never dies of it.
+public final class BackgroundLoop: Sendable {
+    public let name: String
+    private let interval: TimeInterval
+    private let first: TimeInterval
+    private let work: @Sendable () throws -> Bool
+    private let failed: @Sendable (any Error) -> Void
+    private let state = Mutex<(started: Bool, stopping: Bool)>((false, false))
+    /// Wakes a sleeping loop at stop; `finished` is signalled when the thread ends.
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// `work` answers true when there is more to do now (run again without waiting).
+    public init(_ name: String, every interval: TimeInterval, first: TimeInterval? = nil,
+                failed: @escaping @Sendable (any Error) -> Void, work: @escaping @Sendable () throws -> Bool) {
+        (self.name, self.interval, self.first, self.failed, self.work) = (name, interval, first ?? interval, failed, work)
+    }
+
+    public func start() {
+        guard state.withLock({ s in defer { s.started = true }; return !s.started }) else { return }
+        let t = Thread { [self] in
+            defer { finished.signal() }
+            guard sleep(first) else { return }
+            while true {
+                var more = false
+                do { more = try work() } catch { failed(error) }
+                if stopping { return }
+                if !more, !sleep(interval) { return }
+            }
+        }
+        t.name = name
+        t.start()
+    }
+
+    /// Ends the loop: a sleeping loop wakes and ends, a running pass finishes first. Returns
+    /// when the thread has ended (at once if it never started).
+    public func stop() {
+        let started = state.withLock { s in
+            s.stopping = true
+            return s.started
+        }
+        guard started else { return }
+        wake.signal()
+        finished.wait()
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    /// Sleeps `seconds` unless stopped meanwhile; false when stopped.
+    private func sleep(_ seconds: TimeInterval) -> Bool {
+        if stopping { return false }
+        _ = wake.wait(timeout: .now() + seconds)
+        return !stopping
+    }
+}

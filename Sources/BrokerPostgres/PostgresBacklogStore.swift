@@ -1,0 +1,23 @@
+import BrokerCore
+import Foundation
+
+/// PostgresBacklogStore reads the backlog in one statement: the outbox is small (a row lives
+/// until the IdP confirms, usually within a second), pending sign-out items are read through
+/// their partial index.
+public final class PostgresBacklogStore: BacklogStore {
+    let pool: PGPool
+
+    public init(pool: PGPool) { self.pool = pool }
+
+    public func backlog() throws -> Backlog {
+        try pool.run { c in
+            try c.execute("""
+                SELECT (SELECT count(*) FROM revocation_outbox), (SELECT extract(epoch FROM min(created_at)) FROM revocation_outbox),
+                       (SELECT count(*) FROM signout_jobs WHERE state = 'running'),
+                       (SELECT count(*) FROM signout_items WHERE state = 'pending')
+                """).first { r in
+                Backlog(outboxDepth: try r.next(), outboxOldest: try r.next(), signoutJobsRunning: try r.next(), signoutItemsPending: try r.next())
+            } ?? Backlog(outboxDepth: 0, outboxOldest: nil, signoutJobsRunning: 0, signoutItemsPending: 0)
+        }
+    }
+}
