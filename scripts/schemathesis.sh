@@ -11,33 +11,8 @@ if [ ! -x "$venv/bin/st" ] || ! "$venv/bin/st" --version 2>/dev/null | grep -q "
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$version"
 fi
-# The contract must be valid OpenAPI 3.1 before anything is tested against it (its own venv:
-# its jsonschema pins are not schemathesis's).
-validator=0.9.0
-osv=.run/venv-osv
-if ! "$osv/bin/pip" show openapi-spec-validator 2>/dev/null | grep -q "^Version: $validator$"; then
-  python3 -m venv "$osv"
-  "$osv/bin/pip" install --quiet --disable-pip-version-check "openapi-spec-validator==$validator"
-fi
-"$osv/bin/openapi-spec-validator" docs/openapi.yaml
-# A comma in an unquoted flow-style text cuts it and makes a key with no value, which the
-# validator accepts inside schemas: refuse those too.
-"$osv/bin/python" - docs/openapi.yaml <<'PY'
-import sys, yaml
-bad = []
-def walk(o, path):
-    if isinstance(o, dict):
-        for k, v in o.items():
-            if v is None and isinstance(k, str) and " " in k:
-                bad.append("/".join(path + [k]))
-            walk(v, path + [str(k)])
-    elif isinstance(o, list):
-        for i, v in enumerate(o):
-            walk(v, path + [str(i)])
-walk(yaml.safe_load(open(sys.argv[1])), [])
-if bad:
-    sys.exit("docs/openapi.yaml: a text cut by an unquoted comma (quote it): " + "; ".join(bad))
-PY
+# The contract must be valid and lint-clean before anything is tested against it.
+scripts/openapi-check.sh
 logs="${TOKENBROKER_TEST_LOGS:-.run}"
 source scripts/live.sh schemathesis
 # Path parameters (scripts/schemathesis.toml) name this tenant, its client and one session.
