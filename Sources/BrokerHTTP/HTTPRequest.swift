@@ -22,6 +22,11 @@ public struct HTTPRequest: Sendable {
     public var certificateRefusal: String?
     /// Path parameters filled in by the router.
     public var parameters: [String: String] = [:]
+    /// This request's W3C Trace Context span (the caller's trace continued, or a new one), set
+    /// by the dispatcher: written in its log lines, passed on to the IdP calls made for it.
+    public var traceID: String?
+    public var spanID: String?
+    public var traceFlags = "00"
 
     public init(method: String, path: String, query: [(name: String, value: String)] = [],
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [], requestID: String) {

@@ -1,3 +1,4 @@
+import BrokerCore
 import CCurlShim
 import Foundation
 import Synchronization
@@ -54,6 +55,8 @@ public final class BlockingHTTP: Sendable {
     public func send(_ method: String, _ url: URL, headers: [String], body: [UInt8]? = nil, timeout: TimeInterval? = nil,
                      fresh: Bool = false) throws(Failure) -> Reply {
         let ms = timeout.map { max(1, Int($0 * 1000)) } ?? timeoutMS
+        // The request this call is made for names its span as the call's parent (W3C Trace Context).
+        let headers = CurrentTrace.value.map { headers + ["traceparent: \($0.traceparent)"] } ?? headers
         let handle = idle.withLock { $0.popLast() } ?? Handle()
         defer { idle.withLock { $0.append(handle) } }
         var result = withCStrings(headers) { hs in

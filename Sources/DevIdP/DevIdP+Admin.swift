@@ -15,6 +15,7 @@ extension DevIdP {
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
         var presentations = 0, introspections = 0
+        var traceparents: [String] = []
         var times: [String: [Double]] = [:]
         for st in all.values {
             if withTimes { for (k, v) in st.refreshTimes { times[k, default: []] += v } }
@@ -28,12 +29,13 @@ extension DevIdP {
             userinfo += st.userinfo
             presentations += st.refreshPresentations
             introspections += st.introspections
+            traceparents += st.traceparents
         }
         var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
                                    "revocations": revocations, "client_assertions": assertions, "end_sessions": endSessions,
                                    "userinfo_calls": userinfo, "jwks_fetches": state.withLock { $0.jwksFetches },
                                    "active_families": activeFamilies, "refresh_presentations": presentations,
-                                   "introspections": introspections]
+                                   "introspections": introspections, "traceparents": traceparents]
         if withTimes { body["refresh_times"] = times }
         return json(200, body)
     }

@@ -18,6 +18,8 @@ extension DevIdP {
         }
         let (failure, fault, stall) = state.withLock { s -> (DevIdPState.Failure?, RefreshFault?, Stall?) in
             s.stats[clientID, default: .init()].calls[grantType, default: 0] += 1
+            // W3C Trace Context: the last few a client's token requests carried, for tests.
+            if let t = req.header("traceparent") { s.stats[clientID, default: .init()].traceparents = (s.stats[clientID]?.traceparents ?? []).suffix(19) + [t] }
             if grantType == "refresh_token", let t = form["refresh_token"], s.refreshTokens[t] != nil {
                 s.stats[clientID, default: .init()].refreshPresentations += 1
             }

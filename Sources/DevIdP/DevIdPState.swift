@@ -68,6 +68,8 @@ struct DevIdPState {
         var refreshTimes: [String: [Double]] = [:]   // by subject: when each refresh succeeded
         /// refresh_token grants received that named a known refresh token, whatever came of them.
         var refreshPresentations = 0
+        /// The `traceparent` headers of the latest token requests (at most 20).
+        var traceparents: [String] = []
         var introspections = 0
     }
 

@@ -37,7 +37,10 @@ do { try server.start() } catch {
     FileHandle.standardError.write(Data("dev-idp: \(error)\n".utf8))
     exit(1)
 }
-FileHandle.standardError.write(Data("{\"msg\":\"dev-idp listening\",\"issuer\":\"\(idp.issuer)\"}\n".utf8))
+// One JSON line with the broker's field names, so that every log of a test run reads alike.
+let started = ISO8601DateFormatter()
+started.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+FileHandle.standardError.write(Data("{\"timestamp\":\"\(started.string(from: Date()))\",\"severity_text\":\"INFO\",\"body\":\"dev-idp listening\",\"issuer\":\"\(idp.issuer)\"}\n".utf8))
 signal(SIGTERM) { _ in exit(0) }
 signal(SIGINT) { _ in exit(0) }
 dispatchMain()

@@ -128,6 +128,31 @@ struct OperationsTests {
         #expect(!m.contains("ses_nobody") && !m.contains(s), "no session id is a label")
     }
 
+    @Test("traceparent: the caller's trace continues into the request's log line and the IdP's token request; a malformed one starts a new trace")
+    func traceContext() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let s = try await w.importSession(subject: "traced")
+        let url = w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(s)/token"
+        let callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736", callerSpan = "00f067aa0ba902b7"
+        try expectStatus(try await HTTP.request("POST", url, key: w.workerKey, json: ["force_refresh": true],
+                                                headers: ["traceparent": "00-\(callerTrace)-\(callerSpan)-01"]), 200)
+        try expectStatus(try await HTTP.request("POST", url, key: w.workerKey, json: ["min_ttl": 60],
+                                                headers: ["traceparent": "00-\(callerTrace.uppercased())-\(callerSpan)-01"]), 200)
+        let seen = try await HTTP.get(w.idp.issuer + "/stats?client_id=\(w.idpClientID)")["traceparents"] as? [String] ?? []
+        let atIdP = try #require(seen.last { $0.hasPrefix("00-\(callerTrace)-") }, "the IdP saw \(seen)")
+        let parts = atIdP.split(separator: "-").map(String.init)
+        #expect(parts.count == 4 && parts[2] != callerSpan && parts[2].count == 16 && parts[3] == "01", "the broker's own span, the caller's flags: \(atIdP)")
+        try await Task.sleep(for: .milliseconds(200))
+        let lines = w.brokers[0].process.output.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }.filter { $0["body"] as? String == "request" && ($0["path"] as? String)?.hasSuffix("/token") == true }
+        #expect(lines.contains { $0["trace_id"] as? String == callerTrace && $0["span_id"] as? String == parts[2] },
+                "the request's log line names the trace and the span the IdP saw as parent")
+        let fresh = try #require(lines.last)
+        #expect((fresh["trace_id"] as? String).map { $0.count == 32 && $0 != callerTrace } == true, "upper-case hex is not a traceparent: a new trace")
+    }
+
     @Test("configuration errors name the variable and exit 2")
     func configurationErrors() throws {
         let noKey = try runCommand("tokenbroker", ["serve"], env: ["DATABASE_URL": try TestEnv.databaseURL(), "TOKENBROKER_SEALING_KEYS": ""])

@@ -1,3 +1,4 @@
+import BrokerCore
 import Foundation
 
 /// BlockingExecutor runs blocking work (libpq calls, IdP round trips) on a fixed set of threads,
@@ -28,12 +29,13 @@ public final class BlockingExecutor: @unchecked Sendable {
         }
     }
 
-    /// Queues `work`. After `shutdown`, work is dropped.
+    /// Queues `work`, to run with the caller's current trace. After `shutdown`, work is dropped.
     public func submit(_ work: @escaping @Sendable () -> Void) {
+        let trace = CurrentTrace.value
         condition.lock()
         defer { condition.unlock() }
         guard !stopping else { return }
-        queue.append(work)
+        queue.append(trace == nil ? work : { @Sendable in CurrentTrace.with(trace, work) })
         condition.signal()
     }
 

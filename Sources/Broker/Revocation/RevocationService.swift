@@ -18,9 +18,12 @@ public struct RevocationService: Sendable {
     let clock: any Clock
     let lockTimeout: TimeInterval
     let retry: RetryPolicy
+    /// One line per revocation the IdP did not confirm (the outbox tries it again).
+    let events: @Sendable (LogLine) -> Void
 
     public init(store: any RevocationStore, registry: RegistryCache, endpoint: any TokenEndpoint, tokens: TokenService,
-                audit: any AuditSink, clock: any Clock, lockTimeout: TimeInterval, retry: RetryPolicy = RetryPolicy(base: 2, cap: 600)) {
+                audit: any AuditSink, clock: any Clock, lockTimeout: TimeInterval, retry: RetryPolicy = RetryPolicy(base: 2, cap: 600),
+                events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.store = store
         self.registry = registry
         self.endpoint = endpoint
@@ -29,6 +32,7 @@ public struct RevocationService: Sendable {
         self.clock = clock
         self.lockTimeout = lockTimeout
         self.retry = retry
+        self.events = events
     }
 
     public struct Outcome: Sendable {
@@ -99,7 +103,12 @@ public struct RevocationService: Sendable {
     /// returns how many the IdP confirmed.
     @discardableResult
     public func deliverDue(limit: Int = 100) -> Int {
-        guard let due = try? store.claimDueRevocations(now: clock.now(), lease: 60, limit: limit) else { return 0 }
+        let due: [PendingRevocation]
+        do { due = try store.claimDueRevocations(now: clock.now(), lease: 60, limit: limit) } catch {
+            events(LogLine(tenant: "", client: "", session: nil, event: RefreshEvent(.warn, "store_unavailable",
+                                                                                    "claiming due revocations failed; tried again in a second")))
+            return 0
+        }
         return deliver(due)
     }
 
@@ -145,6 +154,9 @@ public struct RevocationService: Sendable {
                 if case .transient(_, let after) = e { retryAfter = after }
             }
             let next = retry.nextAttempt(after: p.attempts + 1, retryAfter: retryAfter, now: now, draw: Double.random(in: 0.5...1))
+            events(LogLine(tenant: p.tenant, client: p.client, session: p.session, event: RefreshEvent(
+                .warn, "revocation_unconfirmed", "the IdP did not confirm revoking the session's \(p.hint) (\(reason)); tried again in \(Int(next.timeIntervalSince(now))) s")))
+            // Not written: the lease runs out and the entry is claimed again, sooner than planned.
             try? store.revocationFailed(tenant: p.tenant, id: p.id, next: next, reason: reason)
             return false
         }

@@ -52,9 +52,10 @@ extension BrokerRuntime {
     /// Runs blocking `work` on the executor and answers with its result: one hop per request
     /// (after an API-key lookup on the executor, the work runs on the same thread).
     func later(_ req: HTTPRequest, _ work: @escaping @Sendable () throws -> HTTPResponse) -> HTTPReply {
-        .later { [executor] respond in
+        let trace = req.trace
+        return .later { [executor] respond in
             executor.run {
-                do { respond(try work()) } catch {
+                do { respond(try CurrentTrace.with(trace, work)) } catch {
                     respond(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
                 }
             }

@@ -32,14 +32,14 @@ struct SessionRoutes {
                                         expiresAt: try time("expires_at"), scopes: try b.string("scope").map { Scopes.parse($0) },
                                         grantedAt: try time("granted_at"))
             return .later { [runtime] respond in
-                runtime.onExecutor {
+                CurrentTrace.with(req.trace) { runtime.onExecutor {
                     runtime.admin.importSession(i, tenant: tenant, by: principal) { result in
                         switch result {
                         case .success(let s): respond(.json(201, Render.session(s)))
                         case .failure(let e): respond(ErrorResponse.response(e, requestID: req.requestID))
                         }
                     }
-                }
+                } }
             }
         }
     }

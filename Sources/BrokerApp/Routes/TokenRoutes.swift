@@ -47,7 +47,9 @@ struct TokenRoutes {
                 return .now(Render.tokenResult(r, requestID: req.requestID))
             }
             return .later { respond in
-                tokens.token(by: principal, tenant: tenant, target: t, request: request) { respond(Render.tokenResult($0, requestID: req.requestID)) }
+                CurrentTrace.with(req.trace) {   // the executor's hop carries it to the IdP call
+                    tokens.token(by: principal, tenant: tenant, target: t, request: request) { respond(Render.tokenResult($0, requestID: req.requestID)) }
+                }
             }
         }
     }
@@ -112,7 +114,10 @@ struct TokenRoutes {
             if targets.isEmpty { return .now(render([])) }
             let tokens = runtime.tokens
             let box = ResponseBox()
-            if let done = tokens.batch(by: principal, tenant: tenant, targets: targets, request: request, completion: { box.deliver(render($0)) }) {
+            let done = CurrentTrace.with(req.trace) {
+                tokens.batch(by: principal, tenant: tenant, targets: targets, request: request, completion: { box.deliver(render($0)) })
+            }
+            if let done {
                 return .now(render(done))
             }
             return .later { respond in box.wait(respond) }

@@ -74,7 +74,7 @@ public final class BrokerRuntime: Sendable {
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys,
                                     directory: directory, auth: auth)
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
-                                        lockTimeout: config.lockTimeout)
+                                        lockTimeout: config.lockTimeout, events: Self.eventLog(logger))
         let flushBuffers = Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
                                         logger: logger)
         admin = SessionAdmin(store: sessions, catalog: sessions, auditLog: audit, registry: registry, revocations: revocations, tokens: tokens,
@@ -203,6 +203,7 @@ public final class BrokerRuntime: Sendable {
             let e = line.event
             var l = logger.with(("tenant", line.tenant), ("client", line.client), ("code", e.code))
             if let s = line.session { l = l.with(("session_id", s)) }
+            if let t = CurrentTrace.value { l = l.with(("trace_id", t.traceID), ("span_id", t.spanID)) }
             switch e.level {
             case .info: l.info(e.message)
             case .warn: l.warn(e.message)
