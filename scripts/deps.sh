@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the project needs, and only those that are missing.
-# Usage: scripts/deps.sh [build|bench]   (build: compile, PostgreSQL, tests; bench: + wrk, nginx)
+# Usage: scripts/deps.sh [build|test|bench]   (build: compile, PostgreSQL, tests; test: + promtool; bench: + wrk, nginx)
 # Python (venv) runs schemathesis from PyPI in make test and the benchmark driver; never the service.
 set -euo pipefail
 want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libjansson-dev libcurl4-openssl-dev postgresql postgresql-contrib pgbouncer curl ca-certificates python3 python3-venv)
-if [ "${1:-build}" = bench ]; then want+=(wrk nginx-light); fi
+case "${1:-build}" in
+  bench) want+=(wrk nginx-light) ;;
+  test) want+=(prometheus) ;;   # promtool: the metrics and alert rules checks of make test
+esac
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

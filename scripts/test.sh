@@ -42,7 +42,12 @@ scripts/schemathesis.sh || status=1
 # The worker clients (Python, Swift, and one generated from the OpenAPI file) against a live broker.
 scripts/clients.sh || status=1
 
+# The operators' kit: alert rules and their tests, manifests, /metrics, dashboard, runbooks.
+scripts/ops-check.sh || status=1
+
 # The whole run's logs and the database must not hold any secret the tests handled.
 pg_dump --data-only --dbname "$DATABASE_URL" > "$logs/database.dump"
 python3 scripts/scan-secrets.py "$logs" || status=1
+# Every log line of the run is JSON with typed fields, and refresh failures were logged with their code.
+python3 scripts/check-logs.py "$logs" || status=1
 exit $status
