@@ -43,6 +43,17 @@ public final class PostgresRetentionStore: RetentionStore {
                         WHERE tenant_id = \(tenant) AND state = 'done' AND finished_at < \(before)
                         ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED))
                     """).affected
+            case .webhookEvents:
+                guard let tenant else { return 0 }
+                // Deliveries go with their event (ON DELETE CASCADE); a pending one keeps it.
+                return try c.execute("""
+                    DELETE FROM webhook_events WHERE tenant_id = \(tenant) AND id = ANY(ARRAY(
+                        SELECT e.id FROM webhook_events e
+                        WHERE e.tenant_id = \(tenant) AND e.created_at < \(before)
+                          AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+                                          WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND d.state = 'pending')
+                        ORDER BY e.created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED))
+                    """).affected
             }
         }
     }

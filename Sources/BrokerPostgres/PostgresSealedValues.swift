@@ -22,6 +22,8 @@ public final class PostgresSealedValues: SealedValueStore {
         Column(table: "clients", column: "client_secret", key: ("tenant_id", "id"), context: "clients"),
         Column(table: "clients", column: "assertion_key", key: ("tenant_id", "id"), context: "clients"),
         Column(table: "revocation_outbox", column: "token", key: ("id", "tenant_id"), context: "revocations"),
+        Column(table: "webhook_endpoints", column: "secret", key: ("tenant_id", "id"), context: "webhooks"),
+        Column(table: "webhook_endpoints", column: "previous_secret", key: ("tenant_id", "id"), context: "webhooks"),
         Column(table: "logins", column: "verifier", key: ("tenant_id", "id"), context: "logins", reseals: false),
         Column(table: "logins", column: "nonce", key: ("tenant_id", "id"), context: "logins", reseals: false),
     ]

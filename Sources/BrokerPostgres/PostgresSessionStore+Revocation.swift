@@ -58,6 +58,9 @@ extension PostgresSessionStore: RevocationStore {
                  PostgresChangeFeed.encode(.session(tenant: tenant, id: s.id))]
             }
             try c.execute("SELECT pg_notify(\(PostgresChangeFeed.channel), a) FROM unnest(\(notices)) a")
+            // session.revoked for the tenant's webhooks, in the same transaction.
+            let events = ending.map { WebhookEvent.session(.revoked, $0.ended(.revoked, reason: nil, lastError: nil, keepIDToken: false)) }
+            if let q = WebhookOutbox.enqueue(tenant: tenant, events, now: now) { try c.execute(q) }
         }
         let queued = Dictionary(grouping: entries, by: \.session)
         return locked.map { before in

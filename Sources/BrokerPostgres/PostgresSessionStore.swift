@@ -92,6 +92,11 @@ public final class PostgresSessionStore: SessionStore {
             if let q = revocationQueue(tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: now) {
                 last.append((q.statement, .custom))
             }
+            // A state change is an event for the tenant's webhooks, written with it.
+            if let w = write, let type = WebhookEventType.of(from: locked.state, to: w.state),
+               let q = WebhookOutbox.enqueue(tenant: tenant, [.session(type, w)], now: now) {
+                last.append((q, .custom))
+            }
             let written = try c.commit(with: last)
             // The row is locked FOR UPDATE, so the write cannot miss; if it ever did, the session
             // is as it was and the caller is told (the revocations stand: those tokens are not kept).
@@ -175,6 +180,8 @@ public final class PostgresSessionStore: SessionStore {
                 last_used_at = greatest(last_used_at, \(s.lastUsedAt)),
                 attempt_id = \(s.attempt?.id), attempt_started_at = \(s.attempt?.startedAt), backoff_until = \(s.backoffUntil),
                 reason = \(s.reason), grant_expires_at = \(s.grantExpiresAt),
+                grant_expiry_notified_at = CASE WHEN grant_expires_at IS DISTINCT FROM \(s.grantExpiresAt) THEN NULL
+                                                ELSE grant_expiry_notified_at END,
                 ended_at = \(ended)
             WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
             RETURNING 1)

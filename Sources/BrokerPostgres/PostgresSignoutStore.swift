@@ -121,7 +121,7 @@ public final class PostgresSignoutStore: SignoutStore {
                 SELECT 1 FROM signout_jobs WHERE tenant_id = ANY(\(jobs.map { $0[0] })) AND id = ANY(\(jobs.map { $0[1] }))
                 ORDER BY tenant_id, id FOR NO KEY UPDATE
                 """, plan: .generic)
-            try c.execute("""
+            let finished = try c.execute("""
                 UPDATE signout_jobs j SET revoked = n.revoked, failed = n.failed, updated_at = \(now),
                     state = CASE WHEN n.pending = 0 THEN 'done' ELSE 'running' END,
                     finished_at = CASE WHEN n.pending = 0 THEN coalesce(j.finished_at, \(now)) ELSE NULL END
@@ -130,7 +130,19 @@ public final class PostgresSignoutStore: SignoutStore {
                              count(*) FILTER (WHERE state = 'pending') AS pending
                       FROM signout_items WHERE job_id = ANY(\(jobs.map { $0[1] })) GROUP BY tenant_id, job_id) n
                 WHERE j.tenant_id = n.tenant_id AND j.id = n.job_id
-                """, plan: .generic)
+                RETURNING j.tenant_id, j.id, j.total, j.revoked, j.failed, j.dry_run, j.state = 'done' AND j.finished_at = \(now)
+                """, plan: .generic).map { r -> (tenant: String, event: WebhookEvent)? in
+                let tenant: String = try r.next(), id: String = try r.next(), total: Int = try r.next(), revoked: Int = try r.next()
+                let failed: Int = try r.next(), dryRun: Bool = try r.next(), justFinished: Bool = try r.next()
+                guard justFinished else { return nil }
+                return (tenant, WebhookEvent(type: .signoutFinished, orderingKey: id, data: [
+                    "tenant": tenant, "job_id": id, "total": String(total), "revoked": String(revoked), "failed": String(failed),
+                    "dry_run": String(dryRun)]))
+            }.compactMap { $0 }
+            // signout.finished for the tenant's webhooks, in the same transaction.
+            for (tenant, done) in Dictionary(grouping: finished, by: \.tenant) {
+                if let q = WebhookOutbox.enqueue(tenant: tenant, done.map(\.event), now: now) { try c.execute(q) }
+            }
         }
     }
 }

@@ -49,6 +49,9 @@ public final class DevIdP: Sendable {
         r.add("POST", "/admin/refresh-fault") { [self] req in .now(setRefreshFault(req)) }
         r.add("POST", "/admin/stall") { [self] req in .now(setStall(req)) }
         r.add("POST", "/admin/settings") { [self] req in .now(changeSettings(req)) }
+        r.add("POST", "/receiver/{name}") { [self] req in .now(receive(req)) }
+        r.add("GET", "/receiver/{name}") { [self] req in .now(received(req)) }
+        r.add("POST", "/admin/receiver") { [self] req in .now(setReceiver(req)) }
         return r
     }
 

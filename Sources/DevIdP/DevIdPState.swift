@@ -105,6 +105,13 @@ struct DevIdPState {
     var switches: [String: Switch] = [:]       // by client_id
     var usedAssertionIDs: Set<String> = []
     var jwksFetches = 0
+    /// Webhook test receivers by name: what each was sent, and whether it is down.
+    var receivers: [String: Receiver] = [:]
+    struct Receiver {
+        var down = false
+        /// Each delivery's webhook-id, webhook-timestamp and webhook-signature headers, body, arrival.
+        var received: [(headers: [String: String], body: String, at: Double)] = []
+    }
     var keys = DevIdPKeys(generation: 1)
     var refreshFault: RefreshFault?
     var stall: Stall?

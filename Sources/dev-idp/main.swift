@@ -23,7 +23,9 @@ guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.ind
 let host = String(listen[..<colon])
 let idp = DevIdP(issuer: issuer ?? "http://\(host):\(port)", accessTTL: accessTTL)
 let router = idp.router()
-let server = MHDServer(config: HTTPServerConfig(host: host, port: port, threads: 2)) { req in
+var config = HTTPServerConfig(host: host, port: port, threads: 2)
+config.headers += DevIdP.receiverHeaders   // the webhook test receiver reads the signature headers
+let server = MHDServer(config: config) { req in
     switch router.match(method: req.method, path: req.path) {
     case .found(let h, let p, _):
         var r = req

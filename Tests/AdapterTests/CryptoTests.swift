@@ -63,4 +63,16 @@ struct CryptoTests {
         #expect(!h.equal([], []))
         #expect(SHA256.hash("abc").map { String(format: "%02x", $0) }.joined() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
+
+    @Test("Standard Webhooks: the specification's test vector signs and verifies with HMAC-SHA256; a changed byte does not")
+    func standardWebhooksVector() {
+        let mac: StandardWebhooks.MAC = { HMACSHA256.mac(key: $0, $1) }
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", id = "msg_p5jXN8AQM9LWM0D4loKWxJek", body = #"{"test": 2432232314}"#
+        let sig = StandardWebhooks.signature(id: id, timestamp: 1_614_265_330, body: body, secrets: [secret], mac: mac)
+        #expect(sig == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+        let then = Date(timeIntervalSince1970: 1_614_265_330)
+        #expect(StandardWebhooks.verify(id: id, timestamp: "1614265330", header: "v1,bogus " + sig, body: body, secret: secret, now: then, mac: mac))
+        #expect(!StandardWebhooks.verify(id: id, timestamp: "1614265330", header: sig, body: body + " ", secret: secret, now: then, mac: mac))
+        #expect(!StandardWebhooks.verify(id: id, timestamp: "1614265330", header: sig, body: body, secret: secret, now: then.addingTimeInterval(301), mac: mac))
+    }
 }

@@ -1,6 +1,6 @@
 import BrokerCore
 import BrokerCrypto
-import BrokerPostgres
+@testable import BrokerPostgres
 import BrokerTesting
 import Foundation
 import Testing
@@ -108,6 +108,16 @@ struct PostgresContractTests {
                         INSERT INTO signout_items (job_id, tenant_id, session_id, client_id, state)
                         VALUES (\(id), \(tenant), \(id), 'app', \(done ? "revoked" : "pending"))
                         """)
+                case .webhookEvents:
+                    let at = row == .stillOpen ? began : ended
+                    try c.execute("""
+                        INSERT INTO webhook_events (tenant_id, id, type, ordering_key, payload, created_at)
+                        VALUES (\(tenant), \(id), 'session.revoked', \(id), '{}', \(at))
+                        """)
+                    try c.execute("""
+                        INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, seq, ordering_key, state, next_attempt_at, created_at)
+                        VALUES (\(tenant), 'whk_contract', \(id), 1, \(id), \(row == .stillOpen ? "pending" : "delivered"), \(at), \(at))
+                        """)
                 }
             }
             return id   // audit rows are found by their session column
@@ -119,6 +129,9 @@ struct PostgresContractTests {
                 case .finishedSignouts:
                     try c.execute("SELECT 1 FROM signout_jobs WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
                         && c.execute("SELECT 1 FROM signout_items WHERE tenant_id = \(tenant) AND job_id = \(id)").count == 1
+                case .webhookEvents:
+                    try c.execute("SELECT 1 FROM webhook_events WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
+                        && c.execute("SELECT 1 FROM webhook_deliveries WHERE tenant_id = \(tenant) AND event_id = \(id)").count == 1
                 }
             }
         })
@@ -156,6 +169,25 @@ struct PostgresContractTests {
             }
         })
         try BacklogStoreContract.run(PostgresBacklogStore(pool: pool), fixture: fixture, tenants: try TestDatabase.tenants(pool))
+    }
+
+    @Test("webhooks: endpoints per tenant, deliveries in order per session, leased, retried or given up, secrets rotated with an overlap")
+    func webhooks() throws {
+        let pool = try TestDatabase.migrated()
+        let fixture = WebhookStoreContract.Fixture(enqueue: { tenant, events in
+            guard let q = WebhookOutbox.enqueue(tenant: tenant, events, now: Date()) else { return }
+            try pool.withConnection { try $0.execute(q) }
+        }, session: { tenant, ends in
+            let id = "whs-" + UUID().uuidString.prefix(12).lowercased(), began = Date().addingTimeInterval(-86_400)
+            try pool.withConnection { c in
+                try c.execute("""
+                    INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, state, version, granted_at, created_at, grant_expires_at)
+                    VALUES (\(tenant), \(id), 'app', 'sub', 'https://idp.example', '{openid}', 'active', 1, \(began), \(began), \(ends))
+                    """)
+            }
+            return id
+        })
+        try WebhookStoreContract.run(PostgresWebhookStore(pool: pool, sealer: TestDatabase.sealer), fixture: fixture, tenants: try TestDatabase.tenants(pool))
     }
 
     @Test("replay guard")

@@ -40,6 +40,10 @@ public struct BrokerConfig: Sendable {
     public var accessLog: Bool
     public var logLevel: LogLevel
     public var migrationsDirectory: URL?
+    /// Webhook endpoints may be plain http:// (development, tests); otherwise https:// only.
+    public var webhookAllowHTTP = false
+    /// The longest wait between two attempts of a webhook delivery (exponential backoff from 1 s).
+    public var webhookRetryCap: TimeInterval = 600
 
     public struct Invalid: Error, CustomStringConvertible {
         public let description: String
@@ -106,7 +110,8 @@ public struct BrokerConfig: Sendable {
         var retention: [RetentionKind: TimeInterval] = [:]
         for (kind, name, days) in [(RetentionKind.auditEvents, "TOKENBROKER_RETENTION_AUDIT_DAYS", 90),
                                    (.endedSessions, "TOKENBROKER_RETENTION_SESSION_DAYS", 30),
-                                   (.finishedSignouts, "TOKENBROKER_RETENTION_SIGNOUT_DAYS", 30)] {
+                                   (.finishedSignouts, "TOKENBROKER_RETENTION_SIGNOUT_DAYS", 30),
+                                   (.webhookEvents, "TOKENBROKER_RETENTION_WEBHOOK_DAYS", 30)] {
             let d = try int(name, days, 0...36_500)
             if d > 0 { retention[kind] = TimeInterval(d) * 86_400 }
         }
@@ -123,7 +128,9 @@ public struct BrokerConfig: Sendable {
             signoutRatePerClient: try int("TOKENBROKER_SIGNOUT_RATE_PER_CLIENT", 50, 0...100_000),
             signoutLease: TimeInterval(try int("TOKENBROKER_SIGNOUT_LEASE_SECONDS", 30, 2...3600)),
             retention: retention, accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,
-            migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) })
+            migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) },
+            webhookAllowHTTP: try bool("TOKENBROKER_WEBHOOK_ALLOW_HTTP", false),
+            webhookRetryCap: TimeInterval(try int("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", 600, 1...86_400)))
     }
 
     /// The environment merged over the file named by `--config` / TOKENBROKER_CONFIG, if any.

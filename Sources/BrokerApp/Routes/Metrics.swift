@@ -49,6 +49,8 @@ enum Metrics {
                       .map { ("tenant=\"\(label($0.key.tenant))\",client=\"\(label($0.key.client))\"", $0.value) })
         histogram("tokenbroker_http_request_duration_seconds", "Request durations, by route and status class.", RequestMetrics.bounds,
                   runtime.requests.series.map { ("method=\"\($0.method)\",route=\"\(label($0.route))\",status=\"\($0.status)\"", $0.histogram) })
+        counter("tokenbroker_webhook_deliveries_total", "Webhook delivery attempts, by outcome (delivered, failed and retried, given_up).",
+                ["delivered": 0, "failed": 0, "given_up": 0].merging(runtime.webhooks.outcomes.counts) { $1 }, label: "outcome")
         counter("tokenbroker_jwks_fetches_total", "Fetches of issuers' JWK Sets, by outcome.",
                 ["ok": 0, "failed": 0].merging(runtime.jwks.fetches) { $1 }, label: "outcome")
         let backlog = runtime.backlog.last

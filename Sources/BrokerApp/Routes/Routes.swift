@@ -12,6 +12,7 @@ enum Routes {
         SignoutRoutes(runtime: runtime).register(&r)
         LogoutRoutes(runtime: runtime).register(&r)
         OperatorRoutes(runtime: runtime).register(&r)
+        WebhookRoutes(runtime: runtime).register(&r)
         runtime.requests.name(r.table)
         return r
     }

@@ -37,6 +37,8 @@ public final class BrokerRuntime: Sendable {
     public let sealing: ResealService
     /// Deletes rows past their age: once a minute here, or `tokenbroker purge`.
     public let retention: RetentionService
+    /// Tenants' webhook endpoints and the delivery of their events.
+    public let webhooks: WebhookService
     /// The outbox and sign-outs still to do, counted every 15 s (metrics).
     public let backlog: BacklogGauge
     let migrator: Migrator
@@ -92,6 +94,10 @@ public final class BrokerRuntime: Sendable {
         engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,
                                pool: RefreshPool(globalCap: config.refreshConcurrency))
         backlog = BacklogGauge(store: PostgresBacklogStore(pool: pool))
+        webhooks = WebhookService(store: PostgresWebhookStore(pool: pool, sealer: sealer), registry: registry,
+                                  sender: HTTPWebhookSender(http: BlockingHTTP(timeout: 10)), mac: { HMACSHA256.mac(key: $0, $1) },
+                                  audit: audit, clock: clock, allowHTTP: config.webhookAllowHTTP,
+                                  retry: RetryPolicy(base: 1, cap: config.webhookRetryCap), events: Self.eventLog(logger))
         migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())
     }
 
@@ -139,6 +145,7 @@ public final class BrokerRuntime: Sendable {
         }
         let flush = rt.flushBuffers, logins = rt.logins, replays = rt.replays, clock = rt.clock, retention = rt.retention
         let sealing = rt.sealing, revocations = rt.revocations, tokens = rt.tokens, signouts = rt.signouts, backlog = rt.backlog
+        let webhooks = rt.webhooks
         return [
             // Audit events, last_used_at marks and key usage, four times a second.
             loop("flush", every: 0.25, "flushing failed") { flush(); return false },
@@ -156,6 +163,9 @@ public final class BrokerRuntime: Sendable {
             loop("pending-answers", every: 0.5, "writing kept IdP answers failed") { tokens.retryPendingAnswers(); return false },
             // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
             loop("signout", every: 0.5, "bulk sign-out pass failed") { signouts.work() > 0 },
+            // Webhook deliveries from the outbox every replica shares; grants nearing their end.
+            loop("webhooks", every: 0.5, "delivering webhooks failed") { try webhooks.deliverDue() > 0 },
+            loop("grant-expiring", every: 60, first: 1, "queueing grant-expiring webhooks failed") { try webhooks.queueGrantsExpiring() > 0 },
         ]
     }
 

@@ -18,4 +18,7 @@ public enum AuditAction: String, CaseIterable, Sendable {
     case apiKeyCreate = "apikey.create"
     case apiKeyRevoke = "apikey.revoke"
     case apiKeyRotate = "apikey.rotate"
+    case webhookCreate = "webhook.create"
+    case webhookDelete = "webhook.delete"
+    case webhookRotate = "webhook.rotate"
 }

@@ -7,4 +7,7 @@ public enum RetentionKind: String, CaseIterable, Sendable {
     case endedSessions = "ended_sessions"
     /// Bulk sign-out jobs that finished, with their items, by when they finished.
     case finishedSignouts = "finished_signouts"
+    /// Webhook events, with their deliveries, by when they happened — never one with a
+    /// delivery still pending.
+    case webhookEvents = "webhook_events"
 }

@@ -23,7 +23,7 @@ public enum BacklogStoreContract {
     public static func run(_ store: any BacklogStore, fixture f: Fixture, tenants: (String, String)) throws {
         let before = try store.backlog()
         // Older than anything a shared database holds, so it is the oldest.
-        let oldest = Date(timeIntervalSince1970: 1_000_000_000)
+        let oldest = Date(timeIntervalSince1970: 100_000_000)   // 1973: before the retention contract's rows too
         let revocations = [try f.revocation(tenants.0, oldest), try f.revocation(tenants.1, oldest.addingTimeInterval(60)),
                            try f.revocation(tenants.1, oldest.addingTimeInterval(120))]
         let jobs = [try f.signout(tenants.0, 2), try f.signout(tenants.1, 3)]

@@ -13,6 +13,12 @@ public enum Contract {
         if !ok { throw Violation(description: what) }
     }
 
+    /// The value, or a violation naming what is missing.
+    static func some<T>(_ value: T?, _ what: String) throws -> T {
+        guard let value else { throw Violation(description: what) }
+        return value
+    }
+
     /// A fresh random suffix, so that runs sharing one database never see each other's rows.
     static func unique(_ prefix: String) -> String { prefix + "-" + UUID().uuidString.prefix(8).lowercased() }
 

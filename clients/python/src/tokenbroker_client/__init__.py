@@ -3,6 +3,7 @@ from .client import TokenBroker
 from .errors import (BadRequest, Forbidden, NeedsReauth, NotFound, Revoked, TokenBrokerError, Unauthorized,
                      Unavailable)
 from .token import Token
+from .webhooks import InvalidWebhook, verify_webhook
 
 __all__ = ["TokenBroker", "Token", "TokenBrokerError", "NeedsReauth", "Revoked", "Unavailable", "NotFound",
-           "Unauthorized", "Forbidden", "BadRequest"]
+           "Unauthorized", "Forbidden", "BadRequest", "verify_webhook", "InvalidWebhook"]

@@ -18,6 +18,19 @@ import Testing
         #expect(!t.description.contains(t.accessToken))
     }
 
+    /// The README's example, compiled and run as written (startANewLogin is the caller's).
+    @Test func theReadmeExample() async throws {
+        let (_, sid) = try await Live.newSession()
+        let key = Live.key
+        let broker = TokenBroker(baseURL: URL(string: Live.broker.absoluteString)!, apiKey: key, tenant: Live.tenant)
+        do throws(TokenBrokerError) { let token = try await broker.accessToken(session: sid, minTTL: 60); #expect(token.sessionID == sid) }
+        catch .needsReauth { startANewLogin() } catch { throw error }
+        let many = try await broker.accessTokens([.session(sid), .subject("nobody", client: "app")])
+        #expect(many.count == 2)
+    }
+
+    func startANewLogin() { Issue.record("an active session is not needs_reauth") }
+
     @Test func concurrentCallersShareOneRequestAndOneRefresh() async throws {
         let (_, sid) = try await Live.newSession()
         let b = Live.client()

@@ -1,0 +1,23 @@
+import BrokerCore
+import Foundation
+
+/// HTTPWebhookSender delivers webhooks through libcurl (BlockingHTTP): no redirects, the
+/// answer's body read only up to BlockingHTTP's limit and dropped.
+public struct HTTPWebhookSender: WebhookSender {
+    public struct Unreachable: Error, CustomStringConvertible { public let description: String }
+    let http: BlockingHTTP
+
+    public init(http: BlockingHTTP) { self.http = http }
+
+    public func post(_ url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: TimeInterval) throws -> Int {
+        guard let u = URL(string: url) else { throw Unreachable(description: "not a URL") }
+        do {
+            return try http.send("POST", u, headers: headers.map { "\($0.name): \($0.value)" }, body: body, timeout: timeout, fresh: false).status
+        } catch {
+            switch error {
+            case .notSent(let why), .unanswered(let why): throw Unreachable(description: why)
+            case .tooLarge: throw Unreachable(description: "the answer was too large")
+            }
+        }
+    }
+}
