@@ -22,6 +22,9 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         self.listenURL = listenURL
     }
 
+    /// Announces a change to every replica. A notice that cannot be sent is dropped on purpose:
+    /// the change is committed, and replicas catch up within TOKENBROKER_CACHE_MAX_AGE_SECONDS
+    /// (caches) and the engine's next load (schedules) — a caller must not fail for it.
     public func publish(_ change: Change) {
         _ = try? pool.withConnection { c in try c.execute("SELECT pg_notify(\(Self.channel), \(Self.encode(change)))") }
     }

@@ -158,9 +158,15 @@ public final class RefreshEngine: @unchecked Sendable {
     private func load() {
         let now = clock.now()
         DispatchQueue.global().async { [self] in
-            guard let due = try? store.dueSessions(before: now.addingTimeInterval(config.horizon), limit: config.loadLimit) else { return }
+            let due: [DueSession]
+            do { due = try store.dueSessions(before: now.addingTimeInterval(config.horizon), limit: config.loadLimit) } catch {
+                tokens.events(LogLine(tenant: "", client: "", session: nil, event: RefreshEvent(
+                    .warn, "engine_load_failed", "loading due sessions failed (\(error)); the timers already armed run, the next load retries")))
+                return
+            }
             defer {
-                // Reported, not needed to schedule: counted after the due sessions are armed.
+                // Reported, not needed to schedule: counted after the due sessions are armed. A
+                // failed count leaves the last one (a gauge; the next load counts again).
                 if let near = try? store.countGrantsExpiring(before: now.addingTimeInterval(config.grantWarning)) {
                     nearGrantExpiry.store(near, ordering: .relaxed)
                 }

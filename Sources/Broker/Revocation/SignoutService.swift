@@ -64,11 +64,14 @@ public final class SignoutService: Sendable {
     }
 
     /// Revokes one batch of pending items of any job; returns how many were processed (0: idle).
+    /// Throws when the database could not be reached for the claim or the record (the caller
+    /// logs it; unrecorded items come back when their lease runs out).
     /// The sessions of each job are revoked here in one transaction, their tokens then sent to
     /// the IdP `parallelism` at a time, each client's calls paced by its rate limit.
     @discardableResult
-    public func work(batch: Int = 100) -> Int {
-        guard let items = try? store.claimPendingItems(now: clock.now(), lease: lease, limit: batch), !items.isEmpty else { return 0 }
+    public func work(batch: Int = 100) throws -> Int {
+        let items = try store.claimPendingItems(now: clock.now(), lease: lease, limit: batch)
+        guard !items.isEmpty else { return 0 }
         var results: [SignoutItem.Result] = []
         for group in Dictionary(grouping: items, by: { [$0.tenant, $0.job] }).values {
             let first = group[0]
@@ -78,7 +81,7 @@ public final class SignoutService: Sendable {
         }
         // Not recorded (the database is away): the lease runs out and the items are revoked
         // again, which changes nothing for those already revoked.
-        try? store.record(results, now: clock.now())
+        try store.record(results, now: clock.now())
         return items.count
     }
 

@@ -162,7 +162,7 @@ public final class BrokerRuntime: Sendable {
             // IdP answers whose write the database did not take: written as soon as it is back.
             loop("pending-answers", every: 0.5, "writing kept IdP answers failed") { tokens.retryPendingAnswers(); return false },
             // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
-            loop("signout", every: 0.5, "bulk sign-out pass failed") { signouts.work() > 0 },
+            loop("signout", every: 0.5, "bulk sign-out pass failed") { try signouts.work() > 0 },
             // Webhook deliveries from the outbox every replica shares; grants nearing their end.
             loop("webhooks", every: 0.5, "delivering webhooks failed") { try webhooks.deliverDue() > 0 },
             loop("grant-expiring", every: 60, first: 1, "queueing grant-expiring webhooks failed") { try webhooks.queueGrantsExpiring() > 0 },
@@ -211,7 +211,10 @@ public final class BrokerRuntime: Sendable {
     static func eventLog(_ logger: Logger) -> @Sendable (LogLine) -> Void {
         { line in
             let e = line.event
-            var l = logger.with(("tenant", line.tenant), ("client", line.client), ("code", e.code))
+            // Lines of no tenant or client (a failed load, a store error) do not carry empty ones.
+            var l = logger.with(("code", e.code))
+            if !line.tenant.isEmpty { l = l.with(("tenant", line.tenant)) }
+            if !line.client.isEmpty { l = l.with(("client", line.client)) }
             if let s = line.session { l = l.with(("session_id", s)) }
             if let t = CurrentTrace.value { l = l.with(("trace_id", t.traceID), ("span_id", t.spanID)) }
             switch e.level {
