@@ -17,11 +17,16 @@ public final class PGPool: @unchecked Sendable {
     private let acquireTimeout: TimeInterval
 
     private let prepares: Bool
+    /// Receives the server's notices and warnings on every connection the pool opens.
+    private let notices: (@Sendable (String) -> Void)?
 
-    /// `prepares`: whether hot statements are prepared per connection (PGConnection.init).
-    public init(url: String, size: Int, acquireTimeout: TimeInterval = 10, prepares: Bool = true) {
+    /// `prepares`: whether hot statements are prepared per connection (PGConnection.init);
+    /// `notices`: where the server's NOTICE and WARNING messages go (the JSON log), else dropped.
+    public init(url: String, size: Int, acquireTimeout: TimeInterval = 10, prepares: Bool = true,
+                notices: (@Sendable (String) -> Void)? = nil) {
         self.url = url
         self.prepares = prepares
+        self.notices = notices
         self.size = max(1, size)
         self.acquireTimeout = acquireTimeout
     }
@@ -35,7 +40,7 @@ public final class PGPool: @unchecked Sendable {
 
     /// Opens one connection now, so that a wrong URL fails at start with a clear message.
     public func check() throws(PGError) {
-        let c = try PGConnection(url: url, prepares: prepares)
+        let c = try connect()
         condition.lock()
         idle.append(c)
         open += 1
@@ -43,7 +48,13 @@ public final class PGPool: @unchecked Sendable {
     }
 
     /// A new connection outside the pool (LISTEN, migrations).
-    public func dedicated() throws(PGError) -> PGConnection { try PGConnection(url: url, prepares: prepares) }
+    public func dedicated() throws(PGError) -> PGConnection { try connect() }
+
+    private func connect() throws(PGError) -> PGConnection {
+        let c = try PGConnection(url: url, prepares: prepares)
+        c.noticeHandler = notices
+        return c
+    }
 
     /// Runs `body` with a connection. Connection errors discard the connection.
     @discardableResult
@@ -95,7 +106,7 @@ public final class PGPool: @unchecked Sendable {
         open += 1
         condition.unlock()
         do {
-            return try PGConnection(url: url, prepares: prepares)
+            return try connect()
         } catch {
             condition.lock()
             open -= 1

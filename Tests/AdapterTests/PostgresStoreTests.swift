@@ -14,6 +14,14 @@ struct PostgresStoreTests {
         try c.run(PostgresSessionStore(pool: pool, sealer: TestDatabase.sealer), tenants: try TestDatabase.tenants(pool))
     }
 
+    @Test("the server's notices and warnings reach the pool's handler (the JSON log), not libpq's stderr")
+    func notices() throws {
+        let seen = Mutex<[String]>([])
+        let pool = PGPool(url: try TestDatabase.url(), size: 1) { text in seen.withLock { $0.append(text) } }
+        try pool.withConnection { c in try c.execute("DO $$ BEGIN RAISE WARNING 'contract notice %', 42; END $$") }
+        #expect(seen.withLock { $0 }.contains { $0.hasPrefix("WARNING") && $0.contains("contract notice 42") })
+    }
+
     @Test("tokens are sealed at rest: no token appears in the table, and a moved value does not open")
     func tokensSealedAtRest() throws {
         let pool = try TestDatabase.migrated()

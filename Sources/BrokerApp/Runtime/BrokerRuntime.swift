@@ -50,7 +50,11 @@ public final class BrokerRuntime: Sendable {
         self.logger = logger
         self.clock = clock
         let sealer: any Sealer = config.sealingKeys.map { AESGCMSealer(keys: $0) } ?? MissingSealer()
-        pool = PGPool(url: config.databaseURL, size: config.databasePoolSize, prepares: config.databasePreparedStatements)
+        pool = PGPool(url: config.databaseURL, size: config.databasePoolSize, prepares: config.databasePreparedStatements) { notice in
+            // libpq's "WARNING:  …" / "NOTICE:  …" lines, as JSON log lines instead of raw stderr.
+            let text = notice.trimmingCharacters(in: .whitespacesAndNewlines)
+            text.hasPrefix("WARNING") ? logger.warn("postgresql notice", ("notice", text)) : logger.info("postgresql notice", ("notice", text))
+        }
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)
