@@ -53,6 +53,11 @@ public final class PostgresSignoutStore: SignoutStore {
                 VALUES (\(j.id), \(j.tenant), \(Self.encode(f))::jsonb, \(j.dryRun), \(done ? "done" : "running"), \(total),
                     \(j.createdBy), \(idempotencyKey), \(j.createdAt), \(j.createdAt), \(done ? j.createdAt : nil))
                 """)
+            // A dry run, or a job with nothing to do, finishes as it is created.
+            if done, let q = WebhookOutbox.enqueue(tenant: j.tenant, [Self.finished(tenant: j.tenant, job: j.id, total: total, revoked: 0,
+                                                                                       failed: 0, dryRun: j.dryRun)], now: j.createdAt) {
+                try c.execute(q)
+            }
             if !j.dryRun {
                 try c.execute("""
                     INSERT INTO signout_items (job_id, tenant_id, session_id, client_id, state)
@@ -103,6 +108,12 @@ public final class PostgresSignoutStore: SignoutStore {
         }
     }
 
+    /// The signout.finished event of a job.
+    static func finished(tenant: String, job: String, total: Int, revoked: Int, failed: Int, dryRun: Bool) -> WebhookEvent {
+        WebhookEvent(type: .signoutFinished, orderingKey: job, data: [
+            "tenant": tenant, "job_id": job, "total": String(total), "revoked": String(revoked), "failed": String(failed), "dry_run": String(dryRun)])
+    }
+
     public func record(_ results: [SignoutItem.Result], now: Date) throws {
         guard !results.isEmpty else { return }
         try pool.transact { c in
@@ -135,9 +146,7 @@ public final class PostgresSignoutStore: SignoutStore {
                 let tenant: String = try r.next(), id: String = try r.next(), total: Int = try r.next(), revoked: Int = try r.next()
                 let failed: Int = try r.next(), dryRun: Bool = try r.next(), justFinished: Bool = try r.next()
                 guard justFinished else { return nil }
-                return (tenant, WebhookEvent(type: .signoutFinished, orderingKey: id, data: [
-                    "tenant": tenant, "job_id": id, "total": String(total), "revoked": String(revoked), "failed": String(failed),
-                    "dry_run": String(dryRun)]))
+                return (tenant, Self.finished(tenant: tenant, job: id, total: total, revoked: revoked, failed: failed, dryRun: dryRun))
             }.compactMap { $0 }
             // signout.finished for the tenant's webhooks, in the same transaction.
             for (tenant, done) in Dictionary(grouping: finished, by: \.tenant) {

@@ -95,7 +95,8 @@ public final class PostgresWebhookStore: WebhookStore {
                 var secrets = [try open(secret, tenant, endpoint, "secret")]
                 if let previous { secrets.append(try open(previous, tenant, endpoint, "previous_secret")) }
                 return WebhookDelivery(tenant: tenant, endpoint: endpoint, eventID: event, type: WebhookEventType(rawValue: type) ?? .revoked,
-                                       url: url, payload: payload, secrets: secrets, attempts: try r.next(), createdAt: try r.next())
+                                       url: url, payload: payload, secrets: secrets, attempts: try r.next(), createdAt: try r.next(),
+                                       leaseUntil: now.addingTimeInterval(lease))
             }
         }
     }
@@ -105,6 +106,7 @@ public final class PostgresWebhookStore: WebhookStore {
             try c.execute("""
                 UPDATE webhook_deliveries SET state = 'delivered', delivered_at = \(now), last_status = \(status), last_error = NULL
                 WHERE tenant_id = \(d.tenant) AND endpoint_id = \(d.endpoint) AND event_id = \(d.eventID)
+                  AND state = 'pending' AND attempts = \(d.attempts + 1)
                 """, plan: .keyed)
         }
     }
@@ -115,6 +117,7 @@ public final class PostgresWebhookStore: WebhookStore {
                 UPDATE webhook_deliveries SET last_status = \(status), last_error = \(String(error.prefix(300))),
                     state = \(next == nil ? "failed" : "pending"), next_attempt_at = coalesce(\(next), next_attempt_at)
                 WHERE tenant_id = \(d.tenant) AND endpoint_id = \(d.endpoint) AND event_id = \(d.eventID) AND state = 'pending'
+                  AND attempts = \(d.attempts + 1)
                 """, plan: .keyed)
         }
     }

@@ -4,6 +4,39 @@
 #include <string.h>
 #include <strings.h>
 #include <ctype.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+/* Whether an IPv4 address (host order) is one a webhook must not reach (RFC 6890 special-purpose
+ * ranges that are not globally reachable, and multicast). */
+static int v4_not_public(uint32_t a) {
+    return (a >> 24) == 0 || (a >> 24) == 10 || (a >> 24) == 127 || (a & 0xFFC00000u) == 0x64400000u   /* 100.64/10 */
+        || (a & 0xFFFF0000u) == 0xA9FE0000u || (a & 0xFFF00000u) == 0xAC100000u || (a & 0xFFFF0000u) == 0xC0A80000u
+        || (a & 0xFFFFFF00u) == 0xC0000000u || (a & 0xFFFE0000u) == 0xC6120000u || (a >> 28) >= 0xE;   /* 224/4, 240/4 */
+}
+
+static int not_public(const struct sockaddr *sa) {
+    if (sa->sa_family == AF_INET) return v4_not_public(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+    if (sa->sa_family != AF_INET6) return 1;
+    const unsigned char *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+    static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF };
+    if (memcmp(b, mapped, 12) == 0) return v4_not_public(((uint32_t)b[12] << 24) | (b[13] << 16) | (b[14] << 8) | b[15]);
+    int zero = 1;
+    for (int i = 0; i < 15; i++) zero &= b[i] == 0;
+    return (zero && (b[15] == 0 || b[15] == 1))                 /* ::, ::1 */
+        || (b[0] & 0xFE) == 0xFC || (b[0] == 0xFE && (b[1] & 0xC0) == 0x80) || b[0] == 0xFF   /* fc00::/7, fe80::/10, ff00::/8 */
+        || (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B);                   /* 64:ff9b::/96 (NAT64) */
+}
+
+typedef struct { int public_only; int refused; } connect_guard;
+
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *address) {
+    connect_guard *g = ud;
+    (void)purpose;
+    if (g->public_only && not_public(&address->addr)) { g->refused = 1; return CURL_SOCKET_BAD; }
+    return socket(address->family, address->socktype, address->protocol);
+}
 
 typedef struct { char *data; size_t len, cap, max; int over; } buffer;
 
@@ -76,8 +109,9 @@ void *tb_http_handle_new(void) { return curl_easy_init(); }
 void tb_http_handle_free(void *handle) { if (handle) curl_easy_cleanup(handle); }
 
 tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int fresh) {
+                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int fresh, int public_only) {
     tb_http_result r = { 0, 2, NULL, NULL, 0, -1 };
+    connect_guard guard = { public_only, 0 };
     CURL *h = handle;
     buffer b = { NULL, 0, 0, max_bytes, 0 };
     struct curl_slist *list = NULL;
@@ -97,6 +131,8 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.retry_after);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
     if (fresh) {
         /* libcurl before 8.16 (which added CURLOPT_FORBID_RETRY_ON_REUSE) silently sends the
          * request again on a new connection when a reused connection closes without any answer
@@ -124,6 +160,7 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
         r.reason = "response too large";
     } else {
         classify(h, rc, &r);
+        if (guard.refused) { r.error = 1; r.reason = "address is not public"; }
     }
     r.body = b.data;
     r.body_len = b.len;

@@ -46,7 +46,7 @@ struct WebhookTests {
 
     @Test("needs_reauth, revoked, a grant near its end and a finished sign-out: exactly one signed webhook each; a tampered one fails the check; the delivery log shows them")
     func oneSignedWebhookEach() async throws {
-        let w = try await World(extraEnv: ["TOKENBROKER_WEBHOOK_ALLOW_HTTP": "true"])
+        let w = try await World(extraEnv: ["TOKENBROKER_WEBHOOK_ALLOW_HTTP": "true", "TOKENBROKER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"])
         defer { w.stop() }
         let base = w.brokers[0].url + "/v1/tenants/\(w.tenant)"
         // Refused input changes nothing.
@@ -104,7 +104,8 @@ struct WebhookTests {
 
     @Test("a receiver down for 30 s gets the events afterwards, in order per session; a rotated secret signs beside the old one during the overlap")
     func afterAnOutageInOrder() async throws {
-        let w = try await World(extraEnv: ["TOKENBROKER_WEBHOOK_ALLOW_HTTP": "true", "TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS": "4"])
+        let w = try await World(extraEnv: ["TOKENBROKER_WEBHOOK_ALLOW_HTTP": "true", "TOKENBROKER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
+                                           "TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS": "4"])
         defer { w.stop() }
         let base = w.brokers[0].url + "/v1/tenants/\(w.tenant)"
         let (id, secret) = try await endpoint(w, "down", events: ["session.needs_reauth", "session.revoked"])
@@ -136,5 +137,22 @@ struct WebhookTests {
         #expect(last.verifies(with: newSecret) && last.verifies(with: secret))
         try expectStatus(try await HTTP.request("DELETE", base + "/webhooks/\(id)", key: w.operatorKey), 204)
         try expectStatus(try await HTTP.get(base + "/webhooks/\(id)/deliveries", key: w.operatorKey), 404)
+    }
+
+    @Test("a receiver on a private or loopback address is not connected to unless allowed: the delivery log says why")
+    func privateNetworksRefused() async throws {
+        let w = try await World(extraEnv: ["TOKENBROKER_WEBHOOK_ALLOW_HTTP": "true"])
+        defer { w.stop() }
+        let base = w.brokers[0].url + "/v1/tenants/\(w.tenant)"
+        let (id, _) = try await endpoint(w, "private", events: ["session.revoked"])
+        let s = try await w.importSession(subject: "wh-private")
+        try expectStatus(try await HTTP.request("DELETE", base + "/sessions/\(s)", key: w.workerKey), 200)
+        var log: [[String: Any]] = []
+        for _ in 0..<50 where !(log.first.map { ($0["attempts"] as? Int ?? 0) >= 1 && $0["last_error"] is String } ?? false) {
+            try await Task.sleep(for: .milliseconds(100))
+            log = try expectStatus(try await HTTP.get(base + "/webhooks/\(id)/deliveries", key: w.operatorKey), 200)["deliveries"] as? [[String: Any]] ?? []
+        }
+        #expect(log.first?["state"] as? String == "pending" && (log.first?["last_error"] as? String)?.contains("address is not public") == true, "\(log)")
+        #expect(try await received(w, "private").isEmpty, "the loopback receiver was reached")
     }
 }

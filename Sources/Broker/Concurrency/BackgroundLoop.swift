@@ -11,7 +11,7 @@ public final class BackgroundLoop: Sendable {
     private let first: TimeInterval
     private let work: @Sendable () throws -> Bool
     private let failed: @Sendable (any Error) -> Void
-    private let state = Mutex<(started: Bool, stopping: Bool)>((false, false))
+    private let state = Mutex<(started: Bool, stopping: Bool, stopped: Bool)>((false, false, false))
     /// Wakes a sleeping loop at stop; `finished` is signalled when the thread ends.
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -41,11 +41,12 @@ public final class BackgroundLoop: Sendable {
     /// Ends the loop: a sleeping loop wakes and ends, a running pass finishes first. Returns
     /// when the thread has ended (at once if it never started).
     public func stop() {
-        let started = state.withLock { s in
+        let wait = state.withLock { s in
             s.stopping = true
-            return s.started
+            defer { s.stopped = true }
+            return s.started && !s.stopped
         }
-        guard started else { return }
+        guard wait else { return }   // never started, or already stopped (a second stop returns at once)
         wake.signal()
         finished.wait()
     }

@@ -97,17 +97,22 @@ public struct WebhookService: Sendable {
 
     // MARK: delivery
 
-    /// Delivers what is due (claimed with a lease, so replicas share the work); answers how many
-    /// were attempted.
+    /// Delivers what is due, a few at a time (claimed with a lease long enough for all of them
+    /// to time out one after another, so replicas share the work and never send a delivery
+    /// concurrently); answers how many were claimed — the loop asks again at once while there are.
     @discardableResult
-    public func deliverDue(limit: Int = 50) throws -> Int {
-        let due = try store.claimDue(now: clock.now(), lease: timeout + 50, limit: limit)
+    public func deliverDue(limit: Int = 5) throws -> Int {
+        let due = try store.claimDue(now: clock.now(), lease: Double(limit) * (timeout + 2) + 10, limit: limit)
         for d in due { deliver(d) }
         return due.count
     }
 
     private func deliver(_ d: WebhookDelivery) {
-        let now = clock.now(), timestamp = Int(now.timeIntervalSince1970)
+        let now = clock.now()
+        // Too late to finish within the lease (receivers before it were slow): leave it to the
+        // next claim rather than race it.
+        guard now.addingTimeInterval(timeout) < d.leaseUntil else { return }
+        let timestamp = Int(now.timeIntervalSince1970)
         let headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json"), ("webhook-id", d.eventID), ("webhook-timestamp", String(timestamp)),
             ("webhook-signature", StandardWebhooks.signature(id: d.eventID, timestamp: timestamp, body: d.payload, secrets: d.secrets, mac: mac))]

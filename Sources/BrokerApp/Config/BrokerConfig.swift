@@ -42,6 +42,8 @@ public struct BrokerConfig: Sendable {
     public var migrationsDirectory: URL?
     /// Webhook endpoints may be plain http:// (development, tests); otherwise https:// only.
     public var webhookAllowHTTP = false
+    /// Webhook deliveries may connect to loopback, private and link-local addresses (development, tests).
+    public var webhookAllowPrivateNetworks = false
     /// The longest wait between two attempts of a webhook delivery (exponential backoff from 1 s).
     public var webhookRetryCap: TimeInterval = 600
 
@@ -130,6 +132,7 @@ public struct BrokerConfig: Sendable {
             retention: retention, accessLog: try bool("TOKENBROKER_ACCESS_LOG", false), logLevel: logLevel,
             migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) },
             webhookAllowHTTP: try bool("TOKENBROKER_WEBHOOK_ALLOW_HTTP", false),
+            webhookAllowPrivateNetworks: try bool("TOKENBROKER_WEBHOOK_ALLOW_PRIVATE_NETWORKS", false),
             webhookRetryCap: TimeInterval(try int("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", 600, 1...86_400)))
     }
 

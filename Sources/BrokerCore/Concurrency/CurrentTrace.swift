@@ -17,15 +17,14 @@ public enum CurrentTrace {
         pthread_getspecific(key).map { Unmanaged<Box>.fromOpaque($0).takeUnretainedValue().trace }
     }
 
-    /// Runs `work` with `trace` as this thread's current trace, then restores the one before.
+    /// Runs `work` with `trace` (nil: none) as this thread's current trace, then restores the one before.
     public static func with<T>(_ trace: TraceContext?, _ work: () throws -> T) rethrows -> T {
-        guard let trace else { return try work() }
         let before = pthread_getspecific(key)
-        let box = Unmanaged.passRetained(Box(trace))
-        pthread_setspecific(key, box.toOpaque())
+        let box = trace.map { Unmanaged.passRetained(Box($0)) }
+        pthread_setspecific(key, box?.toOpaque())
         defer {
             pthread_setspecific(key, before)
-            box.release()
+            box?.release()
         }
         return try work()
     }

@@ -16,8 +16,11 @@ public protocol WebhookStore: Sendable {
     /// of its endpoint and ordering key (no other replica gets them until `lease` has passed),
     /// counting the attempt.
     func claimDue(now: Date, lease: TimeInterval, limit: Int) throws -> [WebhookDelivery]
+    /// The claimed attempt was delivered. A claim taken again since (the lease ran out) wins:
+    /// then this changes nothing.
     func delivered(_ d: WebhookDelivery, status: Int, now: Date) throws
-    /// The attempt failed: again at `next`, or never (`next` nil: given up, state failed).
+    /// The attempt failed: again at `next`, or never (`next` nil: given up, state failed). Like
+    /// `delivered`, only while `d` is the latest claim.
     func failed(_ d: WebhookDelivery, status: Int?, error: String, next: Date?) throws
     /// The endpoint's latest deliveries, newest first.
     func deliveries(tenant: String, endpoint: String, limit: Int) throws -> [WebhookDeliveryRecord]

@@ -34,7 +34,11 @@ public struct TraceContext: Sendable, Equatable {
     /// The span of a request that sent `header`: its trace continued, or a new one (sampled
     /// flag off: the broker records no spans, it only keeps the ids in its logs and passes them on).
     public static func entering(_ header: String?, using rng: inout some RandomNumberGenerator) -> TraceContext {
-        if let p = parse(header) { return TraceContext(traceID: p.traceID, spanID: randomHex(8, &rng), flags: p.flags) }
+        // Only the sampled bit is defined for version 00: flags of a later version are not passed on.
+        if let p = parse(header) {
+            let sampled = (UInt8(p.flags, radix: 16) ?? 0) & 1
+            return TraceContext(traceID: p.traceID, spanID: randomHex(8, &rng), flags: sampled == 1 ? "01" : "00")
+        }
         return TraceContext(traceID: randomHex(16, &rng), spanID: randomHex(8, &rng), flags: "00")
     }
 

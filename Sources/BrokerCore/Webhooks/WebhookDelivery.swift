@@ -10,14 +10,19 @@ public struct WebhookDelivery: Sendable, Equatable {
     public let url: String
     public let payload: String
     public let secrets: [String]
-    /// Attempts made before this one.
+    /// Attempts made before this one; this claim is attempt `attempts + 1`, which fences the
+    /// outcome: once another replica claimed it again (the lease ran out), this one's report
+    /// changes nothing.
     public let attempts: Int
     public let createdAt: Date
+    /// Until when no other replica claims it: not sent after `leaseUntil − timeout`.
+    public let leaseUntil: Date
 
     public init(tenant: String, endpoint: String, eventID: String, type: WebhookEventType, url: String, payload: String,
-                secrets: [String], attempts: Int, createdAt: Date) {
+                secrets: [String], attempts: Int, createdAt: Date, leaseUntil: Date) {
         (self.tenant, self.endpoint, self.eventID, self.type, self.url, self.payload, self.secrets, self.attempts, self.createdAt) =
             (tenant, endpoint, eventID, type, url, payload, secrets, attempts, createdAt)
+        self.leaseUntil = leaseUntil
     }
 }
 

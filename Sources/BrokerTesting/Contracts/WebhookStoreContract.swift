@@ -60,7 +60,13 @@ public enum WebhookStoreContract {
         let ofB = try Contract.some(first.first { $0.endpoint == b.id }, "no delivery of the other tenant")
         try store.failed(ofB, status: 503, error: "HTTP 503", next: now.addingTimeInterval(100))
         // (At +70 the other tenant's leases have run out: those come back, as a dead replica's would.)
-        try Contract.expect(try claim(at: now.addingTimeInterval(70)).allSatisfy { $0.endpoint != b.id }, "a failed delivery came back before its next attempt")
+        let reclaimed = try claim(at: now.addingTimeInterval(70))
+        try Contract.expect(reclaimed.allSatisfy { $0.endpoint != b.id }, "a failed delivery came back before its next attempt")
+        // The replica whose lease ran out reports late: the new claim wins, nothing changes.
+        try Contract.expect(reclaimed.contains { $0.eventID == second[0].eventID }, "a delivery whose lease ran out was not claimed again")
+        try store.delivered(second[0], status: 204, now: now)
+        try Contract.expect(try store.deliveries(tenant: tenants.0, endpoint: a.id, limit: 10).first { $0.eventID == second[0].eventID }?.state == .pending,
+                            "a stale claim's report was taken over the new claim")
         let retried = try claim(at: now.addingTimeInterval(101)).filter { $0.endpoint == b.id }
         try Contract.expect(retried.map(\.endpoint) == [b.id] && retried[0].attempts == 1, "a failed delivery is not retried at its time, counted")
         try store.failed(retried[0], status: nil, error: "unreachable", next: nil)
