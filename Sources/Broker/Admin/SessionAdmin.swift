@@ -65,6 +65,7 @@ public struct SessionAdmin: Sendable {
         }
         guard s.accessToken == nil else { return completion(.success(s)) }
         tokens.token(by: principal, tenant: tenant, target: .session(s.id), request: TokenRequest(minTTL: 0)) { [store] _ in
+            // The import is stored; a failed re-read only shows the row as imported, not as refreshed.
             completion(.success((try? store.session(tenant: tenant, id: s.id)) ?? s))
         }
     }

@@ -45,6 +45,7 @@ extension LoginService {
             // The IdP may have stopped advertising it: read its metadata again (rate-limited), so
             // that logins do not fail until a restart.
             let stopped = directory.reread(issuer: login.issuer, now: now)
+                // Unreadable metadata keeps the stricter answer: the login is refused.
                 && (try? directory.metadata(issuer: login.issuer, now: now))?.issParameterSupported == false
             if !stopped { return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now) }
         }

@@ -50,6 +50,7 @@ public struct BackchannelLogoutService: Sendable {
         repeat {
             let (page, next) = try catalog.sessions(tenant: tenant, matching: query)
             for s in page where s.state != .revoked {
+                // One session failing does not stop the others; the count says how many were revoked.
                 if (try? revocations.revoke(tenant: tenant, id: s.id, actor: "idp:backchannel"))?.revokedNow == true { revoked += 1 }
             }
             query.after = next

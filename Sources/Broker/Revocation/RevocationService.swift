@@ -58,6 +58,7 @@ public struct RevocationService: Sendable {
         var pending = queued.count - deliver(queued)
         if !revokedNow { pending = try store.pendingRevocations(tenant: tenant, session: id) }
         if endSession, revokedNow, let hint = before.idToken, let client = try? registry.client(tenant: tenant, id: before.client, now: now) {
+            // The session is revoked either way; whether the IdP ended its own is audited.
             let ended = (try? endpoint.endSession(client: client, idTokenHint: hint)) != nil
             audit.record(AuditEvent(at: now, actor: actor, action: .sessionEndSession, tenant: tenant, session: id, outcome: ended ? "ok" : "failed"))
         }
@@ -77,6 +78,7 @@ public struct RevocationService: Sendable {
         let now = clock.now()
         let ids = sessions.map(\.id)
         let clients = Dictionary(sessions.map { ($0.id, $0.client) }, uniquingKeysWith: { a, _ in a })
+        // The bulk statement failing leaves every session to the one-by-one path, which reports its own failures.
         let (revoked, left) = (try? store.revokeMany(tenant: tenant, ids: ids, now: now)) ?? ([], ids)
         for r in revoked { tokens.cache.put(r.after, now: now) }
         let fresh = revoked.filter { $0.before.state != .revoked }
@@ -94,6 +96,7 @@ public struct RevocationService: Sendable {
         let alone = Mutex(Set<String>())
         Lanes.run(left.count, width: lanes) { [self] i in
             if let client = clients[left[i]] { pace(client) }
+            // A session not revoked here is not in the answer: the job records it as failed.
             if (try? revoke(tenant: tenant, id: left[i], actor: actor)) != nil { alone.withLock { _ = $0.insert(left[i]) } }
         }
         return Set(revoked.map(\.before.id)).union(alone.withLock { $0 })
@@ -126,6 +129,7 @@ public struct RevocationService: Sendable {
         let now = clock.now()
         var forgotten = Set<String>()
         for (tenant, done) in Dictionary(grouping: confirmed, by: \.tenant) {
+            // Not forgotten: revoked again when due, which changes nothing at the IdP (RFC 7009 §2.2).
             guard (try? store.revocationsDelivered(tenant: tenant, ids: done.map(\.id))) != nil else { continue }
             for p in done {
                 forgotten.insert(p.id)

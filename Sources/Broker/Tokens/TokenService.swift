@@ -115,6 +115,7 @@ public final class TokenService: Sendable {
     @discardableResult
     public func preload(tenant: String, ids: [String]) -> Set<String>? {
         guard !ids.isEmpty else { return [] }
+        // Unreadable now: nil, and each item is then read (and its error answered) on its own.
         guard let found = try? store.sessions(tenant: tenant, ids: ids) else { return nil }
         let now = clock.now()
         for s in found { cache.put(s, now: now) }
