@@ -69,7 +69,9 @@ public final class IssuerMetadataCache: IssuerDirectory {
                                jwksURI: url("jwks_uri"), revocationEndpoint: url("revocation_endpoint"),
                                endSessionEndpoint: url("end_session_endpoint"),
                                issParameterSupported: doc["authorization_response_iss_parameter_supported"] as? Bool == true,
-                               introspectionEndpoint: url("introspection_endpoint"))
+                               introspectionEndpoint: url("introspection_endpoint"),
+                               pushedAuthorizationRequestEndpoint: url("pushed_authorization_request_endpoint"),
+                               requirePushedAuthorizationRequests: doc["require_pushed_authorization_requests"] as? Bool == true)
         return m
     }
 }

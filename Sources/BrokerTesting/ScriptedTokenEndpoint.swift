@@ -35,6 +35,11 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
         throw .invalidResponse("ScriptedTokenEndpoint does not exchange codes")
     }
 
+    public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)]) throws(TokenEndpointError)
+        -> (requestURI: String, expiresIn: Int) {
+        throw .invalidResponse("ScriptedTokenEndpoint does not push authorization requests")
+    }
+
     /// Records nothing: revocation is tested against the development IdP.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {}
 

@@ -52,10 +52,11 @@ extension DevIdP {
             if let on = o["introspection"] as? Bool { s.settings.introspection = on }
             if let on = o["kill_old_access_tokens"] as? Bool { s.settings.killOldAccessTokens = on }
             if let on = o["iss_parameter"] as? Bool { s.settings.issParameter = on }
+            if let par = o["par"] as? String, ["off", "on", "required"].contains(par) { s.settings.par = par }
             return s.settings
         }
         return json(200, ["introspection": now.introspection, "kill_old_access_tokens": now.killOldAccessTokens,
-                          "iss_parameter": now.issParameter])
+                          "iss_parameter": now.issParameter, "par": now.par])
     }
 
     /// The request's JSON object body, or nil.

@@ -34,6 +34,7 @@ public final class DevIdP: Sendable {
         r.add("GET", "/jwks") { [self] _ in .now(jwks()) }
         r.add("GET", "/authorize") { [self] req in .now(authorize(req)) }
         r.add("POST", "/token") { [self] req in token(req) }
+        r.add("POST", "/par") { [self] req in .now(pushAuthorizationRequest(req)) }
         r.add("POST", "/revoke") { [self] req in revoke(req) }
         r.add("POST", "/introspect") { [self] req in .now(introspect(req)) }
         r.add("GET", "/userinfo") { [self] req in .now(userinfo(req)) }
@@ -82,6 +83,8 @@ public final class DevIdP: Sendable {
         let settings = state.withLock { $0.settings }
         // RFC 9207 can be switched off, as an IdP that stops sending `iss` would.
         if !settings.issParameter { d["authorization_response_iss_parameter_supported"] = nil }
+        if settings.par != "off" { d["pushed_authorization_request_endpoint"] = issuer + "/par" }
+        if settings.par == "required" { d["require_pushed_authorization_requests"] = true }
         if settings.introspection {
             d["introspection_endpoint"] = issuer + "/introspect"
             d["introspection_endpoint_auth_methods_supported"] = d["token_endpoint_auth_methods_supported"]
@@ -100,7 +103,18 @@ public final class DevIdP: Sendable {
     // MARK: authorization endpoint
 
     func authorize(_ req: HTTPRequest) -> HTTPResponse {
-        let q = Dictionary(req.query.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+        var q = Dictionary(req.query.map { ($0.name, $0.value) }, uniquingKeysWith: { a, _ in a })
+        // RFC 9126 §4: a request_uri stands for the pushed parameters (once, before it expires,
+        // for the client that pushed it); with PAR required nothing else is accepted.
+        if let uri = q["request_uri"] {
+            let pushed = state.withLock { s in s.pushed.removeValue(forKey: uri) }
+            guard let p = pushed, p.expires > Date(), p.client == q["client_id"] else {
+                return json(400, ["error": "invalid_request_uri", "error_description": "unknown, used or expired request_uri"])
+            }
+            q = p.parameters
+        } else if state.withLock({ $0.settings.par }) == "required" {
+            return json(400, ["error": "invalid_request", "error_description": "pushed authorization requests are required"])
+        }
         guard let clientID = q["client_id"], let redirect = q["redirect_uri"],
               let client = state.withLock({ $0.clients[clientID] }), client.redirectURIs.contains(redirect) else {
             return json(400, ["error": "invalid_request", "error_description": "unknown client or redirect_uri"])

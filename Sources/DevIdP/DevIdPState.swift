@@ -93,7 +93,11 @@ struct DevIdPState {
         var killOldAccessTokens = false
         /// RFC 9207: advertise and send `iss` in authorization responses.
         var issParameter = true
+        /// RFC 9126: `off`, `on` (the endpoint advertised), or `required` (no other request accepted).
+        var par = "off"
     }
+    /// Pushed authorization requests by request_uri: the client, the parameters, the expiry (single use).
+    var pushed: [String: (client: String, parameters: [String: String], expires: Date)] = [:]
 
     var clients: [String: Client] = [:]
     var codes: [String: Code] = [:]

@@ -35,6 +35,27 @@ struct LoginTests {
         #expect((c["token_calls"] as? [String: Int]) == ["authorization_code": 1, "refresh_token": 1])
     }
 
+    @Test("PAR (RFC 9126) where the issuer requires it: pushed with the client's authentication, the URL carries only client_id and request_uri, the login completes, the request_uri works once")
+    func pushedAuthorizationRequest() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        try await w.idp.settings(par: "required")
+        let started = try expectStatus(try await w.startLogin(subject: "par-user"), 201)
+        let url = try #require(URLComponents(string: started["authorization_url"] as! String))
+        let q = Dictionary((url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
+        #expect(Set(q.keys) == ["client_id", "request_uri"] && q["client_id"] == w.idpClientID, "\(q.keys)")
+        #expect(q["request_uri"]?.hasPrefix("urn:ietf:params:oauth:request_uri:") == true)
+        let expires = try #require((started["expires_at"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) })
+        #expect(expires.timeIntervalSinceNow <= 61, "the login's URL lives no longer than its request_uri")
+        let r = try expectStatus(try await w.callback(try await w.authorize(url.url!.absoluteString)), 200)
+        #expect(r["subject"] as? String == "par-user" && (r["session_id"] as? String)?.hasPrefix("ses_") == true)
+        try expectStatus(try await HTTP.get(url.url!.absoluteString), 400)   // used once
+        // The IdP refuses any request that was not pushed; the broker never sends one to it.
+        var plain = url
+        plain.queryItems = [URLQueryItem(name: "client_id", value: w.idpClientID), URLQueryItem(name: "response_type", value: "code")]
+        try expectStatus(try await HTTP.get(plain.url!.absoluteString), 400)
+    }
+
     @Test("without redirect_after the callback answers the session as JSON")
     func callbackJSON() async throws {
         let w = try await World()

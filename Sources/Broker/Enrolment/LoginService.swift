@@ -86,26 +86,49 @@ public struct LoginService: Sendable {
         let login = PendingLogin(id: "lgn_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, client: client.id, issuer: client.issuer,
                                  stateHash: digest.sha256(Array(state.utf8)), verifier: verifier, nonce: nonce, scopes: scopes,
                                  redirectAfter: r.redirectAfter, createdAt: now, expiresAt: now.addingTimeInterval(Self.lifetime))
-        try logins.insert(login)
         var query = [("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", client.redirectURI),
                      ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
                      ("code_challenge", Base64URL.encode(digest.sha256(Array(verifier.utf8)))), ("code_challenge_method", "S256")]
         if let hint = r.loginHint { query.append(("login_hint", hint)) }
         if scopes.contains("offline_access") { query.append(("prompt", "consent")) }   // OIDC Core §11
+        // RFC 9126: where the issuer offers PAR, the request is pushed with the client's
+        // authentication and the browser carries only client_id and request_uri; an issuer
+        // that requires PAR without offering its endpoint cannot be served.
+        var url = Self.url(authorize, adding: query), expires = login.expiresAt
+        if meta.pushedAuthorizationRequestEndpoint != nil {
+            let pushed: (requestURI: String, expiresIn: Int)
+            do { pushed = try endpoint.pushAuthorizationRequest(client: client, parameters: query) } catch {
+                switch error {
+                // The IdP refused the request itself (RFC 9126 §2.3): the registration must change, retrying cannot help.
+                case .oauth, .refused:
+                    throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer refused the pushed authorization request: \(error.reason)")
+                default: throw Self.failure(error)
+                }
+            }
+            url = Self.url(authorize, adding: [("client_id", client.clientID), ("request_uri", pushed.requestURI)])
+            expires = min(expires, now.addingTimeInterval(TimeInterval(pushed.expiresIn)))
+        } else if meta.requirePushedAuthorizationRequests {
+            throw BrokerError.unprocessable(code: "idp_misconfigured",
+                                            message: "the issuer requires pushed authorization requests but advertises no pushed_authorization_request_endpoint")
+        }
+        try logins.insert(login)   // after the push: a refused one leaves no pending login
         audit.record(AuditEvent(at: now, actor: actor, action: .loginStart, tenant: tenant, session: nil, outcome: "ok"))
-        return Started(id: login.id, authorizationURL: Self.url(authorize, adding: query), expiresAt: login.expiresAt)
+        return Started(id: login.id, authorizationURL: url, expiresAt: expires)
     }
 
     /// Purges logins that expired (called by the housekeeper).
     public func purgeExpired() throws -> Int { try logins.purge(expiredBefore: clock.now()) }
 
     static func mapped<T>(_ body: () throws(TokenEndpointError) -> T) throws(BrokerError) -> T {
-        do { return try body() } catch {
-            switch error {
-            case .transient(_, let after): throw .idpUnavailable(retryAfter: after)
-            case .metadata(let why), .invalidResponse(let why): throw .unprocessable(code: "idp_misconfigured", message: why)
-            case .oauth, .notSent, .unanswered, .refused: throw .idpUnavailable(retryAfter: nil)
-            }
+        do { return try body() } catch { throw failure(error) }
+    }
+
+    /// What an IdP failure is for the caller of a login call.
+    static func failure(_ error: TokenEndpointError) -> BrokerError {
+        switch error {
+        case .transient(_, let after): .idpUnavailable(retryAfter: after)
+        case .metadata(let why), .invalidResponse(let why): .unprocessable(code: "idp_misconfigured", message: why)
+        case .oauth, .notSent, .unanswered, .refused: .idpUnavailable(retryAfter: nil)
         }
     }
 

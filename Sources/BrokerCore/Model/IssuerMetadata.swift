@@ -13,9 +13,16 @@ public struct IssuerMetadata: Sendable, Equatable {
     public let introspectionEndpoint: URL?
     /// The IdP sends `iss` in every authorization response (RFC 9207): a callback without it is refused.
     public let issParameterSupported: Bool
+    /// RFC 9126 pushed authorization requests: where logins push their request, when offered.
+    public let pushedAuthorizationRequestEndpoint: URL?
+    /// RFC 9126 §5: the IdP accepts no authorization request that was not pushed.
+    public let requirePushedAuthorizationRequests: Bool
 
     public init(issuer: String, tokenEndpoint: URL, authorizationEndpoint: URL?, jwksURI: URL?, revocationEndpoint: URL?,
-                endSessionEndpoint: URL?, issParameterSupported: Bool, introspectionEndpoint: URL? = nil) {
+                endSessionEndpoint: URL?, issParameterSupported: Bool, introspectionEndpoint: URL? = nil,
+                pushedAuthorizationRequestEndpoint: URL? = nil, requirePushedAuthorizationRequests: Bool = false) {
+        self.pushedAuthorizationRequestEndpoint = pushedAuthorizationRequestEndpoint
+        self.requirePushedAuthorizationRequests = requirePushedAuthorizationRequests
         self.issuer = issuer
         self.tokenEndpoint = tokenEndpoint
         self.authorizationEndpoint = authorizationEndpoint

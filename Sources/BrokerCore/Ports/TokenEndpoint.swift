@@ -14,6 +14,11 @@ public protocol TokenEndpoint: Sendable {
     /// introspection endpoint.
     func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool?
 
+    /// Pushes an authorization request with the client's authentication (RFC 9126 §2): the
+    /// `request_uri` the authorization URL then carries, and how many seconds it stays valid.
+    func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)]) throws(TokenEndpointError)
+        -> (requestURI: String, expiresIn: Int)
+
     /// Exchanges an authorization code with its PKCE verifier (RFC 6749 §4.1.3, RFC 7636 §4.5).
     func exchangeCode(client: ClientRegistration, code: String, verifier: String) throws(TokenEndpointError) -> TokenGrant
 

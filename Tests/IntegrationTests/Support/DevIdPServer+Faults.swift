@@ -18,8 +18,9 @@ extension DevIdPServer {
         _ = try await HTTP.post(issuer + "/admin/stall", json: ["seconds": seconds])
     }
 
-    func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil, issParameter: Bool? = nil) async throws {
+    func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil, issParameter: Bool? = nil, par: String? = nil) async throws {
         var body: [String: Any] = [:]
+        if let par { body["par"] = par }
         if let issParameter { body["iss_parameter"] = issParameter }
         if let introspection { body["introspection"] = introspection }
         if let killOldAccessTokens { body["kill_old_access_tokens"] = killOldAccessTokens }
