@@ -130,12 +130,14 @@ extension DevIdP {
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "iat": now, "exp": now + 600, "auth_time": now,
                                      "sid": "sid-" + subject, "email": subject + "@example.test"]
         if let nonce { claims["nonce"] = nonce }
+        if mode == .idTokenAuthTimeZero { claims["auth_time"] = 0 }
         var body: [String: Any] = ["access_token": access, "token_type": "Bearer", "expires_in": ttl, "scope": scope]
         if let refresh { body["refresh_token"] = refresh }
         if let id = idToken(claims, clientID: clientID, alg: alg, secret: secret, mode: mode, keys: keys) { body["id_token"] = id }
         switch mode {
         case .noAccessToken: body["access_token"] = nil
         case .unknownTokenType: body["token_type"] = "MAC"
+        case .dpopTokenType: body["token_type"] = "DPoP"
         case .notJSON: return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html>ok</html>".utf8))
         case .oversize: body["padding"] = String(repeating: "x", count: 300 * 1024)
         default: break

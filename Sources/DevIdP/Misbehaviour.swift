@@ -23,6 +23,8 @@ enum Misbehaviour: String, Sendable, CaseIterable {
     case idTokenOtherSub = "id_token_other_sub"
     case idTokenAccessTokenType = "id_token_at_jwt"          // an access token passed off as ID token
     case idTokenMissing = "id_token_missing"
+    case idTokenAuthTimeZero = "id_token_auth_time_zero"  // present, meaningless
+    case dpopTokenType = "dpop_token_type"                 // token_type DPoP (valid, but no proof was sent)
     // The token response itself.
     case noAccessToken = "no_access_token"
     case unknownTokenType = "unknown_token_type"

@@ -56,6 +56,23 @@ struct LoginTests {
         try expectStatus(try await HTTP.get(plain.url!.absoluteString), 400)
     }
 
+    @Test("claims and types as the IdP meant them: auth_time 0 is absent, not 1970; a DPoP token_type is handed out as DPoP, never relabelled Bearer")
+    func honestClaimsAndTypes() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        try await w.idp.misbehave(w.idpClientID, "id_token_auth_time_zero")
+        let s = try expectStatus(try await w.login(subject: "zero-auth"), 200)["session_id"] as! String
+        let doc = try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(s)", key: w.workerKey), 200)
+        #expect(doc["auth_time"] is NSNull, "auth_time 0 was stored as \(String(describing: doc["auth_time"]))")
+        #expect(try expectStatus(try await w.token(s), 200)["token_type"] as? String == "Bearer")
+        try await w.idp.misbehave(w.idpClientID, "dpop_token_type")
+        let refreshed = try expectStatus(try await w.token(s, body: ["force_refresh": true]), 200)
+        #expect(refreshed["token_type"] as? String == "DPoP", "the IdP's DPoP token was labelled \(String(describing: refreshed["token_type"]))")
+        // Another replica reads it from the database the same way.
+        w.brokers.append(try await BrokerServer(env: w.env, name: "broker-type"))
+        #expect(try expectStatus(try await w.token(s, replica: 1), 200)["token_type"] as? String == "DPoP")
+    }
+
     @Test("without redirect_after the callback answers the session as JSON")
     func callbackJSON() async throws {
         let w = try await World()

@@ -94,7 +94,7 @@ extension LoginService {
                        scopes: g.scope ?? login.scopes, claims: v.claims, accessToken: g.accessToken, accessExpiresAt: expires,
                        accessLifetime: lifetime, refreshToken: g.refreshToken, idToken: g.idToken, state: .active, nextRefreshAt: next,
                        grantedAt: now, createdAt: now, lastRefreshedAt: now,
-                       grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now))
+                       grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now), accessTokenType: g.tokenType)
     }
 
     /// Audits a refused callback and throws the refusal.

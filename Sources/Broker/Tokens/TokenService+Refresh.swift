@@ -237,7 +237,7 @@ extension TokenService {
     /// `expires_in` rounded down so that it never promises more than is left.
     func issue(_ s: Session, now: Date) -> IssuedToken {
         let exp = s.accessExpiresAt ?? now
-        return IssuedToken(accessToken: s.accessToken ?? "", tokenType: .bearer, expiresAt: exp,
+        return IssuedToken(accessToken: s.accessToken ?? "", tokenType: s.accessTokenType, expiresAt: exp,
                            expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
                            sessionID: s.id, subject: s.subject)
     }

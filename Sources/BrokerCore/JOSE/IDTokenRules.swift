@@ -26,7 +26,8 @@ public enum IDTokenRules {
             guard let got = c["nonce"] as? String else { throw JOSEError("nonce missing") }
             guard constantTimeEqual(got, nonce) else { throw JOSEError("nonce does not match the login") }
         }
-        let authTime = number(c["auth_time"]).map { Date(timeIntervalSince1970: $0) }
+        // Present but meaningless (0, or before 1970) is absent: never stored as 1970-01-01.
+        let authTime = number(c["auth_time"]).flatMap { $0 > 0 ? Date(timeIntervalSince1970: $0) : nil }
         return VerifiedIDToken(subject: sub, issuedAt: Date(timeIntervalSince1970: iat), expiresAt: Date(timeIntervalSince1970: exp),
                                claims: IdentityClaims(sid: c["sid"] as? String, email: c["email"] as? String, authTime: authTime))
     }

@@ -39,6 +39,9 @@ public struct Session: Sendable, Equatable {
     /// When the IdP ends the grant whatever happens (its absolute refresh-token lifetime, from
     /// the client's `grant_lifetime`: from the sign-in, or from each refresh when it rolls).
     public var grantExpiresAt: Date?
+    /// The access token's `token_type` as the IdP named it (RFC 6749 §5.1): handed out as it is,
+    /// never relabelled.
+    public var accessTokenType: TokenType
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
@@ -46,7 +49,8 @@ public struct Session: Sendable, Equatable {
                 idToken: String? = nil, state: SessionState = .active, nextRefreshAt: Date? = nil,
                 version: Int64 = 1, failureCount: Int = 0, lastError: String? = nil, grantedAt: Date,
                 createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
-                attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil) {
+                attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil,
+                accessTokenType: TokenType = .bearer) {
         self.tenant = tenant
         self.id = id
         self.client = client
@@ -72,6 +76,7 @@ public struct Session: Sendable, Equatable {
         self.backoffUntil = backoffUntil
         self.reason = reason
         self.grantExpiresAt = grantExpiresAt
+        self.accessTokenType = accessTokenType
     }
 
     /// Proactive: refreshed ahead of expiry; idle: not handed out lately, refreshed on demand and

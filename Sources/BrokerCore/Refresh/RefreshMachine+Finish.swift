@@ -74,6 +74,7 @@ extension RefreshMachine {
         s.state = .active
         s.reason = nil
         s.accessToken = grant.accessToken
+        s.accessTokenType = grant.tokenType
         s.accessExpiresAt = expires
         s.accessLifetime = lifetime
         s.refreshToken = grant.refreshToken ?? old.refreshToken
