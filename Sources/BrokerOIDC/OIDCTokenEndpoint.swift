@@ -94,22 +94,15 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     }
 
     /// A server-side GET of end_session_endpoint; any 2xx or 3xx means the IdP took it.
-    public func endSession(client: ClientRegistration, idTokenHint: String) throws(TokenEndpointError) {
+    public func endSessionURL(client: ClientRegistration, idTokenHint: String?, postLogoutRedirectURI: String?, state: String)
+        throws(TokenEndpointError) -> String? {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
-        guard let endpoint = meta.endSessionEndpoint else { throw .metadata("discovery: no end_session_endpoint") }
+        guard let endpoint = meta.endSessionEndpoint else { return nil }
+        var query = [("client_id", client.clientID), ("state", state)]
+        if let idTokenHint { query.insert(("id_token_hint", idTokenHint), at: 0) }
+        if let postLogoutRedirectURI { query.append(("post_logout_redirect_uri", postLogoutRedirectURI)) }
         let s = endpoint.absoluteString
-        guard let url = URL(string: s + (s.contains("?") ? "&" : "?")
-                            + FormEncoding.body([("id_token_hint", idTokenHint), ("client_id", client.clientID)])) else {
-            throw .metadata("end_session_endpoint is not a URL")
-        }
-        let reply: BlockingHTTP.Reply
-        do { reply = try http.send("GET", url, headers: []) } catch {
-            switch error {
-            case .notSent(let why), .unanswered(let why): throw .transient(reason: "end_session: \(why)", retryAfter: nil)
-            case .tooLarge: throw .invalidResponse("end_session: response too large")
-            }
-        }
-        guard (200..<400).contains(reply.status) else { throw .transient(reason: "end_session: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
+        return s + (s.contains("?") ? "&" : "?") + FormEncoding.body(query)
     }
 
     /// POSTs a form with the client's authentication; transport failures become TokenEndpointError.

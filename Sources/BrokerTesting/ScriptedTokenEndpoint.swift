@@ -43,7 +43,8 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
     /// Records nothing: revocation is tested against the development IdP.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {}
 
-    public func endSession(client: ClientRegistration, idTokenHint: String) throws(TokenEndpointError) {}
+    public func endSessionURL(client: ClientRegistration, idTokenHint: String?, postLogoutRedirectURI: String?, state: String)
+        throws(TokenEndpointError) -> String? { nil }
 
     /// What introspection says of a refresh token: `introspection` decides (nil: not offered).
     public func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool? {

@@ -42,6 +42,33 @@ struct RevocationTests {
         try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(old)", key: w.workerKey), 404)
     }
 
+    @Test("end_session: the RP-initiated logout URL for the browser (id_token_hint, client_id, state, post_logout_redirect_uri), redirect_required; the broker calls nothing itself; a redirect not allowed is 400 and changes nothing")
+    func endSessionURL() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let s = try expectStatus(try await w.login(subject: "leaving"), 200)["session_id"] as! String
+        let bad = try await revoke(w, s, query: "?end_session=true&post_logout_redirect_uri=https://evil.example/")
+        #expect(bad.status == 400)
+        try expectStatus(try await w.token(s), 200)   // still active
+        let r = try expectStatus(try await revoke(w, s, query: "?end_session=true&post_logout_redirect_uri=" + (w.appURL.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")), 200)
+        #expect(r["state"] as? String == "revoked" && r["idp_logout"] as? String == "redirect_required")
+        let url = try #require(URLComponents(string: r["end_session_url"] as? String ?? ""))
+        let q = Dictionary((url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { a, _ in a })
+        TestEnv.secret(q["id_token_hint"] ?? "")
+        #expect(url.path == "/end_session" && q["client_id"] == w.idpClientID && q["post_logout_redirect_uri"] == w.appURL)
+        #expect(q["state"] == r["end_session_state"] as? String && (q["state"]?.count ?? 0) >= 22)
+        #expect(q["id_token_hint"]?.split(separator: ".").count == 3, "the session's ID token as hint")
+        let before = try await w.idp.counters(client: w.idpClientID)["end_sessions"] as? Int
+        #expect(before == 0, "the broker called end_session itself")
+        // The browser follows it and the IdP logs the user out (the development IdP redirects only
+        // to a post-logout URI registered with it, which appURL is not: it answers 200).
+        let back = try await HTTP.get(url.url!.absoluteString)
+        #expect(back.status == 200)
+        #expect(try await w.idp.counters(client: w.idpClientID)["end_sessions"] as? Int == 1)
+        let audit = try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/audit?action=session.end_session", key: w.workerKey), 200)
+        #expect((audit["events"] as? [[String: Any]])?.first?["outcome"] as? String == "redirect_required", "\(audit.text)")
+    }
+
     @Test("revoke one: dead at the IdP, 409 on every replica within a second, idempotent")
     func revokeOne() async throws {
         let w = try await World(replicas: 2)

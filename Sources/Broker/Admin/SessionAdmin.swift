@@ -40,10 +40,22 @@ public struct SessionAdmin: Sendable {
         return try catalog.sessions(tenant: tenant, matching: query)
     }
 
-    /// Revokes one session here and at the IdP.
-    public func revoke(tenant: String, id: String, actor: String, endSession: Bool) throws -> RevocationService.Outcome {
+    /// Revokes one session here and at the IdP; with `endSession`, also answers the URL that
+    /// ends the user's session at the IdP. A `postLogoutRedirect` must be one of the client's
+    /// `redirect_after_allowed` exactly — checked before anything changes.
+    public func revoke(tenant: String, id: String, actor: String, endSession: Bool, postLogoutRedirect: String? = nil) throws
+        -> RevocationService.Outcome {
         try active(tenant)
-        return try revocations.revoke(tenant: tenant, id: id, actor: actor, endSession: endSession)
+        if let to = postLogoutRedirect {
+            guard endSession else {
+                throw BrokerError.badRequest(code: "invalid_request", message: "'post_logout_redirect_uri' needs end_session=true")
+            }
+            guard let s = try store.session(tenant: tenant, id: id) else { throw BrokerError.notFound("session") }
+            guard let client = try registry.client(tenant: tenant, id: s.client, now: clock.now()), client.redirectAfterAllowed.contains(to) else {
+                throw BrokerError.badRequest(code: "invalid_request", message: "'post_logout_redirect_uri' is not in the client's redirect_after_allowed list")
+            }
+        }
+        return try revocations.revoke(tenant: tenant, id: id, actor: actor, endSession: endSession, postLogoutRedirect: postLogoutRedirect)
     }
 
     /// One page of the tenant's audit trail, newest first, this replica's buffered events included.

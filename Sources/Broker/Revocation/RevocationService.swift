@@ -44,11 +44,19 @@ public struct RevocationService: Sendable {
         public let revokedNow: Bool
         /// Revocations the IdP has not confirmed yet (0: dead at the IdP).
         public let pendingAtIdP: Int
+        /// Asked to end the user's session at the IdP: `redirect_required` (send the browser to
+        /// `endSessionURL`; the broker cannot tell whether the user was logged out there) or
+        /// `unsupported` (the issuer advertises no end_session_endpoint); nil when not asked.
+        public var idpLogout: String? = nil
+        public var endSessionURL: String? = nil
+        /// The `state` in `endSessionURL`, which the IdP sends back to the post-logout redirect.
+        public var endSessionState: String? = nil
     }
 
-    /// Revokes the session; with `endSession`, also ends the user's session at the IdP (best
-    /// effort: it does not revoke anything by itself).
-    public func revoke(tenant: String, id: String, actor: String, endSession: Bool = false) throws -> Outcome {
+    /// Revokes the session; with `endSession`, also answers the RP-Initiated Logout URL for the
+    /// user's browser (it revokes nothing by itself: the revocation above does). A repeat of an
+    /// already revoked session has no ID token left to hint with: the URL then carries client_id only.
+    public func revoke(tenant: String, id: String, actor: String, endSession: Bool = false, postLogoutRedirect: String? = nil) throws -> Outcome {
         let now = clock.now()
         let (before, after, queued) = try store.revoke(tenant: tenant, id: id, timeout: lockTimeout, now: now)
         // The revoked version goes into this replica's cache rather than leaving a hole: a
@@ -57,14 +65,20 @@ public struct RevocationService: Sendable {
         let revokedNow = before.state != .revoked
         var pending = queued.count - deliver(queued)
         if !revokedNow { pending = try store.pendingRevocations(tenant: tenant, session: id) }
-        if endSession, revokedNow, let hint = before.idToken, let client = try? registry.client(tenant: tenant, id: before.client, now: now) {
-            // The session is revoked either way; whether the IdP ended its own is audited.
-            let ended = (try? endpoint.endSession(client: client, idTokenHint: hint)) != nil
-            audit.record(AuditEvent(at: now, actor: actor, action: .sessionEndSession, tenant: tenant, session: id, outcome: ended ? "ok" : "failed"))
-        }
         let outcome = !revokedNow ? "already_revoked" : pending == 0 ? "ok" : "idp_pending"
         audit.record(AuditEvent(at: now, actor: actor, action: .sessionRevoke, tenant: tenant, session: id, outcome: outcome))
-        return Outcome(before: before, after: after, revokedNow: revokedNow, pendingAtIdP: pending)
+        var o = Outcome(before: before, after: after, revokedNow: revokedNow, pendingAtIdP: pending)
+        if endSession {
+            guard let client = try registry.client(tenant: tenant, id: before.client, now: now) else { throw BrokerError.notFound("client") }
+            var rng = SystemRandomNumberGenerator()
+            let state = Identifiers.token(bytes: 16, using: &rng)
+            let url = try LoginService.mapped { () throws(TokenEndpointError) in
+                try endpoint.endSessionURL(client: client, idTokenHint: before.idToken, postLogoutRedirectURI: postLogoutRedirect, state: state)
+            }
+            (o.idpLogout, o.endSessionURL, o.endSessionState) = url.map { ("redirect_required", $0, state) } ?? ("unsupported", nil, nil)
+            audit.record(AuditEvent(at: now, actor: actor, action: .sessionEndSession, tenant: tenant, session: id, outcome: o.idpLogout!))
+        }
+        return o
     }
 
     /// The bulk form of `revoke`, for sign-out jobs: the tenant's sessions revoked here in one

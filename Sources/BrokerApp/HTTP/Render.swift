@@ -69,7 +69,12 @@ enum Render {
 
     /// A revocation's answer: the session now, and whether the IdP confirmed.
     static func revocation(_ o: RevocationService.Outcome) -> String {
-        JSONText.object(sessionMembers(o.after) + [("idp_revocation", JSONText.quote(o.pendingAtIdP == 0 ? "confirmed" : "pending"))])
+        var members = sessionMembers(o.after) + [("idp_revocation", JSONText.quote(o.pendingAtIdP == 0 ? "confirmed" : "pending"))]
+        if let logout = o.idpLogout {
+            members += [("idp_logout", JSONText.quote(logout)), ("end_session_url", JSONText.optional(o.endSessionURL)),
+                        ("end_session_state", JSONText.optional(o.endSessionState))]
+        }
+        return JSONText.object(members)
     }
 
     static func signout(_ j: SignoutJob) -> String {

@@ -39,9 +39,10 @@ struct AdminRoutes {
     private func revoke(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"], id = req[param: "id"]
         return runtime.guarded(req, .admin, tenant: tenant) { p in
-            let endSession = try QueryParameters(req, allowed: ["end_session"]).bool("end_session")
+            let q = try QueryParameters(req, allowed: ["end_session", "post_logout_redirect_uri"])
+            let endSession = try q.bool("end_session"), redirect = try q.string("post_logout_redirect_uri")
             return runtime.later(req) {
-                let o = try runtime.admin.revoke(tenant: tenant, id: id, actor: p.id, endSession: endSession)
+                let o = try runtime.admin.revoke(tenant: tenant, id: id, actor: p.id, endSession: endSession, postLogoutRedirect: redirect)
                 return .json(200, Render.revocation(o))
             }
         }

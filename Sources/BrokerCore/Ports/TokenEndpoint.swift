@@ -25,7 +25,11 @@ public protocol TokenEndpoint: Sendable {
     /// Revokes a token (RFC 7009 §2.1); `hint` is `refresh_token` or `access_token`.
     func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError)
 
-    /// Ends the user's session at the IdP (OpenID Connect RP-Initiated Logout 1.0 §2) with the
-    /// ID token as hint. It does not revoke refresh tokens (spec §8): revocation does.
-    func endSession(client: ClientRegistration, idTokenHint: String) throws(TokenEndpointError)
+    /// The URL the user's browser must be sent to so that the IdP ends the user's session
+    /// (OpenID Connect RP-Initiated Logout 1.0 §2): `id_token_hint`, `client_id`,
+    /// `post_logout_redirect_uri` and `state` on the issuer's end_session_endpoint; nil when it
+    /// advertises none. The logout is the browser's (the IdP asks the user, with its cookies):
+    /// a server-side request could not do it. It does not revoke refresh tokens (spec §8).
+    func endSessionURL(client: ClientRegistration, idTokenHint: String?, postLogoutRedirectURI: String?, state: String)
+        throws(TokenEndpointError) -> String?
 }
