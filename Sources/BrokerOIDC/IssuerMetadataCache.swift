@@ -40,7 +40,7 @@ public final class IssuerMetadataCache: IssuerDirectory {
         return m
     }
 
-    public func verify(issuer: String) throws(TokenEndpointError) { _ = try fetch(issuer) }
+    public func verify(issuer: String) throws(TokenEndpointError) -> IssuerMetadata { try fetch(issuer) }
 
     /// Reads and checks the document now.
     private func fetch(_ issuer: String) throws(TokenEndpointError) -> IssuerMetadata {
@@ -65,13 +65,16 @@ public final class IssuerMetadataCache: IssuerDirectory {
             throw .metadata("discovery: no token_endpoint")
         }
         func url(_ k: String) -> URL? { (doc[k] as? String).flatMap(URL.init(string:)) }
-        let m = IssuerMetadata(issuer: issuer, tokenEndpoint: token, authorizationEndpoint: url("authorization_endpoint"),
+        var m = IssuerMetadata(issuer: issuer, tokenEndpoint: token, authorizationEndpoint: url("authorization_endpoint"),
                                jwksURI: url("jwks_uri"), revocationEndpoint: url("revocation_endpoint"),
                                endSessionEndpoint: url("end_session_endpoint"),
                                issParameterSupported: doc["authorization_response_iss_parameter_supported"] as? Bool == true,
                                introspectionEndpoint: url("introspection_endpoint"),
                                pushedAuthorizationRequestEndpoint: url("pushed_authorization_request_endpoint"),
                                requirePushedAuthorizationRequests: doc["require_pushed_authorization_requests"] as? Bool == true)
+        m.idTokenSigningAlgorithms = doc["id_token_signing_alg_values_supported"] as? [String]
+        m.tokenEndpointAuthMethods = doc["token_endpoint_auth_methods_supported"] as? [String]
+        m.tokenEndpointAuthSigningAlgorithms = doc["token_endpoint_auth_signing_alg_values_supported"] as? [String]
         return m
     }
 }

@@ -11,12 +11,13 @@ struct OperatorServiceTests {
     /// An IdP directory whose discovery answers, or fails with, what the test says.
     struct Directory: IssuerDirectory {
         let failure: TokenEndpointError?
+        var advertised: @Sendable (IssuerMetadata) -> IssuerMetadata = { $0 }
         func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
             if let failure { throw failure }
-            return IssuerMetadata(issuer: issuer, tokenEndpoint: URL(string: issuer + "/token")!, authorizationEndpoint: nil, jwksURI: nil,
-                                  revocationEndpoint: nil, endSessionEndpoint: nil, issParameterSupported: true)
+            return advertised(IssuerMetadata(issuer: issuer, tokenEndpoint: URL(string: issuer + "/token")!, authorizationEndpoint: nil, jwksURI: nil,
+                                             revocationEndpoint: nil, endSessionEndpoint: nil, issParameterSupported: true))
         }
-        func verify(issuer: String) throws(TokenEndpointError) { if let failure { throw failure } }
+        func verify(issuer: String) throws(TokenEndpointError) -> IssuerMetadata { try metadata(issuer: issuer, now: Date()) }
         func reread(issuer: String, now: Date) -> Bool { false }
     }
 
@@ -35,13 +36,13 @@ struct OperatorServiceTests {
     let store = InMemoryRegistryStore()
     let feed = LocalChangeFeed()
 
-    func service(discovery failure: TokenEndpointError? = nil) throws -> OperatorService {
+    func service(discovery failure: TokenEndpointError? = nil, advertised: @escaping @Sendable (IssuerMetadata) -> IssuerMetadata = { $0 }) throws -> OperatorService {
         _ = try store.putTenant(id: "t1", name: "T1", now: clock.now())
         _ = try store.putTenant(id: "t2", name: "T2", now: clock.now())
         let registry = RegistryCache(store: store, maxAge: 0)
         return OperatorService(store: store, hasher: PlainSecretHasher(), feed: feed, audit: RecordingAuditSink(), clock: clock,
                                assertionKeys: AssertionKeys(registry: registry, digest: Hash(), keys: Keys()),
-                               directory: Directory(failure: failure),
+                               directory: Directory(failure: failure, advertised: advertised),
                                auth: Authenticator(store: store, hasher: PlainSecretHasher(), maxAge: 60))
     }
 
@@ -64,6 +65,30 @@ struct OperatorServiceTests {
         }
         #expect(try store.client(tenant: "t1", id: "app") == nil)
         #expect(try ops.putClient(client("https://idp.example"), secret: "s", verify: false, actor: "op").created)
+    }
+
+    @Test("a client the issuer cannot serve as the broker would use it is refused at registration with each reason; what is not advertised is not held against it")
+    func unservableClients() throws {
+        func refused(_ c: ClientRegistration, _ change: @escaping @Sendable (inout IssuerMetadata) -> Void) throws -> String? {
+            let ops = try service { var m = $0; change(&m); return m }
+            do { _ = try ops.putClient(c, secret: "s", actor: "op"); return nil } catch let e as BrokerError {
+                guard case .badRequest(code: "unservable_client", let message) = e else { return "\(e)" }
+                return message
+            }
+        }
+        let c = client("https://idp.example")
+        #expect(try refused(c) { $0.idTokenSigningAlgorithms = ["EdDSA", "HS256"] }?.contains("signs ID tokens only with EdDSA, HS256") == true)
+        #expect(try refused(c) { $0.tokenEndpointAuthMethods = ["private_key_jwt", "tls_client_auth"] }?.contains("does not accept auth_method client_secret_basic") == true)
+        var jwt = c
+        jwt.authMethod = .privateKeyJWT
+        #expect(try refused(jwt) { $0.tokenEndpointAuthSigningAlgorithms = ["PS256"] }?.contains("ES256 client assertions") == true)
+        let par = IssuerMetadata(issuer: "https://idp.example", tokenEndpoint: URL(string: "https://idp.example/token")!, authorizationEndpoint: nil,
+                                 jwksURI: nil, revocationEndpoint: nil, endSessionEndpoint: nil, issParameterSupported: true,
+                                 requirePushedAuthorizationRequests: true)
+        #expect(try refused(c) { $0 = par }?.contains("requires pushed authorization requests") == true)
+        // Advertised and servable, or not advertised at all: registered.
+        #expect(try refused(c) { $0.idTokenSigningAlgorithms = ["RS256", "EdDSA"]; $0.tokenEndpointAuthMethods = ["client_secret_basic"] } == nil)
+        #expect(try refused(c) { _ in } == nil)
     }
 
     @Test("keys: expiry bounds, rotation within the caller's tenants and overlap bounds, certificate principals have no key and do not rotate")

@@ -63,7 +63,14 @@ public struct OperatorService: Sendable {
         if let p = c.refreshPolicy.problem { throw bad("refresh_policy: \(p)") }
         guard (1...1000).contains(c.maxConcurrentRefreshes) else { throw bad("'max_concurrent_refreshes' must be 1...1000") }
         if let s = secret, s.isEmpty || s.count > 4096 { throw bad("'client_secret' must be 1...4096 characters") }
-        if verify { try checkIssuer(c.issuer) }
+        if c.authMethod == .privateKeyJWT { c.assertionAlgorithm = c.assertionAlgorithm ?? .es256 }
+        if verify {
+            // A client the broker cannot serve at this issuer is refused now, with the reason.
+            let problems = ClientServability.problems(c, try checkIssuer(c.issuer))
+            if !problems.isEmpty {
+                throw BrokerError.badRequest(code: "unservable_client", message: problems.joined(separator: "; ") + " (?verify=false registers it anyway)")
+            }
+        }
         if c.authMethod.needsSecret, secret == nil, try store.clientSecret(tenant: c.tenant, id: c.id) == nil {
             throw bad("auth_method \(c.authMethod.rawValue) needs a client_secret")
         }
@@ -90,9 +97,9 @@ public struct OperatorService: Sendable {
 
     /// Reads the issuer's discovery document (OpenID Connect Discovery §4): refused with 400
     /// `invalid_issuer` when it cannot be read or names another issuer.
-    private func checkIssuer(_ issuer: String) throws {
+    private func checkIssuer(_ issuer: String) throws -> IssuerMetadata {
         do throws(TokenEndpointError) {
-            try directory.verify(issuer: issuer)
+            return try directory.verify(issuer: issuer)
         } catch {
             throw BrokerError.badRequest(code: "invalid_issuer", message: "issuer \(issuer): \(error.reason) (?verify=false, or --no-verify, registers it without this check)")
         }

@@ -17,6 +17,11 @@ public struct IssuerMetadata: Sendable, Equatable {
     public let pushedAuthorizationRequestEndpoint: URL?
     /// RFC 9126 §5: the IdP accepts no authorization request that was not pushed.
     public let requirePushedAuthorizationRequests: Bool
+    /// What the IdP says it does (nil: not advertised): ID-token signature algorithms,
+    /// token-endpoint client authentication methods and their assertion algorithms.
+    public var idTokenSigningAlgorithms: [String]? = nil
+    public var tokenEndpointAuthMethods: [String]? = nil
+    public var tokenEndpointAuthSigningAlgorithms: [String]? = nil
 
     public init(issuer: String, tokenEndpoint: URL, authorizationEndpoint: URL?, jwksURI: URL?, revocationEndpoint: URL?,
                 endSessionEndpoint: URL?, issParameterSupported: Bool, introspectionEndpoint: URL? = nil,

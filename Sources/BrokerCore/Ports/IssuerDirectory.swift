@@ -6,7 +6,8 @@ public protocol IssuerDirectory: Sendable {
     func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata
     /// Reads and checks the issuer's document now, neither using nor filling the cache (a
     /// registration's check: what the IdP says at this moment).
-    func verify(issuer: String) throws(TokenEndpointError)
+    @discardableResult
+    func verify(issuer: String) throws(TokenEndpointError) -> IssuerMetadata
     /// Forgets the cached document after a check against it failed, so that it is read again
     /// (rate-limited); true when it was forgotten.
     @discardableResult
