@@ -22,11 +22,10 @@ public struct HTTPRequest: Sendable {
     public var certificateRefusal: String?
     /// Path parameters filled in by the router.
     public var parameters: [String: String] = [:]
-    /// This request's W3C Trace Context span (the caller's trace continued, or a new one), set
-    /// by the dispatcher: written in its log lines, passed on to the IdP calls made for it.
-    public var traceID: String?
-    public var spanID: String?
-    public var traceFlags = "00"
+    /// Where this request's W3C Trace Context span ids come from (set by the dispatcher): the
+    /// ids are drawn from it only when a log line or an IdP call needs them, so a request served
+    /// from memory pays one counter increment.
+    public var traceSeed: UInt64 = 0
 
     public init(method: String, path: String, query: [(name: String, value: String)] = [],
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [], requestID: String) {

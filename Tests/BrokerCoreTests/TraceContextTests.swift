@@ -30,4 +30,12 @@ struct TraceContextTests {
         #expect(TraceContext.parse("01-\(trace)-\(parent)-01-what-comes-later")?.traceID == trace)
         #expect(TraceContext.parse("01-\(trace)-\(parent)-01x") == nil)
     }
+
+    @Test("a request's span is drawn from its seed: the same seed, the same ids; another seed, others")
+    func seeded() {
+        let a = TraceContext.entering(nil, seed: 7), b = TraceContext.entering(nil, seed: 7), c = TraceContext.entering(nil, seed: 8)
+        #expect(a == b && a.traceID != c.traceID && a.spanID != c.spanID && a.traceID.count == 32 && a.spanID.count == 16)
+        let continued = TraceContext.entering("00-\(trace)-\(parent)-01", seed: 7)
+        #expect(continued.traceID == trace && continued == TraceContext.entering("00-\(trace)-\(parent)-01", seed: 7))
+    }
 }

@@ -18,9 +18,7 @@ struct Dispatcher: Sendable {
     func handle(_ request: HTTPRequest) -> HTTPReply {
         let started = DispatchTime.now().uptimeNanoseconds
         var req = request
-        var rng = TraceIDs()
-        let trace = TraceContext.entering(req.header("traceparent"), using: &rng)
-        (req.traceID, req.spanID, req.traceFlags) = (trace.traceID, trace.spanID, trace.flags)
+        req.traceSeed = TraceIDs.seed()
         var route: Int? = nil
         let reply: HTTPReply
         if let why = req.refusal {
@@ -72,7 +70,8 @@ struct Dispatcher: Sendable {
         guard accessLog || r.status >= 400 else { return }
         let ms = seconds * 1e3
         let tenant = req.parameters["t"].map { [("tenant", $0)] } ?? []
-        let trace = [("trace_id", req.traceID ?? ""), ("span_id", req.spanID ?? "")]
+        let span = req.trace
+        let trace = [("trace_id", span.traceID), ("span_id", span.spanID)]
         logger.write(r.status >= 500 ? .warn : .info, "request", [("request_id", req.requestID), ("method", req.method), ("path", req.path)]
                      + tenant + trace + [("status", String(r.status)), ("ms", String(format: "%.2f", ms))] + r.logFields)
     }

@@ -2,9 +2,7 @@ import BrokerCore
 import BrokerHTTP
 
 extension HTTPRequest {
-    /// The request's span, as the dispatcher set it (nil before).
-    var trace: TraceContext? {
-        guard let t = traceID, let s = spanID else { return nil }
-        return TraceContext(traceID: t, spanID: s, flags: traceFlags)
-    }
+    /// The request's span: the caller's `traceparent` continued, or a new trace — drawn from
+    /// `traceSeed`, so every use for one request gives the same ids.
+    var trace: TraceContext { TraceContext.entering(header("traceparent"), seed: traceSeed) }
 }

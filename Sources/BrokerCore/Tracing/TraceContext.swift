@@ -45,6 +45,13 @@ public struct TraceContext: Sendable, Equatable {
     /// The `traceparent` an outbound call of this span carries.
     public var traceparent: String { "00-\(traceID)-\(spanID)-\(flags)" }
 
+    /// The span of a request as `entering` makes it, its ids drawn from `seed` alone: the same
+    /// seed gives the same span, so a request's log line and its IdP calls agree without storing it.
+    public static func entering(_ header: String?, seed: UInt64) -> TraceContext {
+        var rng = SplitMix64(seed: seed)
+        return entering(header, using: &rng)
+    }
+
     static func randomHex(_ bytes: Int, _ rng: inout some RandomNumberGenerator) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
