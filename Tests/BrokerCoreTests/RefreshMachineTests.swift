@@ -143,6 +143,18 @@ struct RefreshMachineTests {
         }
     }
 
+    @Test("an IdP wanting DPoP proofs (invalid_dpop_proof, use_dpop_nonce) consumed nothing: the session stays active, its own event, never needs_reauth")
+    func finishDPoPRequired() {
+        let (w, a) = sent(row())
+        for code in ["invalid_dpop_proof", "use_dpop_nonce"] {
+            let e = TokenEndpointError.oauth(OAuthError(error: code, description: nil, status: 400))
+            #expect(RefreshFailure.classify(e) == .dpopRequired)
+            let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(e), ctx)
+            #expect(f.write?.state == .active && f.write?.refreshToken == "rt-0" && f.write?.attempt == nil)
+            #expect(f.result == .failure(.idpRejectedClient) && f.event?.code == "idp_requires_dpop")
+        }
+    }
+
     @Test("5xx with Retry-After backs off at least that long; the IdP did not act, the attempt is cleared")
     func finishOutage() {
         let (w, a) = sent(row())

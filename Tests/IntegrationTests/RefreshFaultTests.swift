@@ -132,6 +132,22 @@ struct RefreshFaultTests {
         try expectStatus(try await w.token(id, body: ["min_ttl": 60]), 200)
     }
 
+    @Test("an IdP that wants DPoP proofs (invalid_dpop_proof): the session stays active, the caller and the log say why, the refresh token still works")
+    func dpopRequired() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let id = try await w.importSession(subject: "dpop", expiresIn: 3000)
+        try await w.idp.fail(status: 400, body: #"{"error":"invalid_dpop_proof","error_description":"DPoP proof required"}"#,
+                             contentType: "application/json", count: 1)
+        let r = try await w.token(id, body: ["force_refresh": true])
+        #expect(r.status == 502 && r["error"] as? String == "idp_client_rejected")
+        #expect(try await session(w, id)["state"] as? String == "active", "a DPoP refusal consumed nothing: no needs_reauth")
+        #expect(w.brokers[0].process.output.contains("\"code\":\"idp_requires_dpop\""))
+        try await Task.sleep(for: .milliseconds(2_200))   // the client's circuit: one probe after the backoff
+        try expectStatus(try await w.token(id, body: ["force_refresh": true]), 200)
+        #expect(try await w.idp.stats(client: w.idpClientID).reuseDetected == 0)
+    }
+
     @Test("min_ttl = lifetime is refused with no IdP call; without min_ttl a worker always gets a token")
     func minTTLRules() async throws {
         let w = try await World(accessTTL: 60)

@@ -108,6 +108,9 @@ extension LoginService {
     /// The refusal of a failed code exchange: the IdP's RFC 6749 code kept, never its description.
     static func refusal(_ e: TokenEndpointError) -> BrokerError {
         switch e {
+        case .oauth(let o) where o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce":
+            // Said plainly: the broker sent no DPoP proof (RFC 9449), so this client cannot be served yet.
+            return .badRequest(code: o.error, message: "the identity provider wants a DPoP proof (RFC 9449, \(o.error)); the broker sends none: register the client without DPoP binding")
         case .oauth(let o):
             let code = OAuthError.isCode(o.error) ? o.error : "invalid_grant"
             return .badRequest(code: code, message: "the identity provider refused the code (\(code))")

@@ -7,6 +7,11 @@ public enum RefreshFailure: Sendable, Equatable {
     /// The IdP refused the client, not the grant: `invalid_client`, `unauthorized_client`, or
     /// 401. The session stays active; an operator must fix the registration.
     case clientRejected
+    /// The IdP wants DPoP proofs (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`), which the
+    /// broker does not send: the request was refused before the grant was looked at, so the
+    /// refresh token is not consumed and the session stays active — like `clientRejected`, an
+    /// operator must change the registration.
+    case dpopRequired
     /// The IdP did not act: 5xx, 429, the request never left, metadata unavailable, an endpoint
     /// that is not there (404).
     case outage(retryAfter: Int?)
@@ -19,6 +24,7 @@ public enum RefreshFailure: Sendable, Equatable {
         case .oauth(let o):
             // Not token-endpoint codes in RFC 6749 §5.2, but sent by some IdPs when overloaded.
             if o.error == "temporarily_unavailable" || o.error == "server_error" { return .outage(retryAfter: nil) }
+            if o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce" { return .dpopRequired }
             if o.error == "invalid_client" || o.error == "unauthorized_client" || o.status == 401 { return .clientRejected }
             return .grantDead(reason: o.code)
         case .refused(let status, _):

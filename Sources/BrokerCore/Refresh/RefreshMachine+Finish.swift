@@ -104,6 +104,11 @@ extension RefreshMachine {
             s.attempt = nil
             return RefreshFinish(write: s, result: .failure(.idpRejectedClient), health: .failed(retryAfter: nil),
                                  event: RefreshEvent(.error, "idp_client_rejected", "the IdP rejected the client's authentication (\(error.reason)); fix the client registration"))
+        case .dpopRequired:
+            var s = backingOff(row, ctx, retryAfter: nil, error.reason)
+            s.attempt = nil
+            return RefreshFinish(write: s, result: .failure(.idpRejectedClient), health: .failed(retryAfter: nil),
+                                 event: RefreshEvent(.error, "idp_requires_dpop", "the IdP wants DPoP proofs (\(error.reason)), which the broker does not send; the refresh token was not consumed — register the client without DPoP binding"))
         case .outage(let retryAfter):
             var s = backingOff(row, ctx, retryAfter: retryAfter, error.reason)
             s.attempt = nil
