@@ -63,7 +63,8 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         return active
     }
 
-    /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying.
+    /// RFC 9126 §2: the request pushed with the client's authentication; its refusals (§2.3)
+    /// keep the IdP's RFC 6749 code.
     public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)]) throws(TokenEndpointError)
         -> (requestURI: String, expiresIn: Int) {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
@@ -75,12 +76,13 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         // RFC 9126 §2.2: 201 with request_uri and expires_in; anything else is §2.3's error answer.
         guard reply.status == 201 || reply.status == 200, let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any],
               let uri = doc["request_uri"] as? String, !uri.isEmpty, let expires = (doc["expires_in"] as? NSNumber)?.intValue, expires > 0 else {
-            _ = try TokenResponse.parse(reply)   // an RFC 6749 §5.2 error, kept as it came
+            _ = try TokenResponse.parse(reply, endpoint: "pushed authorization request endpoint")   // an RFC 6749 §5.2 error, kept as it came
             throw .invalidResponse("pushed authorization request endpoint: HTTP \(reply.status) without request_uri and expires_in")
         }
         return (uri, expires)
     }
 
+    /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
         guard let endpoint = meta.revocationEndpoint else { throw .metadata("discovery: no revocation_endpoint") }
@@ -89,7 +91,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         if reply.status >= 500 || reply.status == 429 {
             throw .transient(reason: "revocation endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
         }
-        _ = try TokenResponse.parse(reply)   // an RFC 6749 §5.2 error, kept as it came
+        _ = try TokenResponse.parse(reply, endpoint: "revocation endpoint")   // an RFC 6749 §5.2 error, kept as it came
         throw .invalidResponse("revocation endpoint: HTTP \(reply.status)")
     }
 

@@ -8,15 +8,17 @@ import Foundation
 /// seconds, whatever the body (often HTML); a 4xx is an RFC 6749 §5.2 error when its body says
 /// so, else a bare refusal — never an outage.
 enum TokenResponse {
-    static func parse(_ reply: BlockingHTTP.Reply) throws(TokenEndpointError) -> TokenGrant {
-        if reply.status == 504 { throw .unanswered("token endpoint: HTTP 504 from a gateway") }
+    /// `endpoint` names the endpoint in failure reasons (the revocation and PAR endpoints answer
+    /// errors in the same RFC 6749 §5.2 shape).
+    static func parse(_ reply: BlockingHTTP.Reply, endpoint: String = "token endpoint") throws(TokenEndpointError) -> TokenGrant {
+        if reply.status == 504 { throw .unanswered("\(endpoint): HTTP 504 from a gateway") }
         if reply.status >= 500 || reply.status == 429 {
-            throw .transient(reason: "token endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
+            throw .transient(reason: "\(endpoint): HTTP \(reply.status)", retryAfter: reply.retryAfter)
         }
         let json = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any]
         if (400..<500).contains(reply.status) {
             guard let error = json?["error"] as? String else {
-                throw .refused(status: reply.status, reason: "token endpoint: HTTP \(reply.status) without an RFC 6749 error")
+                throw .refused(status: reply.status, reason: "\(endpoint): HTTP \(reply.status) without an RFC 6749 error")
             }
             throw .oauth(OAuthError(error: error, description: json?["error_description"] as? String, status: reply.status))
         }
