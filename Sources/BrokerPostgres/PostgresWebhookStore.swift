@@ -142,7 +142,8 @@ public final class PostgresWebhookStore: WebhookStore {
     }
 
     public func queueGrantsExpiring(before: Date, now: Date, limit: Int) throws -> Int {
-        try pool.transact { c in
+        let iso = ISO8601DateFormatter()
+        return try pool.transact { c in
             let marked = try c.execute("""
                 WITH due AS (
                     SELECT s.tenant_id, s.id FROM sessions s
@@ -158,7 +159,7 @@ public final class PostgresWebhookStore: WebhookStore {
                 let ends: Date = try r.next()
                 return (tenant, WebhookEvent(type: .grantExpiring, orderingKey: id, data: [
                     "tenant": tenant, "session_id": id, "client": client, "subject": subject, "state": "active",
-                    "grant_expires_at": ISO8601DateFormatter().string(from: ends)]))
+                    "grant_expires_at": iso.string(from: ends)]))
             }
             for (tenant, events) in Dictionary(grouping: marked, by: \.0) {
                 if let q = WebhookOutbox.enqueue(tenant: tenant, events.map(\.1), now: now) { try c.execute(q) }

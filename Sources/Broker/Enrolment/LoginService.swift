@@ -102,7 +102,7 @@ public struct LoginService: Sendable {
                 // The IdP refused the request itself (RFC 9126 §2.3): the registration must change, retrying cannot help.
                 case .oauth, .refused:
                     throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer refused the pushed authorization request: \(error.reason)")
-                default: throw Self.failure(error)
+                default: throw error.callerError
                 }
             }
             url = Self.url(authorize, adding: [("client_id", client.clientID), ("request_uri", pushed.requestURI)])
@@ -120,16 +120,7 @@ public struct LoginService: Sendable {
     public func purgeExpired() throws -> Int { try logins.purge(expiredBefore: clock.now()) }
 
     static func mapped<T>(_ body: () throws(TokenEndpointError) -> T) throws(BrokerError) -> T {
-        do { return try body() } catch { throw failure(error) }
-    }
-
-    /// What an IdP failure is for the caller of a login call.
-    static func failure(_ error: TokenEndpointError) -> BrokerError {
-        switch error {
-        case .transient(_, let after): .idpUnavailable(retryAfter: after)
-        case .metadata(let why), .invalidResponse(let why): .unprocessable(code: "idp_misconfigured", message: why)
-        case .oauth, .notSent, .unanswered, .refused: .idpUnavailable(retryAfter: nil)
-        }
+        do { return try body() } catch { throw error.callerError }
     }
 
     /// `base` with `query` appended (form-encoded), keeping a query it already has.

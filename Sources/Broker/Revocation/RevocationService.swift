@@ -72,8 +72,9 @@ public struct RevocationService: Sendable {
             guard let client = try registry.client(tenant: tenant, id: before.client, now: now) else { throw BrokerError.notFound("client") }
             var rng = SystemRandomNumberGenerator()
             let state = Identifiers.token(bytes: 16, using: &rng)
-            let url = try LoginService.mapped { () throws(TokenEndpointError) in
-                try endpoint.endSessionURL(client: client, idTokenHint: before.idToken, postLogoutRedirectURI: postLogoutRedirect, state: state)
+            let url: String?
+            do { url = try endpoint.endSessionURL(client: client, idTokenHint: before.idToken, postLogoutRedirectURI: postLogoutRedirect, state: state) } catch {
+                throw error.callerError
             }
             (o.idpLogout, o.endSessionURL, o.endSessionState) = url.map { ("redirect_required", $0, state) } ?? ("unsupported", nil, nil)
             audit.record(AuditEvent(at: now, actor: actor, action: .sessionEndSession, tenant: tenant, session: id, outcome: o.idpLogout!))

@@ -85,14 +85,10 @@ public struct WebhookService: Sendable {
         return try store.deliveries(tenant: tenant, endpoint: id, limit: limit)
     }
 
+    /// The URL rules of redirect URIs (absolute, no credentials or fragment, https), plain http
+    /// to any host only with `allowHTTP`.
     private func check(_ url: String) throws {
-        guard let u = URLComponents(string: url), let scheme = u.scheme?.lowercased(), let host = u.host, !host.isEmpty,
-              u.user == nil, u.password == nil, u.fragment == nil,
-              scheme == "https" || (scheme == "http" && allowHTTP) else {
-            throw BrokerError.badRequest(code: "invalid_request", message: allowHTTP
-                ? "'url' must be an absolute http(s) URL without credentials or fragment"
-                : "'url' must be an absolute https URL without credentials or fragment (http is for development: TOKENBROKER_WEBHOOK_ALLOW_HTTP)")
-        }
+        if let p = URLRules.problem(url, what: "'url'", allowHTTP: allowHTTP) { throw BrokerError.badRequest(code: "invalid_request", message: p) }
     }
 
     // MARK: delivery

@@ -53,3 +53,15 @@ public struct OAuthError: Error, Sendable, Equatable {
         (1...64).contains(s.utf8.count) && s.utf8.allSatisfy { ($0 >= 97 && $0 <= 122) || $0 == 95 || ($0 >= 48 && $0 <= 57) }
     }
 }
+
+extension TokenEndpointError {
+    /// What an IdP failure outside the refresh machine (a login, a logout URL) is for the
+    /// caller: an outage is 503, unusable metadata or answers 422 `idp_misconfigured`.
+    public var callerError: BrokerError {
+        switch self {
+        case .transient(_, let after): .idpUnavailable(retryAfter: after)
+        case .metadata(let why), .invalidResponse(let why): .unprocessable(code: "idp_misconfigured", message: why)
+        case .oauth, .notSent, .unanswered, .refused: .idpUnavailable(retryAfter: nil)
+        }
+    }
+}

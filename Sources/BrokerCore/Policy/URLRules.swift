@@ -3,8 +3,8 @@ import Foundation
 /// URLRules says which URLs the broker accepts in configuration: https everywhere, plain http
 /// only on loopback hosts (the development IdP, local tests). No fragments, no credentials.
 public enum URLRules {
-    /// Nil when `s` is acceptable, else why not.
-    public static func problem(_ s: String, what: String) -> String? {
+    /// Nil when `s` is acceptable, else why not. `allowHTTP`: plain http to any host (development).
+    public static func problem(_ s: String, what: String, allowHTTP: Bool = false) -> String? {
         guard let u = URLComponents(string: s), let scheme = u.scheme?.lowercased(), let host = u.host, !host.isEmpty else {
             return "\(what) must be an absolute URL"
         }
@@ -12,7 +12,7 @@ public enum URLRules {
         guard u.user == nil, u.password == nil else { return "\(what) must not carry credentials" }
         switch scheme {
         case "https": return nil
-        case "http" where ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased()): return nil
+        case "http" where allowHTTP || ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased()): return nil
         default: return "\(what) must use https (http only for loopback hosts)"
         }
     }
