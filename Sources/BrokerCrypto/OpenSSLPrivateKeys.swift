@@ -11,4 +11,6 @@ public struct OpenSSLPrivateKeys: PrivateKeys {
     public func jws(der: [UInt8], alg: JWSAlgorithm, claims: [String: Any], kid: String, type: String) -> String? {
         SigningKey.load(der: der, alg: alg)?.jws(claims, kid: kid, type: type)
     }
+
+    public func signer(der: [UInt8], alg: JWSAlgorithm) -> (any JWSSigner)? { SigningKey.load(der: der, alg: alg) }
 }

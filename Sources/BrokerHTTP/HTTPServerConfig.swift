@@ -20,7 +20,7 @@ public struct HTTPServerConfig: Sendable {
     /// Nil: plain HTTP.
     public var tls: TLSConfig?
     /// The request headers handlers may read (lowercase); others are never copied out of MHD.
-    public var headers: [String] = ["authorization", "content-type", "x-request-id", "idempotency-key", "accept", "traceparent"]
+    public var headers: [String] = ["authorization", "content-type", "x-request-id", "idempotency-key", "accept", "traceparent", "dpop"]
 
     public init(host: String = "127.0.0.1", port: UInt16 = 8080, threads: Int = 2, maxBodyBytes: Int = 256 * 1024,
                 maxHeaderBytes: Int = 32 * 1024, idleTimeout: Int = 30, maxConnections: Int = 4096) {

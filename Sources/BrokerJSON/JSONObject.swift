@@ -104,6 +104,14 @@ public final class JSONObject: @unchecked Sendable {
         }
     }
 
+    /// A member that is one object or an array of them, as an array.
+    public func objectOrObjects(_ key: String) throws(BrokerError) -> [JSONObject]? {
+        guard let m = member(key) else { return nil }
+        if tb_json_typeof(m) == JSON_OBJECT { return [JSONObject(document: document, node: OpaquePointer(m), path: path + key + ".")] }
+        guard tb_json_typeof(m) == JSON_ARRAY else { throw wrong(key, "an object or an array of objects") }
+        return try objects(key)
+    }
+
     /// A member that must be present and a non-empty string.
     public func requiredString(_ key: String) throws(BrokerError) -> String {
         guard let s = try string(key), !s.isEmpty else {

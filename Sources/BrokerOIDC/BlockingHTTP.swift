@@ -15,6 +15,8 @@ public final class BlockingHTTP: Sendable {
         public let status: Int
         /// Retry-After in seconds, when the IdP sent one in that form.
         public let retryAfter: Int?
+        /// The `DPoP-Nonce` header (RFC 9449 §8, §9), when the server sent one.
+        public let dpopNonce: String?
         public let body: Data
     }
 
@@ -77,7 +79,8 @@ public final class BlockingHTTP: Sendable {
         default: throw .unanswered(reason)
         }
         let data = result.body.map { Data(bytes: $0, count: result.body_len) } ?? Data()
-        return Reply(status: result.status, retryAfter: result.retry_after >= 0 ? result.retry_after : nil, body: data)
+        return Reply(status: result.status, retryAfter: result.retry_after >= 0 ? result.retry_after : nil,
+                     dpopNonce: result.dpop_nonce.map { String(cString: $0) }, body: data)
     }
 
     private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {

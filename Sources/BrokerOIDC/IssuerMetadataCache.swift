@@ -75,6 +75,7 @@ public final class IssuerMetadataCache: IssuerDirectory {
         m.idTokenSigningAlgorithms = doc["id_token_signing_alg_values_supported"] as? [String]
         m.tokenEndpointAuthMethods = doc["token_endpoint_auth_methods_supported"] as? [String]
         m.tokenEndpointAuthSigningAlgorithms = doc["token_endpoint_auth_signing_alg_values_supported"] as? [String]
+        m.dpopSigningAlgorithms = doc["dpop_signing_alg_values_supported"] as? [String]
         return m
     }
 }

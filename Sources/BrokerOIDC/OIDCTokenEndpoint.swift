@@ -14,6 +14,9 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     private let secret: SecretSource
     private let assertions: (any ClientAssertionSigner)?
     private let clock: any Clock
+    /// The last `DPoP-Nonce` each endpoint sent (RFC 9449 §8.2): the next proof carries it, so
+    /// that an IdP that wants nonces asks again only when it rotates them.
+    private let nonces = DPoPNonces()
 
     public init(http: BlockingHTTP, metadata: any IssuerDirectory, clock: any Clock, assertions: (any ClientAssertionSigner)? = nil,
                 secret: @escaping SecretSource) {
@@ -26,11 +29,12 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
 
     /// A refresh-token grant on a fresh connection (`fresh`: libcurl never re-sends it on its own),
     /// waited for up to `patience`.
-    public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval) throws(TokenEndpointError) -> TokenGrant {
+    public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
+        -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
         do {
             return try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
-                                                timeout: patience, fresh: true))
+                                                timeout: patience, fresh: true, dpop: dpop))
         } catch {
             // An endpoint that cannot be reached or is not there may have moved: read the
             // metadata again (rate-limited) before the next attempt.
@@ -43,11 +47,11 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     }
 
     /// Codes are single use too: a fresh connection, never re-sent.
-    public func exchangeCode(client: ClientRegistration, code: String, verifier: String) throws(TokenEndpointError) -> TokenGrant {
+    public func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
         return try TokenResponse.parse(call(client, meta.tokenEndpoint, [
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI), ("code_verifier", verifier)],
-            fresh: true))
+            fresh: true, dpop: dpop))
     }
 
     /// RFC 7662 §2.1-2.2 with the client's authentication: nil when the issuer advertises no
@@ -107,10 +111,32 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         return s + (s.contains("?") ? "&" : "?") + FormEncoding.body(query)
     }
 
-    /// POSTs a form with the client's authentication; transport failures become TokenEndpointError.
+    /// POSTs a form with the client's authentication and, with `dpop`, a proof carrying the
+    /// endpoint's last nonce. A `use_dpop_nonce` refusal with a new nonce (RFC 9449 §8) is
+    /// answered once more with it: the IdP refused before looking at the grant.
     private func call(_ client: ClientRegistration, _ endpoint: URL, _ fields: [(String, String)], timeout: TimeInterval? = nil,
-                      fresh: Bool = false) throws(TokenEndpointError) -> BlockingHTTP.Reply {
+                      fresh: Bool = false, dpop: DPoPProof? = nil) throws(TokenEndpointError) -> BlockingHTTP.Reply {
+        guard let dpop else { return try post(client, endpoint, fields, timeout: timeout, fresh: fresh, proof: nil) }
+        let target = endpoint.absoluteString
+        var sent = nonces[target]
+        for attempt in 0..<2 {
+            let reply = try post(client, endpoint, fields, timeout: timeout, fresh: fresh,
+                                 proof: dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: sent))
+            if let n = reply.dpopNonce { nonces[target] = n }
+            guard attempt == 0, reply.status == 400, let n = reply.dpopNonce, n != sent,
+                  (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["error"] as? String == "use_dpop_nonce" else {
+                return reply
+            }
+            sent = n
+        }
+        preconditionFailure("unreachable: the second answer is returned")
+    }
+
+    /// One POST of the form with the client's authentication; transport failures become TokenEndpointError.
+    private func post(_ client: ClientRegistration, _ endpoint: URL, _ fields: [(String, String)], timeout: TimeInterval?,
+                      fresh: Bool, proof: String?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+        if let proof { headers.append("DPoP: " + proof) }
         var form = fields
         switch client.authMethod {
         case .none:

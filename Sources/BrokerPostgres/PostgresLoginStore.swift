@@ -1,7 +1,7 @@
 import BrokerCore
 import Foundation
 
-/// PostgresLoginStore keeps pending logins in `logins`, verifier and nonce sealed with the
+/// PostgresLoginStore keeps pending logins in `logins`, verifier, nonce and DPoP key sealed with the
 /// context `logins/<tenant>/<id>/<column>`. Consumption is one `DELETE … RETURNING`: of two
 /// callbacks with the same state, the second finds no row.
 public final class PostgresLoginStore: LoginStore {
@@ -16,12 +16,13 @@ public final class PostgresLoginStore: LoginStore {
     public func insert(_ l: PendingLogin) throws {
         let verifier = sealer.seal(l.verifier, context: "logins/\(l.tenant)/\(l.id)/verifier")
         let nonce = sealer.seal(l.nonce, context: "logins/\(l.tenant)/\(l.id)/nonce")
+        let dpopKey = l.dpopKey.map { sealer.seal($0.encoded, context: "logins/\(l.tenant)/\(l.id)/dpop_key") }
         try pool.run { c in
             try c.execute("""
                 INSERT INTO logins (state_hash, id, tenant_id, client_id, issuer, verifier, nonce, scopes, redirect_after,
-                    created_at, expires_at)
+                    created_at, expires_at, dpop_key)
                 VALUES (\(l.stateHash), \(l.id), \(l.tenant), \(l.client), \(l.issuer), \(verifier), \(nonce), \(l.scopes),
-                    \(l.redirectAfter), \(l.createdAt), \(l.expiresAt))
+                    \(l.redirectAfter), \(l.createdAt), \(l.expiresAt), \(dpopKey))
                 """)
         }
     }
@@ -31,7 +32,7 @@ public final class PostgresLoginStore: LoginStore {
             let r = try c.execute("""
                 DELETE FROM logins WHERE state_hash = \(stateHash)
                 RETURNING id, tenant_id, client_id, issuer, verifier, nonce, array_to_string(scopes, ' '), redirect_after,
-                    extract(epoch from created_at), extract(epoch from expires_at)
+                    extract(epoch from created_at), extract(epoch from expires_at), dpop_key
                 """, plan: .generic)
             return try r.first { row in
                 let id: String = try row.next(), tenant: String = try row.next()
@@ -41,9 +42,15 @@ public final class PostgresLoginStore: LoginStore {
                     do { return try sealer.open(sealed, context: "logins/\(tenant)/\(id)/\(name)") } catch { throw BrokerError.internalError }
                 }
                 let verifier = try open(row.bytes(), "verifier"), nonce = try open(row.bytes(), "nonce")
+                let scopes = try row.words(), redirectAfter: String? = try row.next()
+                let createdAt: Date = try row.next(), expiresAt: Date = try row.next()
+                let dpopKey = try row.bytes().map { sealed throws in
+                    guard let key = DPoPKeyMaterial(encoded: try open(sealed, "dpop_key")) else { throw BrokerError.internalError }
+                    return key
+                }
                 return PendingLogin(id: id, tenant: tenant, client: client, issuer: issuer, stateHash: stateHash, verifier: verifier,
-                                    nonce: nonce, scopes: try row.words(), redirectAfter: try row.next(), createdAt: try row.next(),
-                                    expiresAt: try row.next())
+                                    nonce: nonce, scopes: scopes, redirectAfter: redirectAfter, createdAt: createdAt,
+                                    expiresAt: expiresAt, dpopKey: dpopKey)
             }
         }
     }

@@ -19,6 +19,7 @@ public final class PostgresSealedValues: SealedValueStore {
         Column(table: "sessions", column: "refresh_token", key: ("tenant_id", "id"), context: "sessions"),
         Column(table: "sessions", column: "access_token", key: ("tenant_id", "id"), context: "sessions"),
         Column(table: "sessions", column: "id_token", key: ("tenant_id", "id"), context: "sessions"),
+        Column(table: "sessions", column: "dpop_key", key: ("tenant_id", "id"), context: "sessions"),
         Column(table: "clients", column: "client_secret", key: ("tenant_id", "id"), context: "clients"),
         Column(table: "clients", column: "assertion_key", key: ("tenant_id", "id"), context: "clients"),
         Column(table: "revocation_outbox", column: "token", key: ("id", "tenant_id"), context: "revocations"),
@@ -26,6 +27,7 @@ public final class PostgresSealedValues: SealedValueStore {
         Column(table: "webhook_endpoints", column: "previous_secret", key: ("tenant_id", "id"), context: "webhooks"),
         Column(table: "logins", column: "verifier", key: ("tenant_id", "id"), context: "logins", reseals: false),
         Column(table: "logins", column: "nonce", key: ("tenant_id", "id"), context: "logins", reseals: false),
+        Column(table: "logins", column: "dpop_key", key: ("tenant_id", "id"), context: "logins", reseals: false),
     ]
 
     /// The key id a value names (empty for a value too short to be sealed: counted, never opened).

@@ -22,7 +22,7 @@ public final class PostgresSessionStore: SessionStore {
         extract(epoch from next_refresh_at), version, failure_count, last_error, extract(epoch from granted_at), \
         extract(epoch from created_at), extract(epoch from last_used_at), extract(epoch from last_refreshed_at), \
         attempt_id, extract(epoch from attempt_started_at), extract(epoch from backoff_until), reason, \
-        extract(epoch from grant_expires_at), access_token_type
+        extract(epoch from grant_expires_at), access_token_type, dpop_key
         """
 
     public func session(tenant: String, id: String) throws -> Session? {
@@ -55,14 +55,14 @@ public final class PostgresSessionStore: SessionStore {
                 INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, sid, email, auth_time,
                     access_token, access_expires_at, access_lifetime, refresh_token, id_token, state, next_refresh_at,
                     version, failure_count, last_error, granted_at, created_at, last_used_at, last_refreshed_at,
-                    attempt_id, attempt_started_at, backoff_until, reason, grant_expires_at, access_token_type)
+                    attempt_id, attempt_started_at, backoff_until, reason, grant_expires_at, access_token_type, dpop_key)
                 VALUES (\(s.tenant), \(s.id), \(s.client), \(s.subject), \(s.issuer), \(s.scopes), \(s.claims.sid),
                     \(s.claims.email), \(s.claims.authTime), \(seal(s.accessToken, s, "access_token")), \(s.accessExpiresAt),
                     \(s.accessLifetime), \(seal(s.refreshToken, s, "refresh_token")), \(seal(s.idToken, s, "id_token")),
                     \(s.state.rawValue), \(s.nextRefreshAt), \(s.version), \(s.failureCount), \(s.lastError),
                     \(s.grantedAt), \(s.createdAt), \(s.lastUsedAt), \(s.lastRefreshedAt),
                     \(s.attempt?.id), \(s.attempt?.startedAt), \(s.backoffUntil), \(s.reason), \(s.grantExpiresAt),
-                    \(s.accessTokenType.rawValue))
+                    \(s.accessTokenType.rawValue), \(seal(s.dpopKey?.encoded, s, "dpop_key")))
                 """)
         }
     }
@@ -220,12 +220,17 @@ public final class PostgresSessionStore: SessionStore {
         let attemptID: String? = try r.next(), attemptStartedAt: Date? = try r.next()
         let backoffUntil: Date? = try r.next(), reason: String? = try r.next(), grantExpiresAt: Date? = try r.next()
         let tokenType = TokenType(named: try r.next()) ?? .bearer
+        let dpopKey = try open(r.bytes(), tenant: tenant, id: id, "dpop_key").map { encoded throws in
+            guard let key = DPoPKeyMaterial(encoded: encoded) else { throw BrokerError.internalError }
+            return key
+        }
         return Session(
             tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes, claims: claims,
             accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime, refreshToken: refreshToken,
             idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version, failureCount: failureCount,
             lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt,
             attempt: attemptID.map { RefreshAttempt(id: $0, startedAt: attemptStartedAt ?? Date(timeIntervalSince1970: 0)) },
-            backoffUntil: backoffUntil, reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: tokenType)
+            backoffUntil: backoffUntil, reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: tokenType,
+            dpopKey: dpopKey)
     }
 }

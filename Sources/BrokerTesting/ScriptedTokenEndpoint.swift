@@ -21,7 +21,8 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
         gate = gated ? DispatchSemaphore(value: 0) : nil
     }
 
-    public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval) throws(TokenEndpointError) -> TokenGrant {
+    public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
+        -> TokenGrant {
         let n = spent.withLock { s -> Int in
             s.append(refreshToken)
             return s.count
@@ -31,7 +32,7 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
     }
 
     /// Codes are not part of these unit tests: the login flow is tested against the development IdP.
-    public func exchangeCode(client: ClientRegistration, code: String, verifier: String) throws(TokenEndpointError) -> TokenGrant {
+    public func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
         throw .invalidResponse("ScriptedTokenEndpoint does not exchange codes")
     }
 

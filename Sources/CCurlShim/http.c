@@ -110,7 +110,7 @@ void tb_http_handle_free(void *handle) { if (handle) curl_easy_cleanup(handle); 
 
 tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
                                const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int fresh, int public_only) {
-    tb_http_result r = { 0, 2, NULL, NULL, 0, -1 };
+    tb_http_result r = { 0, 2, NULL, NULL, 0, -1, NULL };
     connect_guard guard = { public_only, 0 };
     CURL *h = handle;
     buffer b = { NULL, 0, 0, max_bytes, 0 };
@@ -155,6 +155,10 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
     if (rc == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
         r.error = 0;
+        struct curl_header *nonce = NULL;
+        if (curl_easy_header(h, "DPoP-Nonce", 0, CURLH_HEADER, -1, &nonce) == CURLHE_OK && nonce && nonce->value
+            && strlen(nonce->value) <= 512)
+            r.dpop_nonce = strdup(nonce->value);
     } else if (b.over) {
         r.error = 3;
         r.reason = "response too large";
@@ -170,4 +174,6 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
 void tb_http_free(tb_http_result *result) {
     free(result->body);
     result->body = NULL;
+    free(result->dpop_nonce);
+    result->dpop_nonce = NULL;
 }

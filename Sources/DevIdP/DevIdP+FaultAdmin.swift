@@ -53,10 +53,13 @@ extension DevIdP {
             if let on = o["kill_old_access_tokens"] as? Bool { s.settings.killOldAccessTokens = on }
             if let on = o["iss_parameter"] as? Bool { s.settings.issParameter = on }
             if let par = o["par"] as? String, ["off", "on", "required"].contains(par) { s.settings.par = par }
+            if let on = o["dpop_nonce"] as? Bool { s.settings.dpopNonce = on; s.dpopNonce = DevIdPState.newNonce() }
+            if let on = o["resource_nonce"] as? Bool { s.settings.resourceNonce = on; s.dpopNonce = DevIdPState.newNonce() }
             return s.settings
         }
         return json(200, ["introspection": now.introspection, "kill_old_access_tokens": now.killOldAccessTokens,
-                          "iss_parameter": now.issParameter, "par": now.par])
+                          "iss_parameter": now.issParameter, "par": now.par, "dpop_nonce": now.dpopNonce,
+                          "resource_nonce": now.resourceNonce])
     }
 
     /// The request's JSON object body, or nil.

@@ -16,6 +16,15 @@ extension DevIdP {
         guard let clientID = authenticate(req, form) else {
             return .now(json(401, ["error": "invalid_client"], ["WWW-Authenticate": "Basic"]))
         }
+        // RFC 9449: a proof is checked before the grant is looked at, so a refusal (a nonce
+        // challenge included) consumes nothing and counts as no presentation.
+        let check = checkProof(req, path: "/token", accessToken: nil, nonceRequired: state.withLock { $0.settings.dpopNonce })
+        if let refusal = tokenRefusal(check) {
+            state.withLock { $0.stats[clientID, default: .init()].dpopRefusals += 1 }
+            return .now(refusal)
+        }
+        var jkt: String?
+        if case .valid(let k) = check { jkt = k }
         let (failure, fault, stall) = state.withLock { s -> (DevIdPState.Failure?, RefreshFault?, Stall?) in
             s.stats[clientID, default: .init()].calls[grantType, default: 0] += 1
             // W3C Trace Context: the last few a client's token requests carried, for tests.
@@ -28,7 +37,8 @@ extension DevIdP {
             let fault = grantType == "refresh_token" && (failure?.status ?? 0) == 0 ? s.takeRefreshFault(clientID) : nil
             return (failure, fault, s.stall(at: Date()))
         }
-        let process: @Sendable () -> HTTPResponse = { [self] in grant(form, grantType: grantType, clientID: clientID) }
+        let bound = jkt
+        let process: @Sendable () -> HTTPResponse = { [self] in grant(form, grantType: grantType, clientID: clientID, jkt: bound) }
         guard failure != nil || fault != nil || stall != nil else { return .now(process()) }
         return .later { respond in
             let release: @Sendable (HTTPResponse) -> Void = { r in Self.at(stall?.until) { respond(r) } }
@@ -49,21 +59,28 @@ extension DevIdP {
         }
     }
 
-    private func grant(_ form: [String: String], grantType: String, clientID: String) -> HTTPResponse {
+    private func grant(_ form: [String: String], grantType: String, clientID: String, jkt: String?) -> HTTPResponse {
         switch grantType {
-        case "authorization_code": return exchangeCode(form, clientID: clientID)
-        case "refresh_token": return refresh(form, clientID: clientID)
+        case "authorization_code": return exchangeCode(form, clientID: clientID, jkt: jkt)
+        case "refresh_token": return refresh(form, clientID: clientID, jkt: jkt)
         default: return json(400, ["error": "unsupported_grant_type"])
         }
     }
 
-    private func exchangeCode(_ form: [String: String], clientID: String) -> HTTPResponse {
+    private func exchangeCode(_ form: [String: String], clientID: String, jkt: String?) -> HTTPResponse {
         guard let code = form["code"], let grant = state.withLock({ $0.codes.removeValue(forKey: code) }),
               grant.client == clientID, grant.expires > Date(), grant.redirectURI == form["redirect_uri"] else {
             return json(400, ["error": "invalid_grant", "error_description": "code unknown, used, expired or not yours"])
         }
         guard let verifier = form["code_verifier"], Base64URL.encode(SHA256.hash(verifier)) == grant.challenge else {
             return json(400, ["error": "invalid_grant", "error_description": "PKCE verification failed"])
+        }
+        // RFC 9449 §10: a code requested with dpop_jkt is redeemed only with a proof of that key.
+        if let want = grant.dpopJKT, want != jkt {
+            return json(400, ["error": "invalid_dpop_proof", "error_description": "the code is bound to another DPoP key"])
+        }
+        if jkt == nil, state.withLock({ $0.clients[clientID]?.dpopRequired == true }) {
+            return json(400, ["error": "invalid_dpop_proof", "error_description": "this client must send DPoP proofs"])
         }
         let confidential = state.withLock { $0.clients[clientID]?.confidential == true }
         var rng = SystemRandomNumberGenerator()
@@ -72,22 +89,29 @@ extension DevIdP {
             let family = Identifiers.token(bytes: 16, using: &rng)
             let rt = Identifiers.token(bytes: 32, using: &rng)
             state.withLock { s in
-                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: grant.subject, authTime: Date())
+                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: grant.subject, authTime: Date(), jkt: jkt)
                 s.refreshTokens[rt] = .init(family: family, client: clientID, subject: grant.subject, scope: grant.scope)
             }
             refresh = rt
             familyID = family
         }
-        return issue(clientID: clientID, subject: grant.subject, scope: grant.scope, nonce: grant.nonce, refresh: refresh, family: familyID)
+        return issue(clientID: clientID, subject: grant.subject, scope: grant.scope, nonce: grant.nonce, refresh: refresh, family: familyID,
+                     jkt: jkt)
     }
 
-    private func refresh(_ form: [String: String], clientID: String) -> HTTPResponse {
+    private func refresh(_ form: [String: String], clientID: String, jkt: String?) -> HTTPResponse {
         guard let presented = form["refresh_token"] else { return json(400, ["error": "invalid_request"]) }
         var rng = SystemRandomNumberGenerator()
         let next = Identifiers.token(bytes: 32, using: &rng)
+        var keyRefused = false
         let outcome = state.withLock { s -> (subject: String, scope: String, family: String)? in
             guard let rt = s.refreshTokens[presented], rt.client == clientID, var family = s.families[rt.family] else { return nil }
             guard !family.revoked else { return nil }
+            // Key continuity: a bound grant is refreshed only with its own key (nothing rotates).
+            guard family.jkt == jkt || (family.jkt == nil && s.clients[clientID]?.dpopRequired != true) else {
+                keyRefused = true
+                return nil
+            }
             guard family.current == presented else {
                 // Reuse of a rotated token: revoke the whole family, no grace period.
                 family.revoked = true
@@ -108,13 +132,17 @@ extension DevIdP {
             s.stats[clientID, default: .init()].refreshTimes[rt.subject, default: []].append(Date().timeIntervalSince1970)
             return (rt.subject, rt.scope, rt.family)
         }
+        if keyRefused { return json(400, ["error": "invalid_dpop_proof", "error_description": "not the grant's DPoP key"]) }
         guard let outcome else { return json(400, ["error": "invalid_grant", "error_description": "refresh token invalid, revoked or reused"]) }
-        return issue(clientID: clientID, subject: outcome.subject, scope: outcome.scope, nonce: nil, refresh: next, family: outcome.family)
+        let familyKey = state.withLock { $0.families[outcome.family]?.jkt }
+        return issue(clientID: clientID, subject: outcome.subject, scope: outcome.scope, nonce: nil, refresh: next, family: outcome.family,
+                     jkt: familyKey ?? jkt)
     }
 
     /// Signs the tokens of a grant and remembers the access token (of `family`, if any) for
-    /// introspection.
-    private func issue(clientID: String, subject: String, scope: String, nonce: String?, refresh: String?, family: String?) -> HTTPResponse {
+    /// introspection; with `jkt` the access token is bound to that DPoP key (RFC 9449 §6).
+    private func issue(clientID: String, subject: String, scope: String, nonce: String?, refresh: String?, family: String?,
+                       jkt: String?) -> HTTPResponse {
         let (ttl, alg, secret, mode, keys) = state.withLock { s in
             (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.clients[clientID]?.idTokenAlg ?? .es256, s.clients[clientID]?.secret,
              s.take(clientID, atAuthorize: false), s.keys)
@@ -122,16 +150,18 @@ extension DevIdP {
         let now = Int(Date().timeIntervalSince1970)
         var rng = SystemRandomNumberGenerator()
         let jti = Identifiers.token(bytes: 16, using: &rng)
-        let access = keys.sign(["iss": issuer, "sub": subject, "aud": clientID, "client_id": clientID, "scope": scope,
-                                "iat": now, "exp": now + ttl, "jti": jti], alg: .es256, type: "at+jwt")
+        var atClaims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "client_id": clientID, "scope": scope,
+                                       "iat": now, "exp": now + ttl, "jti": jti]
+        if let jkt { atClaims["cnf"] = ["jkt": jkt] }
+        let access = keys.sign(atClaims, alg: .es256, type: "at+jwt")
         let issued = IssuedAccessToken(digest: SHA256.hash(access), client: clientID, subject: subject, scope: scope,
-                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family)
+                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family, jkt: jkt)
         state.withLock { $0.record(jti: jti, issued, now: Date()) }
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "iat": now, "exp": now + 600, "auth_time": now,
                                      "sid": "sid-" + subject, "email": subject + "@example.test"]
         if let nonce { claims["nonce"] = nonce }
         if mode == .idTokenAuthTimeZero { claims["auth_time"] = 0 }
-        var body: [String: Any] = ["access_token": access, "token_type": "Bearer", "expires_in": ttl, "scope": scope]
+        var body: [String: Any] = ["access_token": access, "token_type": jkt == nil ? "Bearer" : "DPoP", "expires_in": ttl, "scope": scope]
         if let refresh { body["refresh_token"] = refresh }
         if let id = idToken(claims, clientID: clientID, alg: alg, secret: secret, mode: mode, keys: keys) { body["id_token"] = id }
         switch mode {

@@ -12,7 +12,8 @@ import Synchronization
 /// RS256 or PS256 per client; refreshed ID tokens carry no nonce. Codes live 60 s and are single
 /// use. Clients authenticate with client_secret_basic/post, private_key_jwt, or not at all.
 ///
-/// Token introspection (RFC 7662) at `/introspect`, unless switched off.
+/// Token introspection (RFC 7662) at `/introspect`, unless switched off. DPoP (RFC 9449) at the
+/// token endpoint and a protected resource at `/resource` (DevIdP+DPoP).
 ///
 /// Test-only endpoints (unauthenticated, loopback only): `POST /admin/clients`,
 /// `POST /admin/failures`, `POST /admin/misbehave`, `POST /admin/rotate-keys`,
@@ -38,6 +39,8 @@ public final class DevIdP: Sendable {
         r.add("POST", "/revoke") { [self] req in revoke(req) }
         r.add("POST", "/introspect") { [self] req in .now(introspect(req)) }
         r.add("GET", "/userinfo") { [self] req in .now(userinfo(req)) }
+        r.add("GET", "/resource") { [self] req in .now(resource(req)) }
+        r.add("POST", "/resource") { [self] req in .now(resource(req)) }
         r.add("GET", "/end_session") { [self] req in .now(endSession(req)) }
         r.add("GET", "/stats") { [self] req in .now(stats(req.queryValue("client_id"), times: req.queryValue("times") == "1")) }
         r.add("POST", "/admin/clients") { [self] req in .now(registerClient(req)) }
@@ -78,7 +81,7 @@ public final class DevIdP: Sendable {
             "authorization_response_iss_parameter_supported": true,
             "backchannel_logout_supported": true,
             "backchannel_logout_session_supported": true,
-            "dpop_signing_alg_values_supported": ["ES256"],
+            "dpop_signing_alg_values_supported": ["ES256", "PS256"],
         ]
         let settings = state.withLock { $0.settings }
         // RFC 9207 can be switched off, as an IdP that stops sending `iss` would.
@@ -133,7 +136,8 @@ public final class DevIdP: Sendable {
         var rng = SystemRandomNumberGenerator()
         let code = Identifiers.token(bytes: 32, using: &rng)
         let grant = DevIdPState.Code(client: clientID, redirectURI: redirect, challenge: challenge, nonce: q["nonce"],
-                                     scope: q["scope"] ?? "openid", subject: subject, expires: Date().addingTimeInterval(60))
+                                     scope: q["scope"] ?? "openid", subject: subject, expires: Date().addingTimeInterval(60),
+                                     dpopJKT: q["dpop_jkt"])
         state.withLock { $0.codes[code] = grant }
         return back("code=\(code)")
     }

@@ -12,6 +12,8 @@ struct DevIdPState {
         var idTokenAlg: JWSAlgorithm = .es256
         /// private_key_jwt: the client's public keys (then it has no secret and is confidential).
         var jwks: [JSONWebKey] = []
+        /// RFC 9449: this client's code exchanges and refreshes must carry DPoP proofs.
+        var dpopRequired = false
         var confidential: Bool { secret != nil || !jwks.isEmpty }
     }
 
@@ -29,6 +31,8 @@ struct DevIdPState {
         let scope: String
         let subject: String
         let expires: Date
+        /// RFC 9449 §10: the key the code must be redeemed with, when the request named one.
+        var dpopJKT: String? = nil
     }
 
     /// A refresh token belongs to a family (one grant); only the newest member is current.
@@ -45,6 +49,8 @@ struct DevIdPState {
         let client: String
         let subject: String
         let authTime: Date
+        /// The DPoP key the grant is bound to (RFC 9449): every refresh must prove it.
+        var jkt: String? = nil
         /// How many access tokens the family has been issued; the next one gets this number.
         var accessIssued = 0
         /// Access tokens numbered below this were killed by a rotation (kill_old_access_tokens).
@@ -71,6 +77,8 @@ struct DevIdPState {
         /// The `traceparent` headers of the latest token requests (at most 20).
         var traceparents: [String] = []
         var introspections = 0
+        /// Token requests refused for their DPoP proof (a nonce challenge included): nothing consumed.
+        var dpopRefusals = 0
     }
 
     /// A switch that makes an endpoint (`token` or `revoke`) fail — or, with status 0, answer
@@ -95,7 +103,21 @@ struct DevIdPState {
         var issParameter = true
         /// RFC 9126: `off`, `on` (the endpoint advertised), or `required` (no other request accepted).
         var par = "off"
+        /// RFC 9449 §8, §9: proofs must carry the server's nonce, at the token endpoint and at `/resource`.
+        var dpopNonce = false
+        var resourceNonce = false
     }
+    /// The nonce proofs must carry while a nonce switch is on (a new one each time a switch changes).
+    var dpopNonce = DevIdPState.newNonce()
+    static func newNonce() -> String {
+        var rng = SystemRandomNumberGenerator()
+        return Identifiers.token(bytes: 12, using: &rng)
+    }
+    /// Proof `jti`s seen in the last two minutes (replays are refused), with when.
+    var dpopJTIs: [String: Double] = [:]
+    var dpopNonceChallenges = 0
+    var resourceAccepted = 0
+    var resourceRefusals = 0
     /// Pushed authorization requests by request_uri: the client, the parameters, the expiry (single use).
     var pushed: [String: (client: String, parameters: [String: String], expires: Date)] = [:]
 

@@ -11,6 +11,8 @@ struct IssuedAccessToken: Sendable {
     let expires: Date
     /// The refresh-token family it was issued with (code exchange or refresh), if any.
     let family: String?
+    /// The DPoP key it is bound to (`cnf.jkt`, RFC 9449 §6), if any.
+    var jkt: String? = nil
     /// Its place in the family's access tokens (set by `DevIdPState.record`).
     var number = 0
 }

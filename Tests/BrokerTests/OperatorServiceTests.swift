@@ -26,6 +26,7 @@ struct OperatorServiceTests {
         func generate(_ alg: JWSAlgorithm) -> [UInt8] { Array(UUID().uuidString.utf8) }
         func publicKey(der: [UInt8], alg: JWSAlgorithm) -> JSONWebKey? { JSONWebKey(kty: "EC", kid: "") }
         func jws(der: [UInt8], alg: JWSAlgorithm, claims: [String: Any], kid: String, type: String) -> String? { "jws" }
+        func signer(der: [UInt8], alg: JWSAlgorithm) -> (any JWSSigner)? { nil }
     }
 
     struct Hash: Digest {
@@ -89,6 +90,23 @@ struct OperatorServiceTests {
         // Advertised and servable, or not advertised at all: registered.
         #expect(try refused(c) { $0.idTokenSigningAlgorithms = ["RS256", "EdDSA"]; $0.tokenEndpointAuthMethods = ["client_secret_basic"] } == nil)
         #expect(try refused(c) { _ in } == nil)
+        var dpop = c
+        dpop.dpopAlgorithm = .ps256
+        #expect(try refused(dpop) { $0.dpopSigningAlgorithms = ["ES256"] }?.contains("does not accept PS256 DPoP proofs") == true)
+        #expect(try refused(dpop) { $0.dpopSigningAlgorithms = ["ES256", "PS256"] } == nil)
+    }
+
+    @Test("dpop \"auto\" binds sessions only where the issuer advertises the algorithm, and never without reading the metadata")
+    func dpopAuto() throws {
+        var c = client("https://idp.example")
+        c.dpopAlgorithm = .es256
+        let advertising = try service { var m = $0; m.dpopSigningAlgorithms = ["ES256"]; return m }
+        #expect(try advertising.putClient(c, secret: "s", dpopAuto: true, actor: "op").0.client.dpopAlgorithm == .es256)
+        let silent = try service()
+        #expect(try silent.putClient(c, secret: "s", dpopAuto: true, actor: "op").0.client.dpopAlgorithm == nil)
+        #expect(try silent.putClient(c, secret: "s", verify: false, dpopAuto: true, actor: "op").0.client.dpopAlgorithm == nil)
+        #expect(try silent.putClient(c, secret: "s", verify: false, actor: "op").0.client.dpopAlgorithm == .es256, "an explicit dpop is kept")
+        #expect(try store.client(tenant: "t1", id: "app")?.dpopAlgorithm == .es256)
     }
 
     @Test("keys: expiry bounds, rotation within the caller's tenants and overlap bounds, certificate principals have no key and do not rotate")

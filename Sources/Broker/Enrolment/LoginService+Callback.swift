@@ -60,9 +60,14 @@ extension LoginService {
         guard let client = try registry.client(tenant: login.tenant, id: login.client, now: now), client.issuer == login.issuer else {
             return try refuse(login, "invalid_state", "the login's client changed since it started", now)
         }
+        var proof: DPoPProof?
+        if let key = login.dpopKey {
+            guard let p = dpopKeys?.prover(key) else { return try self.refuse(login, .internalError, now) }
+            proof = p
+        }
         let grant: TokenGrant
-        do { grant = try endpoint.exchangeCode(client: client, code: code, verifier: login.verifier) } catch {
-            return try self.refuse(login, Self.refusal(error), now)
+        do { grant = try endpoint.exchangeCode(client: client, code: code, verifier: login.verifier, dpop: proof) } catch {
+            return try self.refuse(login, Self.refusal(error, sentProof: proof != nil), now)
         }
         guard let idToken = grant.idToken else { return try refuse(login, "invalid_token_response", "the token response has no id_token", now) }
         let verified: VerifiedIDToken
@@ -94,7 +99,8 @@ extension LoginService {
                        scopes: g.scope ?? login.scopes, claims: v.claims, accessToken: g.accessToken, accessExpiresAt: expires,
                        accessLifetime: lifetime, refreshToken: g.refreshToken, idToken: g.idToken, state: .active, nextRefreshAt: next,
                        grantedAt: now, createdAt: now, lastRefreshedAt: now,
-                       grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now), accessTokenType: g.tokenType)
+                       grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now), accessTokenType: g.tokenType,
+                       dpopKey: login.dpopKey)
     }
 
     /// Audits a refused callback and throws the refusal.
@@ -106,11 +112,13 @@ extension LoginService {
     }
 
     /// The refusal of a failed code exchange: the IdP's RFC 6749 code kept, never its description.
-    static func refusal(_ e: TokenEndpointError) -> BrokerError {
+    static func refusal(_ e: TokenEndpointError, sentProof: Bool) -> BrokerError {
         switch e {
         case .oauth(let o) where o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce":
-            // Said plainly: the broker sent no DPoP proof (RFC 9449), so this client cannot be served yet.
-            return .badRequest(code: o.error, message: "the identity provider wants a DPoP proof (RFC 9449, \(o.error)); the broker sends none: register the client without DPoP binding")
+            // Said plainly whether the broker sent a DPoP proof (RFC 9449) at all.
+            return .badRequest(code: o.error, message: sentProof
+                ? "the identity provider refused the broker's DPoP proof (RFC 9449, \(o.error)): check the client's dpop_alg against the IdP's"
+                : "the identity provider wants a DPoP proof (RFC 9449, \(o.error)); this client is registered without DPoP: set \"dpop\": true")
         case .oauth(let o):
             let code = OAuthError.isCode(o.error) ? o.error : "invalid_grant"
             return .badRequest(code: code, message: "the identity provider refused the code (\(code))")

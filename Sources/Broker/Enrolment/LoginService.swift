@@ -20,12 +20,14 @@ public struct LoginService: Sendable {
     let audit: any AuditSink
     let clock: any Clock
     let events: @Sendable (LogLine) -> Void
+    /// Makes the DPoP key of a login whose client binds its tokens (nil: no client does here).
+    let dpopKeys: DPoPKeys?
     /// How long a started login may wait for its callback (spec §3: 10 minutes).
     public static let lifetime: TimeInterval = 600
 
     public init(logins: any LoginStore, sessions: any SessionStore, registry: RegistryCache, directory: any IssuerDirectory,
                 endpoint: any TokenEndpoint, idTokens: JWTVerifier, digest: any Digest, feed: any ChangeFeed,
-                audit: any AuditSink, clock: any Clock, events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
+                audit: any AuditSink, clock: any Clock, dpopKeys: DPoPKeys? = nil, events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.logins = logins
         self.sessions = sessions
         self.registry = registry
@@ -37,6 +39,7 @@ public struct LoginService: Sendable {
         self.audit = audit
         self.clock = clock
         self.events = events
+        self.dpopKeys = dpopKeys
     }
 
     public struct Request: Sendable {
@@ -83,13 +86,23 @@ public struct LoginService: Sendable {
         let verifier = Identifiers.token(bytes: 32, using: &rng)
         let state = Identifiers.token(bytes: 32, using: &rng)
         let nonce = Identifiers.token(bytes: 32, using: &rng)
+        // RFC 9449 §10: the session's key is made now, and the code bound to it by dpop_jkt.
+        var dpop: (key: DPoPKeyMaterial, proof: DPoPProof)?
+        if let alg = client.dpopAlgorithm {
+            guard let keys = dpopKeys else { throw BrokerError.internalError }
+            let key = keys.make(alg)
+            guard let proof = keys.prover(key) else { throw BrokerError.internalError }
+            dpop = (key, proof)
+        }
         let login = PendingLogin(id: "lgn_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, client: client.id, issuer: client.issuer,
                                  stateHash: digest.sha256(Array(state.utf8)), verifier: verifier, nonce: nonce, scopes: scopes,
-                                 redirectAfter: r.redirectAfter, createdAt: now, expiresAt: now.addingTimeInterval(Self.lifetime))
+                                 redirectAfter: r.redirectAfter, createdAt: now, expiresAt: now.addingTimeInterval(Self.lifetime),
+                                 dpopKey: dpop?.key)
         var query = [("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", client.redirectURI),
                      ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
                      ("code_challenge", Base64URL.encode(digest.sha256(Array(verifier.utf8)))), ("code_challenge_method", "S256")]
         if let hint = r.loginHint { query.append(("login_hint", hint)) }
+        if let dpop { query.append(("dpop_jkt", dpop.proof.thumbprint)) }
         if scopes.contains("offline_access") { query.append(("prompt", "consent")) }   // OIDC Core §11
         // RFC 9126: where the issuer offers PAR, the request is pushed with the client's
         // authentication and the browser carries only client_id and request_uri; an issuer

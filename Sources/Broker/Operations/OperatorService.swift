@@ -50,7 +50,10 @@ public struct OperatorService: Sendable {
     /// stored before; `private_key_jwt` gets a key made here (kept while its algorithm stays).
     /// With `verify` the issuer's discovery document is read first and must name exactly this
     /// issuer, so that a trailing slash or a wrong port is refused here, not at the first login.
-    public func putClient(_ reg: ClientRegistration, secret: String?, verify: Bool = true, actor: String) throws -> (ClientView, created: Bool) {
+    /// `dpopAuto`: the registration's DPoP algorithm is kept only when the issuer advertises it
+    /// (RFC 9449 §5.1); without `verify` nothing is known, and the client stays bearer.
+    public func putClient(_ reg: ClientRegistration, secret: String?, verify: Bool = true, dpopAuto: Bool = false,
+                          actor: String) throws -> (ClientView, created: Bool) {
         var c = reg
         func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
         guard Slug.isValid(c.id) else { throw bad("client id must match [a-z0-9][a-z0-9-]{0,62}") }
@@ -64,9 +67,12 @@ public struct OperatorService: Sendable {
         guard (1...1000).contains(c.maxConcurrentRefreshes) else { throw bad("'max_concurrent_refreshes' must be 1...1000") }
         if let s = secret, s.isEmpty || s.count > 4096 { throw bad("'client_secret' must be 1...4096 characters") }
         if c.authMethod == .privateKeyJWT { c.assertionAlgorithm = c.assertionAlgorithm ?? .es256 }
+        if dpopAuto, !verify { c.dpopAlgorithm = nil }
         if verify {
+            let meta = try checkIssuer(c.issuer)
+            if dpopAuto, let alg = c.dpopAlgorithm, !(meta.dpopSigningAlgorithms ?? []).contains(alg.rawValue) { c.dpopAlgorithm = nil }
             // A client the broker cannot serve at this issuer is refused now, with the reason.
-            let problems = ClientServability.problems(c, try checkIssuer(c.issuer))
+            let problems = ClientServability.problems(c, meta)
             if !problems.isEmpty {
                 throw BrokerError.badRequest(code: "unservable_client", message: problems.joined(separator: "; ") + " (?verify=false registers it anyway)")
             }

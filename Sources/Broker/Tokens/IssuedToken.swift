@@ -10,4 +10,6 @@ public struct IssuedToken: Sendable, Equatable {
     public let scope: [String]
     public let sessionID: String
     public let subject: String
+    /// One DPoP proof per requested target (RFC 9449 §7), in the order asked; empty otherwise.
+    public var dpopProofs: [String] = []
 }

@@ -7,11 +7,17 @@ public struct TokenRequest: Sendable, Equatable {
     public var minTTL: TimeInterval?
     public var scopes: [String]
     public var forceRefresh: Bool
+    /// Requests the worker will make with a DPoP-bound token: a proof is minted for each.
+    public var dpop: [DPoPTarget]
 
-    public init(minTTL: TimeInterval? = nil, scopes: [String] = [], forceRefresh: Bool = false) {
+    /// The most proofs one hand-out mints.
+    public static let maxProofs = 16
+
+    public init(minTTL: TimeInterval? = nil, scopes: [String] = [], forceRefresh: Bool = false, dpop: [DPoPTarget] = []) {
         self.minTTL = minTTL
         self.scopes = scopes
         self.forceRefresh = forceRefresh
+        self.dpop = dpop
     }
 
     /// Without a min_ttl of its own, the request gets the client's — never more than half the

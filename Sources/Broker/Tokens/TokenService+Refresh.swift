@@ -97,7 +97,7 @@ extension TokenService {
         let started = clock.now(), label = TokenMetrics.ClientLabel(tenant: client.tenant, client: client.id)
         let grant: TokenGrant
         do {
-            grant = try endpoint.refresh(client: client, refreshToken: token, patience: patience)
+            grant = try endpoint.refresh(client: client, refreshToken: token, patience: patience, dpop: try prover(row))
         } catch {
             metrics.refreshLatency.observe(label, clock.now().timeIntervalSince(started))
             return .failed(error)
@@ -116,6 +116,15 @@ extension TokenService {
             case .keysUnavailable: return .granted(grant, idToken: .keysUnavailable)
             }
         }
+    }
+
+    /// The session's DPoP key ready to prove (RFC 9449 §5), or nil for a bearer session. A key
+    /// that cannot be loaded stops the call before anything is sent: without its proof the IdP
+    /// would refuse, and another key would break the binding.
+    private func prover(_ row: Session) throws(TokenEndpointError) -> DPoPProof? {
+        guard let key = row.dpopKey else { return nil }
+        guard let p = dpopKeys?.prover(key) else { throw .notSent("the session's DPoP key cannot be loaded") }
+        return p
     }
 
     /// Writes what an attempt's outcome means, under the lock. When the write cannot be
@@ -235,11 +244,21 @@ extension TokenService {
 
     /// The token handed out for a session that passed the decision: expiry to the millisecond,
     /// `expires_in` rounded down so that it never promises more than is left.
-    func issue(_ s: Session, now: Date) -> IssuedToken {
+    /// The hand-out of the session's token, with a DPoP proof bound to it (`ath`) for each
+    /// target the worker named. A bearer token gets none: a proof would claim a binding the IdP
+    /// never made.
+    func issue(_ s: Session, now: Date, _ request: TokenRequest) -> Result<IssuedToken, BrokerError> {
         let exp = s.accessExpiresAt ?? now
-        return IssuedToken(accessToken: s.accessToken ?? "", tokenType: s.accessTokenType, expiresAt: exp,
-                           expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
-                           sessionID: s.id, subject: s.subject)
+        var t = IssuedToken(accessToken: s.accessToken ?? "", tokenType: s.accessTokenType, expiresAt: exp,
+                            expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
+                            sessionID: s.id, subject: s.subject)
+        guard !request.dpop.isEmpty else { return .success(t) }
+        guard s.accessTokenType == .dpop, let key = s.dpopKey, let token = s.accessToken else {
+            return .failure(.conflict(code: "not_dpop_bound", message: "the session's access token is a bearer token: it takes no DPoP proof"))
+        }
+        guard let prover = dpopKeys?.prover(key) else { return .failure(.internalError) }
+        t.dpopProofs = request.dpop.map { prover.make(htm: $0.method, htu: $0.uri, at: now, nonce: $0.nonce, accessToken: token) }
+        return .success(t)
     }
 
     /// Audits the hand-out or refusal, counts it, and passes the result through.
@@ -251,6 +270,12 @@ extension TokenService {
         case .success:
             outcome = refreshed ? "refreshed" : "cached"
             if let session { usage.record(SessionKey(tenant: tenant, id: session), at: now) }
+            // Every proof minted is audited (coalesced by the sink like the hand-outs themselves).
+            if case .success(let t) = r {
+                for _ in t.dpopProofs {
+                    audit.record(AuditEvent(at: now, actor: principal.id, action: .tokenDPoPProof, tenant: tenant, session: session, outcome: "minted"))
+                }
+            }
         case .failure(let e):
             outcome = e.code
         }

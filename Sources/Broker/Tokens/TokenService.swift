@@ -43,10 +43,12 @@ public final class TokenService: Sendable {
     /// Checks ID tokens that come back with a refresh (OIDC Core §12.2); nil in unit tests
     /// whose IdP returns none.
     let idTokens: JWTVerifier?
+    /// The sessions' DPoP keys (nil in unit tests without DPoP sessions).
+    let dpopKeys: DPoPKeys?
 
     public init(store: any SessionStore, registry: RegistryCache, endpoint: any TokenEndpoint, audit: any AuditSink,
                 feed: any ChangeFeed, clock: any Clock, executor: BlockingExecutor, cache: SessionCache,
-                idTokens: JWTVerifier? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
+                idTokens: JWTVerifier? = nil, dpopKeys: DPoPKeys? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
                 patience: TimeInterval = 120, jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) },
                 events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.store = store
@@ -66,6 +68,7 @@ public final class TokenService: Sendable {
         self.events = events
         self.circuits = ClientCircuits(retry: retry)
         self.idTokens = idTokens
+        self.dpopKeys = dpopKeys
     }
 
     /// Answers from memory when it can: the tenant, client and session are cached and the
@@ -86,7 +89,7 @@ public final class TokenService: Sendable {
         switch TokenDecision.decide(session, request.requirement(policy: policy, lifetime: session.accessLifetime), now: now) {
         case .serve:
             metrics.cacheHits.add()
-            return finish(.success(issue(session, now: now)), principal, tenant, session.id, now, refreshed: false)
+            return finish(issue(session, now: now, request), principal, tenant, session.id, now, refreshed: false)
         case .reject(let e):
             return finish(.failure(e), principal, tenant, session.id, now)
         case .refresh:
@@ -200,7 +203,7 @@ public final class TokenService: Sendable {
         let need = request.requirement(policy: client.refreshPolicy, lifetime: session.accessLifetime)
         switch TokenDecision.decide(session, need, now: now) {
         case .serve:
-            completion(finish(.success(issue(session, now: now)), principal, tenant, session.id, now, refreshed: false))
+            completion(finish(issue(session, now: now, request), principal, tenant, session.id, now, refreshed: false))
         case .reject(let e):
             completion(finish(.failure(e), principal, tenant, session.id, now))
         case .refresh:
@@ -212,7 +215,7 @@ public final class TokenService: Sendable {
                 let now = clock.now()
                 let held = cache.get(key, now: now) ?? session
                 if TokenDecision.lives(held, need, now), !need.forceRefresh || held.version != session.version {
-                    deliver(finish(.success(issue(held, now: now)), principal, tenant, session.id, now))
+                    deliver(finish(issue(held, now: now, request), principal, tenant, session.id, now))
                 } else {
                     deliver(finish(.failure(.refreshBusy), principal, tenant, session.id, now))
                 }
@@ -228,7 +231,7 @@ public final class TokenService: Sendable {
                     // In backoff or with an attempt in flight, a still-good token is better than a refusal.
                     guard let deliver = once.take() else { return }
                     if let held = cache.get(key, now: now), TokenDecision.lives(held, need, now), !need.forceRefresh {
-                        deliver(finish(.success(issue(held, now: now)), principal, tenant, held.id, now))
+                        deliver(finish(issue(held, now: now, request), principal, tenant, held.id, now))
                     } else {
                         deliver(finish(.failure(e), principal, tenant, session.id, now))
                     }
@@ -238,7 +241,7 @@ public final class TokenService: Sendable {
                     let need = request.minTTL == nil ? request.requirement(policy: client.refreshPolicy, lifetime: fresh.accessLifetime) : need
                     switch TokenDecision.afterRefresh(fresh, need, now: now) {
                     case .serve:
-                        deliver(finish(.success(issue(fresh, now: now)), principal, tenant, fresh.id, now, refreshed: refreshed))
+                        deliver(finish(issue(fresh, now: now, request), principal, tenant, fresh.id, now, refreshed: refreshed))
                     case .reject(let e):
                         if !refreshed && attempt == 0 {
                             // The flight we joined was led by a caller content with less; ask again.

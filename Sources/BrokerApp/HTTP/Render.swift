@@ -15,6 +15,12 @@ enum Render {
         w.string("scope", Scopes.format(t.scope))
         w.string("session_id", t.sessionID)
         w.string("subject", t.subject)
+        if !t.dpopProofs.isEmpty {
+            w.key("dpop_proofs")
+            w.beginArray()
+            for p in t.dpopProofs { w.string(p) }
+            w.endArray()
+        }
     }
 
     static func tokenResult(_ r: Result<IssuedToken, BrokerError>, requestID: String) -> HTTPResponse {
@@ -133,6 +139,7 @@ enum Render {
                 ("grant_lifetime_rolling", p.grantLifetimeRolling ? "true" : "false")])),
             ("max_concurrent_refreshes", String(c.maxConcurrentRefreshes)),
             ("on_ambiguous_refresh", JSONText.quote(c.onAmbiguousRefresh.rawValue)),
+            ("dpop", c.dpopAlgorithm == nil ? "false" : "true"), ("dpop_alg", JSONText.optional(c.dpopAlgorithm?.rawValue)),
         ] + assertion)
     }
 }

@@ -8,8 +8,9 @@ import Foundation
 struct OperatorRoutes {
     let runtime: BrokerRuntime
 
-    /// The client registration in a PUT body (spec §4.3); the secret is returned separately.
-    static func registration(_ b: JSONObject, tenant: String, id: String) throws -> (ClientRegistration, secret: String?) {
+    /// The client registration in a PUT body (spec §4.3); the secret is returned separately, and
+    /// whether DPoP is to follow the issuer's metadata (`"dpop": "auto"`).
+    static func registration(_ b: JSONObject, tenant: String, id: String) throws -> (ClientRegistration, secret: String?, dpopAuto: Bool) {
         let methodName = try b.requiredString("auth_method")
         guard let method = ClientAuthMethod(rawValue: methodName) else {
             throw BrokerError.badRequest(code: "invalid_request", message: "'auth_method' must be one of: \(ClientAuthMethod.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -26,6 +27,15 @@ struct OperatorRoutes {
             policy.grantLifetime = try p.double("grant_lifetime_seconds") ?? policy.grantLifetime
             policy.grantLifetimeRolling = try p.bool("grant_lifetime_rolling") ?? policy.grantLifetimeRolling
         }
+        // DPoP (RFC 9449): true, false, or "auto" (bound when the issuer advertises the algorithm).
+        let dpopAuto = (try? b.string("dpop")) == "auto"
+        let dpopOn = dpopAuto ? false : try b.bool("dpop") ?? false
+        let dpopAlg = try b.string("dpop_alg").map { name throws(BrokerError) -> JWSAlgorithm in
+            guard let alg = JWSAlgorithm(rawValue: name), alg != .rs256 else {
+                throw .badRequest(code: "invalid_request", message: "'dpop_alg' must be ES256 or PS256")
+            }
+            return alg
+        } ?? .es256
         guard let scopes = try b.strings("scopes") else {
             throw BrokerError.badRequest(code: "invalid_request", message: "'scopes' is required")
         }
@@ -44,8 +54,9 @@ struct OperatorRoutes {
                     throw .badRequest(code: "invalid_request", message: "'on_ambiguous_refresh' must be fail_closed or retry")
                 }
                 return p
-            } ?? .failClosed)
-        return (reg, try b.string("client_secret"))
+            } ?? .failClosed,
+            dpopAlgorithm: dpopOn || dpopAuto ? dpopAlg : nil)
+        return (reg, try b.string("client_secret"), dpopAuto)
     }
 
     func register(_ r: inout Router) {
@@ -63,9 +74,9 @@ struct OperatorRoutes {
             let tenant = req[param: "t"]
             return runtime.guarded(req, .operator, tenant: tenant) { p in
                 let verify = try QueryParameters(req, allowed: ["verify"]).bool("verify", default: true)
-                let (reg, secret) = try Self.registration(try JSONObject.parse(req.body), tenant: tenant, id: req[param: "c"])
+                let (reg, secret, dpopAuto) = try Self.registration(try JSONObject.parse(req.body), tenant: tenant, id: req[param: "c"])
                 return runtime.later(req) {
-                    let (c, created) = try runtime.operators.putClient(reg, secret: secret, verify: verify, actor: p.id)
+                    let (c, created) = try runtime.operators.putClient(reg, secret: secret, verify: verify, dpopAuto: dpopAuto, actor: p.id)
                     return .json(created ? 201 : 200, Render.client(c))
                 }
             }

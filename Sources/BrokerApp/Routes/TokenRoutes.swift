@@ -7,8 +7,9 @@ import BrokerJSON
 struct TokenRoutes {
     let runtime: BrokerRuntime
 
-    /// The token request body: `min_ttl`, `scope`, `force_refresh`; `subject` and `client` for
-    /// lookup by subject; `items` for a batch.
+    /// The token request body: `min_ttl`, `scope`, `force_refresh`, `dpop` (one target or
+    /// several, each `htm`, `htu`, `nonce`); `subject` and `client` for lookup by subject;
+    /// `items` for a batch.
     struct Body {
         let json: JSONObject
 
@@ -19,8 +20,17 @@ struct TokenRoutes {
             if let m = minTTL, !(0...86_400).contains(m) {
                 throw BrokerError.badRequest(code: "invalid_request", message: "'min_ttl' must be 0...86400 seconds")
             }
+            let asked = try json.objectOrObjects("dpop")
+            guard asked.map({ (1...TokenRequest.maxProofs).contains($0.count) }) ?? true else {
+                throw BrokerError.badRequest(code: "invalid_request", message: "'dpop' must name 1...\(TokenRequest.maxProofs) requests")
+            }
+            let dpop = try (asked ?? []).map { t throws -> DPoPTarget in
+                let (m, u, n) = (try t.requiredString("htm"), try t.requiredString("htu"), try t.string("nonce"))
+                if let p = DPoPTarget.problem(method: m, uri: u, nonce: n) { throw BrokerError.badRequest(code: "invalid_request", message: p) }
+                return DPoPTarget(method: m, uri: u, nonce: n)
+            }
             return TokenRequest(minTTL: minTTL.map(Double.init), scopes: Scopes.parse(try json.string("scope")),
-                                forceRefresh: try json.bool("force_refresh") ?? false)
+                                forceRefresh: try json.bool("force_refresh") ?? false, dpop: dpop)
         }
     }
 
@@ -61,6 +71,9 @@ struct TokenRoutes {
         return runtime.guarded(req, .worker, tenant: tenant) { principal in
             let body = try Body(req)
             let request = try body.request()
+            guard request.dpop.isEmpty else {
+                throw BrokerError.badRequest(code: "invalid_request", message: "a batch mints no DPoP proofs: ask for them per session")
+            }
             guard let items = try body.json.objects("items"), (1...Self.maxBatch).contains(items.count) else {
                 throw BrokerError.badRequest(code: "invalid_request", message: "'items' must hold 1...\(Self.maxBatch) entries")
             }

@@ -71,9 +71,10 @@ public final class BrokerRuntime: Sendable {
         }
         jwks = JWKSCache(http: http, directory: directory)
         let idTokens = JWTVerifier(keys: jwks, signatures: OpenSSLSignatureVerifier())
+        let dpopKeys = DPoPKeys(keys: OpenSSLPrivateKeys(), digest: digest)
         tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
                               executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
-                              idTokens: idTokens, lockTimeout: config.lockTimeout, patience: config.refreshPatience,
+                              idTokens: idTokens, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout, patience: config.refreshPatience,
                               events: Self.eventLog(logger))
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
@@ -92,7 +93,7 @@ public final class BrokerRuntime: Sendable {
                                                registry: registry, audit: audit, clock: clock)
         logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
                               directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
-                              clock: clock, events: Self.eventLog(logger))
+                              clock: clock, dpopKeys: dpopKeys, events: Self.eventLog(logger))
         sealing = ResealService(store: PostgresSealedValues(pool: pool, sealer: sealer), current: sealer.sealingKeyID)
         retention = RetentionService(store: PostgresRetentionStore(pool: pool), registry: registryStore, clock: clock, ages: config.retention)
         engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,

@@ -1,6 +1,7 @@
 /// AuditAction is what an audit event records (its `action` in the stored trail and the API).
 public enum AuditAction: String, CaseIterable, Sendable {
     case tokenIssue = "token.issue"
+    case tokenDPoPProof = "token.dpop_proof"
     case sessionRefresh = "session.refresh"
     case sessionImport = "session.import"
     case sessionRevoke = "session.revoke"

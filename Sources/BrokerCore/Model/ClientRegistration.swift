@@ -21,11 +21,14 @@ public struct ClientRegistration: Sendable, Equatable {
     public var assertionAlgorithm: JWSAlgorithm?
     /// What a refresh whose outcome was lost becomes when the issuer offers no introspection.
     public var onAmbiguousRefresh: AmbiguousRefreshPolicy
+    /// With DPoP (RFC 9449): the algorithm of the key each session gets; nil for bearer tokens.
+    public var dpopAlgorithm: JWSAlgorithm?
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
                 refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8,
-                assertionAlgorithm: JWSAlgorithm? = nil, onAmbiguousRefresh: AmbiguousRefreshPolicy = .failClosed) {
+                assertionAlgorithm: JWSAlgorithm? = nil, onAmbiguousRefresh: AmbiguousRefreshPolicy = .failClosed,
+                dpopAlgorithm: JWSAlgorithm? = nil) {
         self.tenant = tenant
         self.id = id
         self.issuer = issuer
@@ -38,5 +41,6 @@ public struct ClientRegistration: Sendable, Equatable {
         self.maxConcurrentRefreshes = maxConcurrentRefreshes
         self.assertionAlgorithm = assertionAlgorithm
         self.onAmbiguousRefresh = onAmbiguousRefresh
+        self.dpopAlgorithm = dpopAlgorithm
     }
 }

@@ -22,6 +22,8 @@ public struct IssuerMetadata: Sendable, Equatable {
     public var idTokenSigningAlgorithms: [String]? = nil
     public var tokenEndpointAuthMethods: [String]? = nil
     public var tokenEndpointAuthSigningAlgorithms: [String]? = nil
+    /// RFC 9449 §5.1: the algorithms the IdP accepts in DPoP proofs.
+    public var dpopSigningAlgorithms: [String]? = nil
 
     public init(issuer: String, tokenEndpoint: URL, authorizationEndpoint: URL?, jwksURI: URL?, revocationEndpoint: URL?,
                 endSessionEndpoint: URL?, issParameterSupported: Bool, introspectionEndpoint: URL? = nil,

@@ -15,11 +15,14 @@ public struct PendingLogin: Sendable, Equatable {
     public let nonce: String
     public let scopes: [String]
     public let redirectAfter: String?
+    /// The DPoP key made for this login (RFC 9449 §10: its thumbprint went out as `dpop_jkt`),
+    /// the session's key once the code is exchanged with it.
+    public let dpopKey: DPoPKeyMaterial?
     public let createdAt: Date
     public let expiresAt: Date
 
     public init(id: String, tenant: String, client: String, issuer: String, stateHash: [UInt8], verifier: String, nonce: String,
-                scopes: [String], redirectAfter: String?, createdAt: Date, expiresAt: Date) {
+                scopes: [String], redirectAfter: String?, createdAt: Date, expiresAt: Date, dpopKey: DPoPKeyMaterial? = nil) {
         self.id = id
         self.tenant = tenant
         self.client = client
@@ -31,5 +34,6 @@ public struct PendingLogin: Sendable, Equatable {
         self.redirectAfter = redirectAfter
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.dpopKey = dpopKey
     }
 }

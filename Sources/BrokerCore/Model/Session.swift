@@ -42,6 +42,9 @@ public struct Session: Sendable, Equatable {
     /// The access token's `token_type` as the IdP named it (RFC 6749 §5.1): handed out as it is,
     /// never relabelled.
     public var accessTokenType: TokenType
+    /// The session's DPoP key (RFC 9449), when its client binds tokens: the same key from the
+    /// code exchange to the last refresh.
+    public let dpopKey: DPoPKeyMaterial?
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
@@ -50,7 +53,7 @@ public struct Session: Sendable, Equatable {
                 version: Int64 = 1, failureCount: Int = 0, lastError: String? = nil, grantedAt: Date,
                 createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
                 attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil,
-                accessTokenType: TokenType = .bearer) {
+                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil) {
         self.tenant = tenant
         self.id = id
         self.client = client
@@ -77,6 +80,7 @@ public struct Session: Sendable, Equatable {
         self.reason = reason
         self.grantExpiresAt = grantExpiresAt
         self.accessTokenType = accessTokenType
+        self.dpopKey = dpopKey
     }
 
     /// Proactive: refreshed ahead of expiry; idle: not handed out lately, refreshed on demand and

@@ -18,6 +18,9 @@ public enum ClientServability {
            !algs.contains((c.assertionAlgorithm ?? .es256).rawValue) {
             out.append("the issuer does not accept \((c.assertionAlgorithm ?? .es256).rawValue) client assertions (it lists \(algs.joined(separator: ", "))): set assertion_alg")
         }
+        if let alg = c.dpopAlgorithm, let algs = m.dpopSigningAlgorithms, !algs.contains(alg.rawValue) {
+            out.append("the issuer does not accept \(alg.rawValue) DPoP proofs (it lists \(algs.joined(separator: ", "))): set dpop_alg")
+        }
         if m.requirePushedAuthorizationRequests, m.pushedAuthorizationRequestEndpoint == nil {
             out.append("the issuer requires pushed authorization requests but advertises no pushed_authorization_request_endpoint")
         }

@@ -1,5 +1,5 @@
 /// PrivateKeys makes and uses the broker's own signing keys — its `private_key_jwt` client keys
-/// — held by callers as DER bytes (sealed in the registry), so that services sign without
+/// and its sessions' DPoP keys — held by callers as DER bytes (sealed in the registry), so that services sign without
 /// knowing the cryptography library.
 public protocol PrivateKeys: Sendable {
     /// A new random key for `alg`, as DER.
@@ -9,4 +9,6 @@ public protocol PrivateKeys: Sendable {
     /// A compact JWS of `claims` signed with the key (`alg`, `kid`, `typ` in the header), or nil
     /// when `der` is not such a key.
     func jws(der: [UInt8], alg: JWSAlgorithm, claims: [String: Any], kid: String, type: String) -> String?
+    /// The key loaded for signing many values, or nil when `der` is not a key of `alg`.
+    func signer(der: [UInt8], alg: JWSAlgorithm) -> (any JWSSigner)?
 }

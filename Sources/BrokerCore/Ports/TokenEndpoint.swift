@@ -8,7 +8,12 @@ public protocol TokenEndpoint: Sendable {
     /// library on a connection found dead: a retry is a new decision of the refresh machine. Waits
     /// for the answer as long as the connection lives, at most `patience`; failures say whether
     /// the request may have reached the IdP (`unanswered`) or provably did not (`notSent`).
-    func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval) throws(TokenEndpointError) -> TokenGrant
+    /// With `dpop` every request carries a proof made with the session's key (RFC 9449 §5); an
+    /// IdP that answers `use_dpop_nonce` (§8) processed nothing, so the request is made once
+    /// more with its nonce — the only case where the token is sent twice, and then it was not
+    /// accepted the first time.
+    func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
+        -> TokenGrant
 
     /// Asks the IdP whether `token` is active (RFC 7662 §2); nil when the issuer offers no
     /// introspection endpoint.
@@ -19,8 +24,9 @@ public protocol TokenEndpoint: Sendable {
     func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)]) throws(TokenEndpointError)
         -> (requestURI: String, expiresIn: Int)
 
-    /// Exchanges an authorization code with its PKCE verifier (RFC 6749 §4.1.3, RFC 7636 §4.5).
-    func exchangeCode(client: ClientRegistration, code: String, verifier: String) throws(TokenEndpointError) -> TokenGrant
+    /// Exchanges an authorization code with its PKCE verifier (RFC 6749 §4.1.3, RFC 7636 §4.5),
+    /// with a DPoP proof when given (as for `refresh`).
+    func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant
 
     /// Revokes a token (RFC 7009 §2.1); `hint` is `refresh_token` or `access_token`.
     func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError)

@@ -108,7 +108,9 @@ extension RefreshMachine {
             var s = backingOff(row, ctx, retryAfter: nil, error.reason)
             s.attempt = nil
             return RefreshFinish(write: s, result: .failure(.idpRejectedClient), health: .failed(retryAfter: nil),
-                                 event: RefreshEvent(.error, "idp_requires_dpop", "the IdP wants DPoP proofs (\(error.reason)), which the broker does not send; the refresh token was not consumed — register the client without DPoP binding"))
+                                 event: RefreshEvent(.error, "idp_requires_dpop", row.dpopKey == nil
+                                     ? "the IdP wants DPoP proofs (\(error.reason)) and this session has no DPoP key (it signed in while its client was registered without dpop); the refresh token was not consumed"
+                                     : "the IdP refused the session's DPoP proof (\(error.reason)); the refresh token was not consumed"))
         case .outage(let retryAfter):
             var s = backingOff(row, ctx, retryAfter: retryAfter, error.reason)
             s.attempt = nil

@@ -1,8 +1,8 @@
 import BrokerCore
 
 /// SigningKey is a private key that signs JWS values with one algorithm: the broker's
-/// `private_key_jwt` client keys, and the development IdP's token keys.
-public enum SigningKey: Sendable {
+/// `private_key_jwt` client keys, its sessions' DPoP keys, and the development IdP's token keys.
+public enum SigningKey: JWSSigner {
     case es256(ES256PrivateKey)
     case rsa(RSAPrivateKey, JWSAlgorithm)
 
@@ -29,6 +29,8 @@ public enum SigningKey: Sendable {
         case .rsa(let k, _): k.der
         }
     }
+
+    public var publicKey: JSONWebKey { jwk(kid: "") }
 
     public func jwk(kid: String) -> JSONWebKey {
         switch self {

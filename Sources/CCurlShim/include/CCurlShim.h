@@ -13,6 +13,7 @@ typedef struct tb_http_result {
     char *body;             /* malloc'd, body_len bytes (+ NUL); free with tb_http_free */
     size_t body_len;
     long retry_after;       /* Retry-After in seconds, -1 when absent or not in seconds */
+    char *dpop_nonce;       /* malloc'd DPoP-Nonce header value (RFC 9449 §8), NULL when absent or over 512 bytes */
 } tb_http_result;
 
 void tb_http_global_init(void);

@@ -18,8 +18,11 @@ extension DevIdPServer {
         _ = try await HTTP.post(issuer + "/admin/stall", json: ["seconds": seconds])
     }
 
-    func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil, issParameter: Bool? = nil, par: String? = nil) async throws {
+    func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil, issParameter: Bool? = nil, par: String? = nil,
+                  dpopNonce: Bool? = nil, resourceNonce: Bool? = nil) async throws {
         var body: [String: Any] = [:]
+        if let dpopNonce { body["dpop_nonce"] = dpopNonce }
+        if let resourceNonce { body["resource_nonce"] = resourceNonce }
         if let par { body["par"] = par }
         if let issParameter { body["iss_parameter"] = issParameter }
         if let introspection { body["introspection"] = introspection }

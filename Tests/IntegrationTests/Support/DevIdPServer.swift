@@ -20,8 +20,9 @@ final class DevIdPServer: @unchecked Sendable {
     }
 
     func registerClient(_ id: String, secret: String?, redirectURI: String, accessTTL: Int = 3600, idTokenAlg: String = "ES256",
-                        jwks: Any? = nil) async throws {
-        var body: [String: Any] = ["client_id": id, "redirect_uris": [redirectURI], "access_ttl": accessTTL, "id_token_alg": idTokenAlg]
+                        jwks: Any? = nil, dpopRequired: Bool = false) async throws {
+        var body: [String: Any] = ["client_id": id, "redirect_uris": [redirectURI], "access_ttl": accessTTL, "id_token_alg": idTokenAlg,
+                                   "dpop_required": dpopRequired]
         if let secret { body["client_secret"] = secret; TestEnv.secret(secret) }
         if let jwks { body["jwks"] = jwks }
         let r = try await HTTP.post(issuer + "/admin/clients", json: body)

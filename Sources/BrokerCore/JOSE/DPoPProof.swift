@@ -1,0 +1,58 @@
+import Foundation
+
+/// DPoPProof makes DPoP proof JWTs (RFC 9449 §4.2) with one session's key: header `typ`
+/// `dpop+jwt`, the algorithm, and the public key as `jwk` (its required members only, never a
+/// private one); claims `jti` (fresh, 128 bits), `htm`, `htu` (without query and fragment),
+/// `iat`, and, when given, the server's `nonce` (§8, §9) and `ath`, the hash of the access token
+/// the proof goes with (§4.2, for a protected resource).
+public struct DPoPProof: Sendable {
+    public let key: any JWSSigner
+    /// The key's JWK SHA-256 thumbprint (RFC 7638): the `jkt` the IdP binds tokens to (§6.1)
+    /// and the `dpop_jkt` of an authorization request (§10).
+    public let thumbprint: String
+    /// The header, base64url-encoded once: it is the same for every proof of the key.
+    private let header: String
+    private let digest: any Digest
+
+    public init(key: any JWSSigner, digest: any Digest) {
+        self.key = key
+        self.digest = digest
+        let jwk = key.publicKey
+        thumbprint = Base64URL.encode(digest.sha256(jwk.thumbprintInput))
+        let h: [String: Any] = ["typ": "dpop+jwt", "alg": key.algorithm.rawValue, "jwk": Self.publicMembers(jwk)]
+        header = Base64URL.encode(try! JSONSerialization.data(withJSONObject: h, options: [.sortedKeys]))
+    }
+
+    /// A proof for one request: `htu` is cut to its target URI without query and fragment.
+    public func make(htm: String, htu: String, at now: Date, nonce: String? = nil, accessToken: String? = nil) -> String {
+        var rng = SystemRandomNumberGenerator()
+        var claims: [String: Any] = ["jti": Identifiers.token(bytes: 16, using: &rng), "htm": htm,
+                                     "htu": Self.targetURI(htu) ?? htu, "iat": Int(now.timeIntervalSince1970)]
+        if let nonce { claims["nonce"] = nonce }
+        if let accessToken { claims["ath"] = Self.accessTokenHash(accessToken, digest) }
+        let input = header + "." + Base64URL.encode(try! JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
+        return input + "." + Base64URL.encode(key.sign(Array(input.utf8)))
+    }
+
+    /// `ath` (§4.2): base64url of the SHA-256 of the access token's ASCII.
+    public static func accessTokenHash(_ token: String, _ digest: any Digest) -> String {
+        Base64URL.encode(digest.sha256(Array(token.utf8)))
+    }
+
+    /// The `htu` of a URL (§4.2, RFC 9110 §7.1): an absolute http or https URI without its query
+    /// and fragment; nil when `url` is not one.
+    public static func targetURI(_ url: String) -> String? {
+        guard var c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "https" || scheme == "http",
+              let host = c.host, !host.isEmpty else { return nil }
+        c.query = nil
+        c.fragment = nil
+        c.scheme = scheme
+        c.host = host.lowercased()
+        return c.string
+    }
+
+    /// The members of a public JWK that identify it (RFC 7638 §3.2): what the proof's `jwk` carries.
+    static func publicMembers(_ k: JSONWebKey) -> [String: String] {
+        k.kty == "EC" ? ["kty": k.kty, "crv": k.crv ?? "", "x": k.x ?? "", "y": k.y ?? ""] : ["kty": k.kty, "n": k.n ?? "", "e": k.e ?? ""]
+    }
+}

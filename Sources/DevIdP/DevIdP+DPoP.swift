@@ -1,0 +1,107 @@
+import BrokerCore
+import BrokerCrypto
+import BrokerHTTP
+import Foundation
+
+/// DPoP (RFC 9449) as an authorization server and a resource server check it: proofs on the
+/// token endpoint bind the tokens issued (`cnf.jkt`, `token_type: DPoP`) and must keep the
+/// family's key; `/resource` accepts a bound token only with a fresh proof of its key for that
+/// request (`htm`, `htu`, `ath`, unused `jti`). Nonces (§8, §9) are switched on per endpoint
+/// by `POST /admin/settings {"dpop_nonce": bool, "resource_nonce": bool}`.
+extension DevIdP {
+    /// What a proof check found: the key's thumbprint, or the answer refusing the request.
+    enum ProofCheck {
+        case none
+        case valid(jkt: String)
+        case refused(code: String, why: String)
+        case nonceNeeded(String)
+    }
+
+    /// Checks the request's `DPoP` header for `htm` and this server's URL of `path` (§4.3).
+    func checkProof(_ req: HTTPRequest, path: String, accessToken: String?, nonceRequired: Bool) -> ProofCheck {
+        guard let proof = req.header("dpop") else { return .none }
+        let parts = proof.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let h = Base64URL.decode(String(parts[0])), let p = Base64URL.decode(String(parts[1])),
+              let sig = Base64URL.decode(String(parts[2])),
+              let header = (try? JSONSerialization.jsonObject(with: Data(h))) as? [String: Any],
+              let claims = (try? JSONSerialization.jsonObject(with: Data(p))) as? [String: Any] else {
+            return .refused(code: "invalid_dpop_proof", why: "not a JWS")
+        }
+        guard header["typ"] as? String == "dpop+jwt" else { return .refused(code: "invalid_dpop_proof", why: "typ is not dpop+jwt") }
+        guard let alg = (header["alg"] as? String).flatMap(JWSAlgorithm.init(rawValue:)) else {
+            return .refused(code: "invalid_dpop_proof", why: "alg is not an asymmetric algorithm")
+        }
+        guard let jwkObject = header["jwk"] as? [String: Any], jwkObject["d"] == nil, let jwk = JSONWebKey(json: jwkObject) else {
+            return .refused(code: "invalid_dpop_proof", why: "no public jwk")
+        }
+        let input = Array(proof.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard OpenSSLSignatureVerifier().verify(alg, key: jwk, input: input, signature: sig) else {
+            return .refused(code: "invalid_dpop_proof", why: "bad signature")
+        }
+        guard claims["htm"] as? String == req.method else { return .refused(code: "invalid_dpop_proof", why: "htm") }
+        guard let htu = claims["htu"] as? String, DPoPProof.targetURI(htu) == DPoPProof.targetURI(issuer + path) else {
+            return .refused(code: "invalid_dpop_proof", why: "htu")
+        }
+        let now = Date().timeIntervalSince1970
+        guard let iat = (claims["iat"] as? NSNumber)?.doubleValue, abs(iat - now) <= 60 else {
+            return .refused(code: "invalid_dpop_proof", why: "iat")
+        }
+        if let accessToken {
+            guard claims["ath"] as? String == Base64URL.encode(SHA256.hash(accessToken)) else { return .refused(code: "invalid_dpop_proof", why: "ath") }
+        }
+        guard let jti = claims["jti"] as? String, !jti.isEmpty else { return .refused(code: "invalid_dpop_proof", why: "no jti") }
+        let fresh = state.withLock { s -> (used: Bool, nonce: String) in
+            s.dpopJTIs = s.dpopJTIs.filter { $0.value > now - 120 }
+            let used = s.dpopJTIs[jti] != nil
+            s.dpopJTIs[jti] = now
+            return (used, s.dpopNonce)
+        }
+        guard !fresh.used else { return .refused(code: "invalid_dpop_proof", why: "jti replayed") }
+        if nonceRequired, claims["nonce"] as? String != fresh.nonce {
+            state.withLock { $0.dpopNonceChallenges += 1 }
+            return .nonceNeeded(fresh.nonce)
+        }
+        return .valid(jkt: Base64URL.encode(SHA256.hash(jwk.thumbprintInput)))
+    }
+
+    /// The token endpoint's refusal of a proof (§5, §8): 400, the nonce in `DPoP-Nonce`.
+    func tokenRefusal(_ check: ProofCheck) -> HTTPResponse? {
+        switch check {
+        case .none, .valid: return nil
+        case .refused(let code, let why): return json(400, ["error": code, "error_description": why])
+        case .nonceNeeded(let n):
+            return json(400, ["error": "use_dpop_nonce", "error_description": "a nonce is required"], ["DPoP-Nonce": n])
+        }
+    }
+
+    /// `GET|POST /resource`: a protected resource. A DPoP-bound token needs the `DPoP` scheme and
+    /// a proof of its key for this request (§7); a bearer token the `Bearer` scheme (RFC 6750).
+    func resource(_ req: HTTPRequest) -> HTTPResponse {
+        func refuse(_ code: String, _ why: String, nonce: String? = nil) -> HTTPResponse {
+            var h = ["WWW-Authenticate": "DPoP error=\"\(code)\", algs=\"ES256 PS256\""]
+            if let nonce { h["DPoP-Nonce"] = nonce }
+            state.withLock { $0.resourceRefusals += 1 }
+            return json(401, ["error": code, "error_description": why], h)
+        }
+        guard let auth = req.header("authorization"), let space = auth.firstIndex(of: " ") else { return refuse("invalid_token", "no token") }
+        let scheme = auth[..<space].lowercased(), token = String(auth[auth.index(after: space)...])
+        let jti = (try? CompactJWS.parse(token))?.claims["jti"] as? String
+        let issued = state.withLock { s in jti.flatMap { s.accessTokens[$0] } }
+        guard let at = issued, at.digest == SHA256.hash(token), at.expires > Date() else { return refuse("invalid_token", "unknown or expired token") }
+        if let bound = at.jkt {
+            guard scheme == "dpop" else { return refuse("invalid_token", "a DPoP-bound token presented as \(scheme)") }
+            let nonceRequired = state.withLock { $0.settings.resourceNonce }
+            switch checkProof(req, path: "/resource", accessToken: token, nonceRequired: nonceRequired) {
+            case .none: return refuse("invalid_dpop_proof", "no proof")
+            case .refused(let code, let why): return refuse(code, why)
+            case .nonceNeeded(let n): return refuse("use_dpop_nonce", "a nonce is required", nonce: n)
+            case .valid(let jkt):
+                guard jkt == bound else { return refuse("invalid_dpop_proof", "the proof's key is not the token's") }
+            }
+        } else {
+            guard scheme == "bearer" else { return refuse("invalid_token", "a bearer token presented as \(scheme)") }
+        }
+        state.withLock { $0.resourceAccepted += 1 }
+        return json(200, ["sub": at.subject, "scope": at.scope, "bound": at.jkt != nil])
+    }
+}
