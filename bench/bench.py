@@ -117,7 +117,8 @@ def main():
     OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
     print(f"\n{'measure':34} {'value':>12}")
     for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
-              "batch1000_ms", "batch1000_p90_ms", "batch1000_unknown_ms", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
+              "batch1000_ms", "batch1000_p90_ms", "batch1000_unknown_ms", "dpop_proofs_per_s_http", "dpop_handout_vs_token_fetch",
+              "dpop_proofs_per_s_in_process", "dpop_proofs_vs_openssl_speed_sign", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
               "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
               "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
               "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_fault_reuse",
@@ -144,7 +145,22 @@ def token_bench(env, op, idp, work):
     http("PUT", broker + "/v1/tenants/bench", op, {"name": "Bench"})
     http("PUT", broker + "/v1/tenants/bench/clients/app", op, {"issuer": idp, "client_id": "bench-app", "auth_method": "client_secret_basic",
          "client_secret": "bench-secret", "redirect_uri": redirect, "scopes": ["openid", "offline_access"]})
-    key = json.loads(http("POST", broker + "/v1/apikeys", op, {"name": "w", "roles": ["worker", "admin"], "tenants": ["bench"]})[2])["key"]
+    key = json.loads(http("POST", broker + "/v1/apikeys", op, {"name": "w", "roles": ["worker", "admin", "enrol"], "tenants": ["bench"]})[2])["key"]
+    # A DPoP-bound session (RFC 9449), signed in through the broker: its hand-outs mint a proof each.
+    http("POST", idp + "/admin/clients", body={"client_id": "bench-dpop", "client_secret": "bench-secret", "redirect_uris": [redirect],
+                                               "dpop_required": True})
+    http("PUT", broker + "/v1/tenants/bench/clients/dpop", op, {"issuer": idp, "client_id": "bench-dpop", "auth_method": "client_secret_basic",
+         "client_secret": "bench-secret", "redirect_uri": redirect, "scopes": ["openid", "offline_access"], "dpop": True})
+    _, _, started = http("POST", broker + "/v1/tenants/bench/logins", key, {"client": "dpop", "login_hint": "dora"})
+    back = http("GET", json.loads(started)["authorization_url"])[1]["Location"]
+    dpop_sid = json.loads(http("GET", back)[2])["session_id"]
+    dpop_url = f"{broker}/v1/tenants/bench/sessions/{dpop_sid}/token"
+    dpop_body = '{"min_ttl":60,"dpop":{"htm":"GET","htu":"https://api.example/v1/items"}}'
+    status, _, minted = http("POST", dpop_url, key, json.loads(dpop_body))
+    assert status == 200 and len(json.loads(minted)["dpop_proofs"]) == 1, minted
+    dpop_script = work / "dpop.lua"
+    dpop_script.write_text(f'wrk.method = "POST"\nwrk.body = \'{dpop_body}\'\nwrk.headers["Authorization"] = "Bearer {key}"\n'
+                           'wrk.headers["Content-Type"] = "application/json"\n')
 
     # One real session: signed in at the IdP, imported without an access token, so that the
     # broker refreshes it once; the measured path then serves it from memory.
@@ -180,13 +196,18 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         for _ in range(ROUNDS):
             t = wrk(token_url, str(script))
             n = wrk(f"http://127.0.0.1:{ngx_port}/token.json")
-            rounds.append((t, n))
-            print(f"round: token {t[0]:.0f} req/s p99 {t[1]:.2f} ms | nginx {n[0]:.0f} req/s p99 {n[1]:.2f} ms | ratio {t[0] / n[0]:.3f}")
+            d = wrk(dpop_url, str(dpop_script))
+            rounds.append((t, n, d))
+            print(f"round: token {t[0]:.0f} req/s p99 {t[1]:.2f} ms | nginx {n[0]:.0f} req/s p99 {n[1]:.2f} ms | ratio {t[0] / n[0]:.3f}"
+                  f" | token + DPoP proof {d[0]:.0f} req/s p99 {d[1]:.2f} ms")
         token_rps = statistics.median(r[0][0] for r in rounds)
         token_p99 = statistics.median(r[0][1] for r in rounds)
         nginx_rps = statistics.median(r[1][0] for r in rounds)
         nginx_p99 = statistics.median(r[1][1] for r in rounds)
         ratios = [r[0][0] / r[1][0] for r in rounds]
+        dpop_rps = statistics.median(r[2][0] for r in rounds)
+        dpop_p99 = statistics.median(r[2][1] for r in rounds)
+        dpop_ratios = [r[2][0] / r[0][0] for r in rounds]
     finally:
         subprocess.run(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work), "-s", "stop"], capture_output=True)
 
@@ -224,6 +245,8 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         "token_fetch_vs_nginx_rounds": [round(r, 3) for r in ratios],
         "batch1000_ms": round(batch_ms, 2), "batch1000_p90_ms": round(sorted(times)[int(len(times) * 0.9)], 2),
         "batch1000_unknown_ms": round(batch_unknown_ms, 2),
+        "dpop_proofs_per_s_http": round(dpop_rps), "dpop_handout_p99_ms": round(dpop_p99, 2),
+        "dpop_handout_vs_token_fetch": round(statistics.median(dpop_ratios), 3),
     }, broker, redirect
 
 
@@ -244,9 +267,12 @@ def jose_bench():
     speed = subprocess.run(["openssl", "speed", "-seconds", "2", "ecdsap256", "rsa2048"], capture_output=True, text=True).stdout
     rsa = float(re.search(r"^rsa 2048 bits\s+\S+\s+\S+\s+\S+\s+([\d.]+)", speed, re.M).group(1))
     ec = float(re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+\S+\s+([\d.]+)", speed).group(1))
+    ec_sign = float(re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+([\d.]+)", speed).group(1))
     r.update({"openssl_speed_verify_per_s_es256": round(ec), "openssl_speed_verify_per_s_rs256": round(rsa),
               "es256_vs_openssl_speed": round(r["id_token_verify_per_s_es256"] / ec, 3),
-              "rs256_vs_openssl_speed": round(r["id_token_verify_per_s_rs256"] / rsa, 3)})
+              "rs256_vs_openssl_speed": round(r["id_token_verify_per_s_rs256"] / rsa, 3),
+              "openssl_speed_sign_per_s_es256": round(ec_sign),
+              "dpop_proofs_vs_openssl_speed_sign": round(r["dpop_proofs_per_s_in_process"] / ec_sign, 3)})
     return r
 
 
@@ -662,13 +688,27 @@ def token_only():
     print(json.dumps(token_bench(env, op, idp, pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-bench-")))[0], indent=2))
 
 
+def dpop_only():
+    """`bench.py dpop`: DPoP proofs minted with token hand-outs over HTTP (against the plain hand-out
+    in the same rounds) and in process (against `openssl speed` ECDSA P-256 signing); the dpop
+    figures are written to results.json, the rest printed."""
+    env, op, idp = standalone()
+    r = token_bench(env, op, idp, pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-bench-")))[0]
+    r.update(jose_bench())
+    print(json.dumps(r, indent=2))
+    keep = {k: v for k, v in r.items() if "dpop" in k or k == "openssl_speed_sign_per_s_es256"}
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(keep)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+
+
 def storm_only():
     """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
     print(json.dumps(storm_rounds(*standalone(), rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
 try:
-    {"storm": storm_only, "token": token_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"storm": storm_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

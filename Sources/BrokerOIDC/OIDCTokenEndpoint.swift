@@ -67,13 +67,20 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         return active
     }
 
-    /// RFC 9126 §2: the request pushed with the client's authentication; its refusals (§2.3)
-    /// keep the IdP's RFC 6749 code.
-    public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)]) throws(TokenEndpointError)
+    /// RFC 9126 §2: the request pushed with the client's authentication (and a DPoP proof when
+    /// given, RFC 9449 §10.1); its refusals (§2.3) keep the IdP's RFC 6749 code. An endpoint
+    /// that cannot be reached or is not there (404, 405) may have gone with a metadata change:
+    /// the metadata is read again (rate-limited) for the next login.
+    public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)], dpop: DPoPProof?) throws(TokenEndpointError)
         -> (requestURI: String, expiresIn: Int) {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
         guard let endpoint = meta.pushedAuthorizationRequestEndpoint else { throw .metadata("discovery: no pushed_authorization_request_endpoint") }
-        let reply = try call(client, endpoint, parameters)
+        let reply: BlockingHTTP.Reply
+        do { reply = try call(client, endpoint, parameters, dpop: dpop) } catch {
+            if case .notSent = error { metadata.reread(issuer: client.issuer, now: clock.now()) }
+            throw error
+        }
+        if reply.status == 404 || reply.status == 405 { metadata.reread(issuer: client.issuer, now: clock.now()) }
         if reply.status >= 500 || reply.status == 429 {
             throw .transient(reason: "pushed authorization request endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
         }
@@ -150,7 +157,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         case .privateKeyJWT:
             guard let assertions else { throw .metadata("no key to sign client assertions") }
             let jwt: String
-            do { jwt = try assertions.assertion(for: client, audience: endpoint.absoluteString, now: clock.now()) } catch {
+            do { jwt = try assertions.assertion(for: client, audience: client.assertionAudience(endpoint: endpoint.absoluteString), now: clock.now()) } catch {
                 throw .metadata("client assertion key unavailable")
             }
             form += [("client_id", client.clientID),

@@ -47,7 +47,7 @@ public final class PostgresRegistryStore: RegistryStore {
             try c.execute("""
                 SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' '),
                        array_to_string(redirect_after_allowed, ' '), refresh_policy::text, max_concurrent_refreshes, assertion_alg,
-                       on_ambiguous_refresh, dpop_alg
+                       on_ambiguous_refresh, dpop_alg, profile
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """, plan: .generic).first { r in
                 let issuer: String = try r.next(), clientID: String = try r.next(), method: String = try r.next()
@@ -55,13 +55,13 @@ public final class PostgresRegistryStore: RegistryStore {
                 let policyText: String = try r.next()
                 let policy = (try? JSONDecoder().decode(RefreshPolicy.self, from: Data(policyText.utf8))) ?? RefreshPolicy()
                 let maxConcurrent: Int = try r.next(), alg: String? = try r.next(), ambiguous: String? = try r.next()
-                let dpop: String? = try r.next()
+                let dpop: String? = try r.next(), profile: String = try r.next()
                 return ClientRegistration(
                     tenant: tenant, id: id, issuer: issuer, clientID: clientID, authMethod: ClientAuthMethod(rawValue: method) ?? .none,
                     redirectURI: redirectURI, scopes: scopes, redirectAfterAllowed: redirectAfter, refreshPolicy: policy,
                     maxConcurrentRefreshes: maxConcurrent, assertionAlgorithm: alg.flatMap(JWSAlgorithm.init(rawValue:)),
                     onAmbiguousRefresh: ambiguous.flatMap(AmbiguousRefreshPolicy.init(rawValue:)) ?? .failClosed,
-                    dpopAlgorithm: dpop.flatMap(JWSAlgorithm.init(rawValue:)))
+                    dpopAlgorithm: dpop.flatMap(JWSAlgorithm.init(rawValue:)), profile: ClientProfile(rawValue: profile) ?? .standard)
             }
         }
     }
@@ -91,18 +91,19 @@ public final class PostgresRegistryStore: RegistryStore {
             let r = try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,
                     redirect_after_allowed, refresh_policy, max_concurrent_refreshes, assertion_alg, assertion_key, on_ambiguous_refresh,
-                    dpop_alg, created_at, updated_at)
+                    dpop_alg, profile, created_at, updated_at)
                 VALUES (\(cl.tenant), \(cl.id), \(cl.issuer), \(cl.clientID), \(cl.authMethod.rawValue), \(sealed),
                     \(cl.redirectURI), \(cl.scopes), \(cl.redirectAfterAllowed), \(policy)::jsonb, \(cl.maxConcurrentRefreshes),
                     \(cl.assertionAlgorithm?.rawValue), \(sealedKey), \(cl.onAmbiguousRefresh.rawValue),
-                    \(cl.dpopAlgorithm?.rawValue), \(now), \(now))
+                    \(cl.dpopAlgorithm?.rawValue), \(cl.profile.rawValue), \(now), \(now))
                 ON CONFLICT (tenant_id, id) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id,
                     auth_method = excluded.auth_method, client_secret = coalesce(excluded.client_secret, clients.client_secret),
                     redirect_uri = excluded.redirect_uri, scopes = excluded.scopes,
                     redirect_after_allowed = excluded.redirect_after_allowed, refresh_policy = excluded.refresh_policy,
                     max_concurrent_refreshes = excluded.max_concurrent_refreshes, assertion_alg = excluded.assertion_alg,
                     assertion_key = coalesce(excluded.assertion_key, clients.assertion_key),
-                    on_ambiguous_refresh = excluded.on_ambiguous_refresh, dpop_alg = excluded.dpop_alg, updated_at = excluded.updated_at
+                    on_ambiguous_refresh = excluded.on_ambiguous_refresh, dpop_alg = excluded.dpop_alg,
+                    profile = excluded.profile, updated_at = excluded.updated_at
                 RETURNING (xmax = 0)
                 """)
             return (cl, try r.first { try $0.next() } ?? false)

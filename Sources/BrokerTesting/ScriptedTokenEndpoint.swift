@@ -36,7 +36,7 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
         throw .invalidResponse("ScriptedTokenEndpoint does not exchange codes")
     }
 
-    public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)]) throws(TokenEndpointError)
+    public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)], dpop: DPoPProof?) throws(TokenEndpointError)
         -> (requestURI: String, expiresIn: Int) {
         throw .invalidResponse("ScriptedTokenEndpoint does not push authorization requests")
     }

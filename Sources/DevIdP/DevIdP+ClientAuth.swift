@@ -19,19 +19,25 @@ extension DevIdP {
             secret = FormEncoding.unescape(Array(pair[pair.index(after: colon)...].utf8))
         }
         guard let id, let client = state.withLock({ $0.clients[id] }) else { return nil }
+        let fapi2 = state.withLock { $0.settings.fapi2 }
         if !client.jwks.isEmpty {
             guard secret == nil, form["client_assertion_type"] == Self.jwtBearer, let jwt = form["client_assertion"],
-                  verifyAssertion(jwt, clientID: id, keys: client.jwks, endpoint: req.path) else { return nil }
+                  verifyAssertion(jwt, clientID: id, keys: client.jwks, endpoint: req.path, issuerOnly: fapi2) else { return nil }
             return id
         }
+        if fapi2 { return nil }   // FAPI 2.0: private_key_jwt only
         if let expected = client.secret { return secret == expected ? id : nil }
         return secret == nil && form["client_assertion"] == nil ? id : nil
     }
 
     /// RFC 7523 §3: signed by one of the client's keys; iss = sub = client_id; aud the endpoint
-    /// or the issuer; not expired; jti never seen before.
-    private func verifyAssertion(_ jwt: String, clientID: String, keys: [JSONWebKey], endpoint: String) -> Bool {
+    /// or the issuer (`issuerOnly`, FAPI 2.0 §5.3.2.1: the issuer identifier, one string, and
+    /// ES256 or PS256); not expired; jti never seen before.
+    private func verifyAssertion(_ jwt: String, clientID: String, keys: [JSONWebKey], endpoint: String, issuerOnly: Bool) -> Bool {
         guard let jws = try? CompactJWS.parse(jwt), let alg = JWSAlgorithm(rawValue: jws.algorithm) else { return false }
+        if issuerOnly {
+            guard alg != .rs256, jws.claims["aud"] as? String == issuer else { return false }
+        }
         let verifier = OpenSSLSignatureVerifier()
         guard keys.contains(where: { (jws.kid == nil || $0.kid == jws.kid)
                 && verifier.verify(alg, key: $0, input: jws.signingInput, signature: jws.signature) }) else { return false }

@@ -5,11 +5,23 @@ import Foundation
 extension DevIdP {
     /// RFC 9126 §2: a pushed authorization request, with the client's authentication. The
     /// parameters are checked as /authorize would (client, redirect URI); a `request_uri` in
-    /// them is refused (§2.1). Answers 201 `{"request_uri", "expires_in": 60}`.
+    /// them is refused (§2.1). A DPoP proof (RFC 9449 §10.1) binds the code to its key, as
+    /// `dpop_jkt` does (both: they must agree); a client that must use DPoP must send one, as
+    /// glewlwyd demands. Answers 201 `{"request_uri", "expires_in": 60}`.
     func pushAuthorizationRequest(_ req: HTTPRequest) -> HTTPResponse {
-        guard state.withLock({ $0.settings.par }) != "off" else { return json(404, ["error": "not_found"]) }
-        let form = FormEncoding.decode(req.body)
+        guard state.withLock({ $0.settings.par != "off" || $0.settings.fapi2 }) else { return json(404, ["error": "not_found"]) }
+        var form = FormEncoding.decode(req.body)
         guard let clientID = authenticate(req, form) else { return json(401, ["error": "invalid_client"]) }
+        let check = checkProof(req, path: "/par", accessToken: nil, nonceRequired: false)
+        if let refusal = tokenRefusal(check) { return refusal }
+        if case .valid(let jkt) = check {
+            guard form["dpop_jkt"] == nil || form["dpop_jkt"] == jkt else {
+                return json(400, ["error": "invalid_dpop_proof", "error_description": "dpop_jkt is not the proof's key"])
+            }
+            form["dpop_jkt"] = jkt
+        } else if state.withLock({ $0.clients[clientID]?.dpopRequired == true || $0.settings.fapi2 }) {
+            return json(400, ["error": "invalid_dpop_proof", "error_description": "DPoP required for this client"])
+        }
         guard form["client_id"] == nil || form["client_id"] == clientID, form["request_uri"] == nil,
               let redirect = form["redirect_uri"], state.withLock({ $0.clients[clientID]?.redirectURIs.contains(redirect) == true }) else {
             return json(400, ["error": "invalid_request", "error_description": "client_id, redirect_uri or request_uri"])

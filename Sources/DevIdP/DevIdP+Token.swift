@@ -79,7 +79,7 @@ extension DevIdP {
         if let want = grant.dpopJKT, want != jkt {
             return json(400, ["error": "invalid_dpop_proof", "error_description": "the code is bound to another DPoP key"])
         }
-        if jkt == nil, state.withLock({ $0.clients[clientID]?.dpopRequired == true }) {
+        if jkt == nil, state.withLock({ $0.clients[clientID]?.dpopRequired == true || $0.settings.fapi2 }) {
             return json(400, ["error": "invalid_dpop_proof", "error_description": "this client must send DPoP proofs"])
         }
         let confidential = state.withLock { $0.clients[clientID]?.confidential == true }
@@ -108,7 +108,7 @@ extension DevIdP {
             guard let rt = s.refreshTokens[presented], rt.client == clientID, var family = s.families[rt.family] else { return nil }
             guard !family.revoked else { return nil }
             // Key continuity: a bound grant is refreshed only with its own key (nothing rotates).
-            guard family.jkt == jkt || (family.jkt == nil && s.clients[clientID]?.dpopRequired != true) else {
+            guard family.jkt == jkt || (family.jkt == nil && s.clients[clientID]?.dpopRequired != true && !s.settings.fapi2) else {
                 keyRefused = true
                 return nil
             }

@@ -86,7 +86,13 @@ public final class DevIdP: Sendable {
         let settings = state.withLock { $0.settings }
         // RFC 9207 can be switched off, as an IdP that stops sending `iss` would.
         if !settings.issParameter { d["authorization_response_iss_parameter_supported"] = nil }
-        if settings.par != "off" { d["pushed_authorization_request_endpoint"] = issuer + "/par" }
+        if settings.par != "off" || settings.fapi2 { d["pushed_authorization_request_endpoint"] = issuer + "/par" }
+        if settings.fapi2 {
+            d["require_pushed_authorization_requests"] = true
+            d["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
+            d["token_endpoint_auth_signing_alg_values_supported"] = ["ES256", "PS256"]
+        }
+        if let algs = settings.idTokenAlgorithms { d["id_token_signing_alg_values_supported"] = algs }
         if settings.par == "required" { d["require_pushed_authorization_requests"] = true }
         if settings.introspection {
             d["introspection_endpoint"] = issuer + "/introspect"
@@ -115,7 +121,7 @@ public final class DevIdP: Sendable {
                 return json(400, ["error": "invalid_request_uri", "error_description": "unknown, used or expired request_uri"])
             }
             q = p.parameters
-        } else if state.withLock({ $0.settings.par }) == "required" {
+        } else if state.withLock({ $0.settings.par == "required" || $0.settings.fapi2 }) {
             return json(400, ["error": "invalid_request", "error_description": "pushed authorization requests are required"])
         }
         guard let clientID = q["client_id"], let redirect = q["redirect_uri"],

@@ -106,6 +106,12 @@ struct DevIdPState {
         /// RFC 9449 §8, §9: proofs must carry the server's nonce, at the token endpoint and at `/resource`.
         var dpopNonce = false
         var resourceNonce = false
+        /// FAPI 2.0 strict mode: pushed requests only, DPoP on every token request, private_key_jwt
+        /// whose assertion `aud` is the issuer identifier as one string, ID tokens ES256 or PS256.
+        var fapi2 = false
+        /// What discovery says ID tokens are signed with (nil: ES256, RS256, PS256), to play an
+        /// issuer that advertises fewer.
+        var idTokenAlgorithms: [String]?
     }
     /// The nonce proofs must carry while a nonce switch is on (a new one each time a switch changes).
     var dpopNonce = DevIdPState.newNonce()

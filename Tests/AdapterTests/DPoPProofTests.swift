@@ -43,6 +43,10 @@ struct DPoPProofTests {
             let b = try open(p.make(htm: "GET", htu: "https://rs.example/x", at: now, nonce: "n-1", accessToken: "Kz~8mXK1EalYznwH-LC-1fBAo.4Ljp~zsPE_NeO.gxU"), alg)
             #expect(b.verifies && b.claims["nonce"] as? String == "n-1" && b.claims["ath"] as? String == "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo")
             #expect((a.claims["jti"] as? String)?.count ?? 0 >= 22 && a.claims["jti"] as? String != b.claims["jti"] as? String)
+            // Whatever a server's nonce holds, the claims stay JSON and carry it unchanged.
+            let odd = "q\"b\\s\u{01}é"
+            let c = try open(p.make(htm: "GET", htu: "https://rs.example/x", at: now, nonce: odd), alg)
+            #expect(c.verifies && c.claims["nonce"] as? String == odd)
         }
     }
 

@@ -72,6 +72,18 @@ struct DPoPTests {
         #expect(events.reduce(0) { $0 + ($1["count"] as? Int ?? 0) } == 4 && events.allSatisfy { $0["session_id"] as? String == s }, "\(audit.text)")
     }
 
+    @Test("with PAR the push carries a proof of the login's key (RFC 9449 §10.1): an IdP that demands it there binds the code, and the login completes")
+    func proofOnPushedRequest() async throws {
+        let (w, _) = try await Self.world()
+        defer { w.stop() }
+        try await w.idp.settings(par: "required")
+        let started = try expectStatus(try await w.startLogin(subject: "pia", client: "dpop"), 201)
+        let q = URLComponents(string: started["authorization_url"] as! String)!.queryItems ?? []
+        #expect(Set(q.map(\.name)) == ["client_id", "request_uri"])
+        let s = try expectStatus(try await w.callback(try await w.authorize(started["authorization_url"] as! String)), 200)["session_id"] as! String
+        #expect(try expectStatus(try await w.token(s, body: ["force_refresh": true]), 200)["token_type"] as? String == "DPoP")
+    }
+
     @Test("a token-endpoint nonce costs one retry and no second presentation; a resource nonce is passed back and its proof works")
     func nonces() async throws {
         let (w, idpClient) = try await Self.world()

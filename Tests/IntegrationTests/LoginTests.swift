@@ -56,6 +56,21 @@ struct LoginTests {
         try expectStatus(try await HTTP.get(plain.url!.absoluteString), 400)
     }
 
+    @Test("an issuer that withdraws PAR: the failed push (404) makes the broker read the metadata again, and the next login goes without it")
+    func parWithdrawn() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        try await w.idp.settings(par: "on")
+        let first = try expectStatus(try await w.startLogin(subject: "par-gone"), 201)
+        #expect((first["authorization_url"] as! String).contains("request_uri="))
+        try await w.idp.settings(par: "off")
+        let failed = try await w.startLogin(subject: "par-gone")
+        #expect(failed.status == 422 && failed["error"] as? String == "idp_misconfigured")
+        let next = try expectStatus(try await w.startLogin(subject: "par-gone"), 201)
+        #expect(!(next["authorization_url"] as! String).contains("request_uri="), "the withdrawn endpoint was used again")
+        try expectStatus(try await w.callback(try await w.authorize(next["authorization_url"] as! String)), 200)
+    }
+
     @Test("claims and types as the IdP meant them: auth_time 0 is absent, not 1970; a DPoP token_type is handed out as DPoP, never relabelled Bearer")
     func honestClaimsAndTypes() async throws {
         let w = try await World()

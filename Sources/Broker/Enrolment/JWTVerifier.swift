@@ -29,6 +29,9 @@ public struct JWTVerifier: Sendable {
                        budget: RefetchBudget = .callback) throws(Failure) -> VerifiedIDToken {
         // An access token or a logout token must not pass for an ID token (RFC 9068 §4, RFC 8725 §3.11).
         let jws = try signed(token, by: expect.issuer, now: now, budget: budget) { !$0.hasSuffix("at+jwt") && !$0.hasSuffix("logout+jwt") }
+        if let allowed = expect.algorithms, let alg = JWSAlgorithm(rawValue: jws.algorithm), !allowed.contains(alg) {
+            throw .rejected(JOSEError("alg \(alg.rawValue) is not allowed by the client's profile (\(allowed.map(\.rawValue).sorted().joined(separator: ", ")))"))
+        }
         do { return try IDTokenRules.check(jws.claims, expect, now: now) } catch { throw .rejected(error) }
     }
 

@@ -41,6 +41,8 @@ extension LoginService {
         // RFC 9207 §2.4: compare before anything else, errors included; required when advertised.
         if let iss = cb.iss {
             guard iss == login.issuer else { return try refuse(login, "issuer_mismatch", "the iss parameter is not the login's issuer", now) }
+        } else if (try? registry.client(tenant: login.tenant, id: login.client, now: now))??.profile == .fapi2 {
+            return try refuse(login, "issuer_mismatch", "a FAPI 2.0 client needs iss in the authorization response (RFC 9207)", now)
         } else if meta.issParameterSupported {
             // The IdP may have stopped advertising it: read its metadata again (rate-limited), so
             // that logins do not fail until a restart.
@@ -72,7 +74,8 @@ extension LoginService {
         guard let idToken = grant.idToken else { return try refuse(login, "invalid_token_response", "the token response has no id_token", now) }
         let verified: VerifiedIDToken
         do {
-            verified = try idTokens.verify(idToken, IDTokenExpectation(issuer: login.issuer, clientID: client.clientID, nonce: login.nonce), now: now)
+            verified = try idTokens.verify(idToken, IDTokenExpectation(issuer: login.issuer, clientID: client.clientID, nonce: login.nonce,
+                                                                       algorithms: client.idTokenAlgorithms), now: now)
         } catch {
             switch error {
             case .rejected(let why): return try refuse(login, "invalid_id_token", "ID token rejected: \(why.reason)", now)

@@ -81,6 +81,11 @@ public struct LoginService: Sendable {
         guard let authorize = meta.authorizationEndpoint else {
             throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer's metadata has no authorization_endpoint")
         }
+        // A FAPI 2.0 client runs only while its checklist holds, the issuer's part included.
+        if client.profile == .fapi2 {
+            let problems = FAPI2Profile.clientProblems(client) + FAPI2Profile.issuerProblems(meta)
+            if !problems.isEmpty { throw BrokerError.unprocessable(code: "idp_misconfigured", message: problems.joined(separator: "; ")) }
+        }
         var rng = SystemRandomNumberGenerator()
         // 256 bits each (RFC 7636 §4.1 asks at least 43 characters of the verifier; ≥ 128 bits for state and nonce).
         let verifier = Identifiers.token(bytes: 32, using: &rng)
@@ -110,9 +115,13 @@ public struct LoginService: Sendable {
         var url = Self.url(authorize, adding: query), expires = login.expiresAt
         if meta.pushedAuthorizationRequestEndpoint != nil {
             let pushed: (requestURI: String, expiresIn: Int)
-            do { pushed = try endpoint.pushAuthorizationRequest(client: client, parameters: query) } catch {
+            do { pushed = try endpoint.pushAuthorizationRequest(client: client, parameters: query, dpop: dpop?.proof) } catch {
                 switch error {
                 // The IdP refused the request itself (RFC 9126 §2.3): the registration must change, retrying cannot help.
+                case .oauth(let o) where o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce":
+                    throw BrokerError.unprocessable(code: "idp_misconfigured", message: dpop == nil
+                        ? "the issuer wants a DPoP proof on the pushed authorization request (\(o.error)); this client is registered without DPoP: set \"dpop\": true"
+                        : "the issuer refused the login's DPoP proof on the pushed authorization request (\(o.error)): check the client's dpop_alg against the IdP's")
                 case .oauth, .refused:
                     throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer refused the pushed authorization request: \(error.reason)")
                 default: throw error.callerError

@@ -68,9 +68,16 @@ public struct OperatorService: Sendable {
         if let s = secret, s.isEmpty || s.count > 4096 { throw bad("'client_secret' must be 1...4096 characters") }
         if c.authMethod == .privateKeyJWT { c.assertionAlgorithm = c.assertionAlgorithm ?? .es256 }
         if dpopAuto, !verify { c.dpopAlgorithm = nil }
+        if c.profile == .fapi2, !verify {
+            throw bad("a FAPI 2.0 client is registered only after its issuer's metadata is read (no ?verify=false)")
+        }
         if verify {
             let meta = try checkIssuer(c.issuer)
             if dpopAuto, let alg = c.dpopAlgorithm, !(meta.dpopSigningAlgorithms ?? []).contains(alg.rawValue) { c.dpopAlgorithm = nil }
+            if c.profile == .fapi2 {
+                let own = FAPI2Profile.clientProblems(c)
+                if !own.isEmpty { throw BrokerError.badRequest(code: "unservable_client", message: own.joined(separator: "; ")) }
+            }
             // A client the broker cannot serve at this issuer is refused now, with the reason.
             let problems = ClientServability.problems(c, meta)
             if !problems.isEmpty {

@@ -106,7 +106,8 @@ extension TokenService {
         guard let id = grant.idToken, let idTokens else { return .granted(grant, idToken: .valid) }
         // OIDC Core §12.2: same issuer, subject and client, no nonce. It came on the
         // authenticated token-endpoint channel, so an unknown kid earns a JWKS re-fetch.
-        let expect = IDTokenExpectation(issuer: row.issuer, clientID: client.clientID, nonce: nil, subject: row.subject)
+        let expect = IDTokenExpectation(issuer: row.issuer, clientID: client.clientID, nonce: nil, subject: row.subject,
+                                        algorithms: client.idTokenAlgorithms)
         do {
             _ = try idTokens.verify(id, expect, now: clock.now(), budget: .refresh)
             return .granted(grant, idToken: .valid)

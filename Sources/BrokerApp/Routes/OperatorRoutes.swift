@@ -55,7 +55,13 @@ struct OperatorRoutes {
                 }
                 return p
             } ?? .failClosed,
-            dpopAlgorithm: dpopOn || dpopAuto ? dpopAlg : nil)
+            dpopAlgorithm: dpopOn || dpopAuto ? dpopAlg : nil,
+            profile: try b.string("profile").map { name throws(BrokerError) -> ClientProfile in
+                guard let p = ClientProfile(rawValue: name) else {
+                    throw .badRequest(code: "invalid_request", message: "'profile' must be standard or fapi2")
+                }
+                return p
+            } ?? .standard)
         return (reg, try b.string("client_secret"), dpopAuto)
     }
 

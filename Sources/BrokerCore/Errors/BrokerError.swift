@@ -63,7 +63,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .payloadTooLarge(let limit): "request body larger than \(limit) bytes"
         case .minTTLTooLong(let max): "the IdP issues tokens living at most \(max) s: ask for min_ttl ≤ \(max)"
         case .idpUnavailable: "the identity provider is unavailable; retry later"
-        case .idpRejectedClient: "the identity provider rejected this broker's client credentials; an operator must fix the client registration"
+        case .idpRejectedClient: "the identity provider refused this client's requests (its credentials, or DPoP proofs it wants: the log says which); an operator must fix the client registration"
         case .refreshBusy: "another refresh of this session is still running; retry shortly"
         case .storeUnavailable: "the database is unavailable"
         case .sealingKeyUnavailable(let id): "stored data is sealed under key '\(id)', which this replica's TOKENBROKER_SEALING_KEYS lacks"

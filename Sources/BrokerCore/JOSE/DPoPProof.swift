@@ -26,12 +26,29 @@ public struct DPoPProof: Sendable {
     /// A proof for one request: `htu` is cut to its target URI without query and fragment.
     public func make(htm: String, htu: String, at now: Date, nonce: String? = nil, accessToken: String? = nil) -> String {
         var rng = SystemRandomNumberGenerator()
-        var claims: [String: Any] = ["jti": Identifiers.token(bytes: 16, using: &rng), "htm": htm,
-                                     "htu": Self.targetURI(htu) ?? htu, "iat": Int(now.timeIntervalSince1970)]
-        if let nonce { claims["nonce"] = nonce }
-        if let accessToken { claims["ath"] = Self.accessTokenHash(accessToken, digest) }
-        let input = header + "." + Base64URL.encode(try! JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
+        // The claims are written here, not by JSONSerialization, which was half of a proof's cost.
+        var claims = "{"
+        if let accessToken { claims += "\"ath\":\"" + Self.accessTokenHash(accessToken, digest) + "\"," }
+        claims += "\"htm\":" + Self.quoted(htm) + ",\"htu\":" + Self.quoted(Self.targetURI(htu) ?? htu)
+            + ",\"iat\":" + String(Int(now.timeIntervalSince1970)) + ",\"jti\":\"" + Identifiers.token(bytes: 16, using: &rng) + "\""
+        if let nonce { claims += ",\"nonce\":" + Self.quoted(nonce) }
+        claims += "}"
+        let input = header + "." + Base64URL.encode(Array(claims.utf8))
         return input + "." + Base64URL.encode(key.sign(Array(input.utf8)))
+    }
+
+    /// A JSON string (RFC 8259 §7): quote, backslash and control characters escaped.
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where u.value < 0x20: out += String(format: "\\u%04x", u.value)
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
     }
 
     /// `ath` (§4.2): base64url of the SHA-256 of the access token's ASCII.

@@ -13,8 +13,12 @@ public struct IDTokenExpectation: Sendable {
     public let subject: String?
     /// How far `iat` may lie in the future, and `exp` in the past, for clock differences.
     public let skew: TimeInterval
+    /// The signature algorithms allowed (a client profile's); nil: every one the broker verifies.
+    public let algorithms: Set<JWSAlgorithm>?
 
-    public init(issuer: String, clientID: String, nonce: String?, subject: String? = nil, skew: TimeInterval = 60) {
+    public init(issuer: String, clientID: String, nonce: String?, subject: String? = nil, skew: TimeInterval = 60,
+                algorithms: Set<JWSAlgorithm>? = nil) {
+        self.algorithms = algorithms
         self.issuer = issuer
         self.clientID = clientID
         self.nonce = nonce

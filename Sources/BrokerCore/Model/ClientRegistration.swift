@@ -23,12 +23,14 @@ public struct ClientRegistration: Sendable, Equatable {
     public var onAmbiguousRefresh: AmbiguousRefreshPolicy
     /// With DPoP (RFC 9449): the algorithm of the key each session gets; nil for bearer tokens.
     public var dpopAlgorithm: JWSAlgorithm?
+    /// The security profile the client is held to (FAPI2Profile for `fapi2`).
+    public var profile: ClientProfile
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
                 refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8,
                 assertionAlgorithm: JWSAlgorithm? = nil, onAmbiguousRefresh: AmbiguousRefreshPolicy = .failClosed,
-                dpopAlgorithm: JWSAlgorithm? = nil) {
+                dpopAlgorithm: JWSAlgorithm? = nil, profile: ClientProfile = .standard) {
         self.tenant = tenant
         self.id = id
         self.issuer = issuer
@@ -42,5 +44,13 @@ public struct ClientRegistration: Sendable, Equatable {
         self.assertionAlgorithm = assertionAlgorithm
         self.onAmbiguousRefresh = onAmbiguousRefresh
         self.dpopAlgorithm = dpopAlgorithm
+        self.profile = profile
     }
+
+    /// The ID-token algorithms the profile allows (nil: every one the broker verifies).
+    public var idTokenAlgorithms: Set<JWSAlgorithm>? { profile == .fapi2 ? FAPI2Profile.algorithms : nil }
+
+    /// The `aud` of this client's assertions at `endpoint`: the issuer identifier, a single
+    /// string, under FAPI 2.0 (§5.3.2.1); the endpoint otherwise (RFC 7523 §3 allows both).
+    public func assertionAudience(endpoint: String) -> String { profile == .fapi2 ? issuer : endpoint }
 }

@@ -21,6 +21,7 @@ public enum ClientServability {
         if let alg = c.dpopAlgorithm, let algs = m.dpopSigningAlgorithms, !algs.contains(alg.rawValue) {
             out.append("the issuer does not accept \(alg.rawValue) DPoP proofs (it lists \(algs.joined(separator: ", "))): set dpop_alg")
         }
+        if c.profile == .fapi2 { out += FAPI2Profile.issuerProblems(m) }
         if m.requirePushedAuthorizationRequests, m.pushedAuthorizationRequestEndpoint == nil {
             out.append("the issuer requires pushed authorization requests but advertises no pushed_authorization_request_endpoint")
         }

@@ -21,7 +21,8 @@ public protocol TokenEndpoint: Sendable {
 
     /// Pushes an authorization request with the client's authentication (RFC 9126 §2): the
     /// `request_uri` the authorization URL then carries, and how many seconds it stays valid.
-    func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)]) throws(TokenEndpointError)
+    /// With `dpop` the push carries a proof of the login's key (RFC 9449 §10.1).
+    func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)], dpop: DPoPProof?) throws(TokenEndpointError)
         -> (requestURI: String, expiresIn: Int)
 
     /// Exchanges an authorization code with its PKCE verifier (RFC 6749 §4.1.3, RFC 7636 §4.5),
