@@ -118,7 +118,8 @@ def main():
     print(f"\n{'measure':34} {'value':>12}")
     for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
               "batch1000_ms", "batch1000_p90_ms", "batch1000_unknown_ms", "dpop_proofs_per_s_http", "dpop_handout_vs_token_fetch",
-              "dpop_proofs_per_s_in_process", "dpop_proofs_vs_openssl_speed_sign", "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
+              "dpop_proofs_per_s_in_process", "dpop_proofs_vs_openssl_speed_sign", "exchange_cached_rps", "exchange_cached_vs_token_fetch",
+              "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
               "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
               "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
               "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_fault_reuse",
@@ -158,6 +159,13 @@ def token_bench(env, op, idp, work):
     dpop_body = '{"min_ttl":60,"dpop":{"htm":"GET","htu":"https://api.example/v1/items"}}'
     status, _, minted = http("POST", dpop_url, key, json.loads(dpop_body))
     assert status == 200 and len(json.loads(minted)["dpop_proofs"]) == 1, minted
+    # A delegated token (RFC 8693) of the plain session, exchanged once and then served from the cache.
+    exchange_body = '{"min_ttl":60,"exchange":{"audience":"https://api.example","scope":"openid"}}'
+    status, _, exchanged = http("POST", token_url, key, json.loads(exchange_body))
+    assert status == 200 and json.loads(exchanged)["issued_token_type"].endswith("access_token"), exchanged
+    exchange_script = work / "exchange.lua"
+    exchange_script.write_text(f'wrk.method = "POST"\nwrk.body = \'{exchange_body}\'\nwrk.headers["Authorization"] = "Bearer {key}"\n'
+                               'wrk.headers["Content-Type"] = "application/json"\n')
     dpop_script = work / "dpop.lua"
     dpop_script.write_text(f'wrk.method = "POST"\nwrk.body = \'{dpop_body}\'\nwrk.headers["Authorization"] = "Bearer {key}"\n'
                            'wrk.headers["Content-Type"] = "application/json"\n')
@@ -197,9 +205,10 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
             t = wrk(token_url, str(script))
             n = wrk(f"http://127.0.0.1:{ngx_port}/token.json")
             d = wrk(dpop_url, str(dpop_script))
-            rounds.append((t, n, d))
+            x = wrk(token_url, str(exchange_script))
+            rounds.append((t, n, d, x))
             print(f"round: token {t[0]:.0f} req/s p99 {t[1]:.2f} ms | nginx {n[0]:.0f} req/s p99 {n[1]:.2f} ms | ratio {t[0] / n[0]:.3f}"
-                  f" | token + DPoP proof {d[0]:.0f} req/s p99 {d[1]:.2f} ms")
+                  f" | token + DPoP proof {d[0]:.0f} req/s p99 {d[1]:.2f} ms | exchanged, cached {x[0]:.0f} req/s p99 {x[1]:.2f} ms")
         token_rps = statistics.median(r[0][0] for r in rounds)
         token_p99 = statistics.median(r[0][1] for r in rounds)
         nginx_rps = statistics.median(r[1][0] for r in rounds)
@@ -208,6 +217,9 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         dpop_rps = statistics.median(r[2][0] for r in rounds)
         dpop_p99 = statistics.median(r[2][1] for r in rounds)
         dpop_ratios = [r[2][0] / r[0][0] for r in rounds]
+        exchange_rps = statistics.median(r[3][0] for r in rounds)
+        exchange_p99 = statistics.median(r[3][1] for r in rounds)
+        exchange_ratios = [r[3][0] / r[0][0] for r in rounds]
     finally:
         subprocess.run(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work), "-s", "stop"], capture_output=True)
 
@@ -247,6 +259,8 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         "batch1000_unknown_ms": round(batch_unknown_ms, 2),
         "dpop_proofs_per_s_http": round(dpop_rps), "dpop_handout_p99_ms": round(dpop_p99, 2),
         "dpop_handout_vs_token_fetch": round(statistics.median(dpop_ratios), 3),
+        "exchange_cached_rps": round(exchange_rps), "exchange_cached_p99_ms": round(exchange_p99, 2),
+        "exchange_cached_vs_token_fetch": round(statistics.median(exchange_ratios), 3),
     }, broker, redirect
 
 
@@ -690,13 +704,14 @@ def token_only():
 
 def dpop_only():
     """`bench.py dpop`: DPoP proofs minted with token hand-outs over HTTP (against the plain hand-out
-    in the same rounds) and in process (against `openssl speed` ECDSA P-256 signing); the dpop
-    figures are written to results.json, the rest printed."""
+    in the same rounds) and in process (against `openssl speed` ECDSA P-256 signing), and cached
+    exchanged tokens (RFC 8693) against the plain hand-out; those figures are written to
+    results.json, the rest printed."""
     env, op, idp = standalone()
     r = token_bench(env, op, idp, pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-bench-")))[0]
     r.update(jose_bench())
     print(json.dumps(r, indent=2))
-    keep = {k: v for k, v in r.items() if "dpop" in k or k == "openssl_speed_sign_per_s_es256"}
+    keep = {k: v for k, v in r.items() if "dpop" in k or "exchange" in k or k == "openssl_speed_sign_per_s_es256"}
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
     previous.update(keep)
     OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")

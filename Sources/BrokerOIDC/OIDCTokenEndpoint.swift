@@ -93,6 +93,24 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         return (uri, expires)
     }
 
+    /// RFC 8693 §2.1-2.2: the subject token as an access token, `audience`, `resource` and `scope`
+    /// when asked, the actor token as a JWT; the answer must name its `issued_token_type`.
+    public func exchange(client: ClientRegistration, subjectToken: String, _ ask: TokenExchange, actorToken: String?, dpop: DPoPProof?)
+        throws(TokenEndpointError) -> ExchangedToken {
+        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        var form = [("grant_type", TokenExchange.grantType), ("subject_token", subjectToken),
+                    ("subject_token_type", TokenExchange.accessTokenType), ("requested_token_type", TokenExchange.accessTokenType)]
+        if let a = ask.audience { form.append(("audience", a)) }
+        if let r = ask.resource { form.append(("resource", r)) }
+        if !ask.scopes.isEmpty { form.append(("scope", ask.scopes.joined(separator: " "))) }
+        if let actorToken { form += [("actor_token", actorToken), ("actor_token_type", TokenExchange.jwtTokenType)] }
+        let reply = try call(client, meta.tokenEndpoint, form, dpop: dpop)
+        let grant = try TokenResponse.parse(reply)
+        guard let type = (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["issued_token_type"] as? String,
+              !type.isEmpty else { throw .invalidResponse("token endpoint: a token exchange answer without issued_token_type") }
+        return ExchangedToken(grant: grant, issuedTokenType: type)
+    }
+
     /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())

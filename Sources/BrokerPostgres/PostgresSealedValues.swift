@@ -24,6 +24,7 @@ public final class PostgresSealedValues: SealedValueStore {
         Column(table: "clients", column: "assertion_key", key: ("tenant_id", "id"), context: "clients"),
         Column(table: "revocation_outbox", column: "token", key: ("id", "tenant_id"), context: "revocations"),
         Column(table: "webhook_endpoints", column: "secret", key: ("tenant_id", "id"), context: "webhooks"),
+        Column(table: "broker_keys", column: "private_key", key: ("kid", "scope"), context: "broker_keys"),
         Column(table: "webhook_endpoints", column: "previous_secret", key: ("tenant_id", "id"), context: "webhooks"),
         Column(table: "logins", column: "verifier", key: ("tenant_id", "id"), context: "logins", reseals: false),
         Column(table: "logins", column: "nonce", key: ("tenant_id", "id"), context: "logins", reseals: false),

@@ -41,6 +41,12 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
         throw .invalidResponse("ScriptedTokenEndpoint does not push authorization requests")
     }
 
+    /// Token exchange is tested against the development IdP.
+    public func exchange(client: ClientRegistration, subjectToken: String, _ ask: TokenExchange, actorToken: String?, dpop: DPoPProof?)
+        throws(TokenEndpointError) -> ExchangedToken {
+        throw .invalidResponse("ScriptedTokenEndpoint does not exchange tokens")
+    }
+
     /// Records nothing: revocation is tested against the development IdP.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {}
 

@@ -14,7 +14,7 @@ extension DevIdP {
         }
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
-        var presentations = 0, introspections = 0, dpopRefusals = 0
+        var presentations = 0, introspections = 0, dpopRefusals = 0, exchanges = 0
         var traceparents: [String] = []
         var times: [String: [Double]] = [:]
         for st in all.values {
@@ -30,6 +30,7 @@ extension DevIdP {
             presentations += st.refreshPresentations
             introspections += st.introspections
             dpopRefusals += st.dpopRefusals
+            exchanges += st.exchanges
             traceparents += st.traceparents
         }
         var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
@@ -38,6 +39,7 @@ extension DevIdP {
                                    "active_families": activeFamilies, "refresh_presentations": presentations,
                                    "introspections": introspections, "traceparents": traceparents, "dpop_refusals": dpopRefusals]
         state.withLock { s in
+            body["exchanges"] = exchanges
             body["dpop_nonce_challenges"] = s.dpopNonceChallenges
             body["resource_accepted"] = s.resourceAccepted
             body["resource_refusals"] = s.resourceRefusals
@@ -47,7 +49,8 @@ extension DevIdP {
     }
 
     /// `{"client_id", "redirect_uris", "client_secret"?, "jwks"? (private_key_jwt), "access_ttl"?,
-    /// "id_token_alg"? (ES256, RS256, PS256), "dpop_required"?}`: registers or replaces a client.
+    /// "id_token_alg"? (ES256, RS256, PS256), "dpop_required"?, "actor_jwks"?, "exchange_audiences"?}`:
+    /// registers or replaces a client.
     func registerClient(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let id = o["client_id"] as? String,
               let uris = o["redirect_uris"] as? [String] else { return json(400, ["error": "invalid_request"]) }
@@ -58,6 +61,8 @@ extension DevIdP {
                                         accessTTL: (o["access_ttl"] as? Int) ?? state.withLock { $0.defaultAccessTTL },
                                         idTokenAlg: alg, jwks: keys)
         client.dpopRequired = o["dpop_required"] as? Bool ?? false
+        client.actorJWKS = ((o["actor_jwks"] as? [String: Any])?["keys"] as? [[String: Any]] ?? []).compactMap(JSONWebKey.init(json:))
+        client.exchangeAudiences = o["exchange_audiences"] as? [String] ?? []
         state.withLock { $0.clients[id] = client }
         return json(201, ["client_id": id])
     }

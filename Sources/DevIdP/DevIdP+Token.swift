@@ -63,6 +63,7 @@ extension DevIdP {
         switch grantType {
         case "authorization_code": return exchangeCode(form, clientID: clientID, jkt: jkt)
         case "refresh_token": return refresh(form, clientID: clientID, jkt: jkt)
+        case TokenExchange.grantType: return exchangeToken(form, clientID: clientID, jkt: jkt)
         default: return json(400, ["error": "unsupported_grant_type"])
         }
     }

@@ -71,7 +71,7 @@ public final class DevIdP: Sendable {
             "userinfo_endpoint": issuer + "/userinfo",
             "end_session_endpoint": issuer + "/end_session",
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "grant_types_supported": ["authorization_code", "refresh_token", TokenExchange.grantType],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"],
             "token_endpoint_auth_signing_alg_values_supported": ["ES256", "RS256", "PS256"],

@@ -14,6 +14,10 @@ struct DevIdPState {
         var jwks: [JSONWebKey] = []
         /// RFC 9449: this client's code exchanges and refreshes must carry DPoP proofs.
         var dpopRequired = false
+        /// RFC 8693: the keys this client's actor tokens are signed with, and the audiences it may
+        /// exchange for (empty: any).
+        var actorJWKS: [JSONWebKey] = []
+        var exchangeAudiences: [String] = []
         var confidential: Bool { secret != nil || !jwks.isEmpty }
     }
 
@@ -79,6 +83,7 @@ struct DevIdPState {
         var introspections = 0
         /// Token requests refused for their DPoP proof (a nonce challenge included): nothing consumed.
         var dpopRefusals = 0
+        var exchanges = 0
     }
 
     /// A switch that makes an endpoint (`token` or `revoke`) fail — or, with status 0, answer

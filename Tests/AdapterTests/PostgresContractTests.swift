@@ -190,6 +190,15 @@ struct PostgresContractTests {
         try WebhookStoreContract.run(PostgresWebhookStore(pool: pool, sealer: TestDatabase.sealer), fixture: fixture, tenants: try TestDatabase.tenants(pool))
     }
 
+    @Test("broker keys: one current key, whichever replica makes it first")
+    func brokerKeys() throws {
+        let pool = try TestDatabase.migrated()
+        // The contract's keys are not keys: they must not outlive it in a database brokers use.
+        try pool.withConnection { try $0.execute("DELETE FROM broker_keys") }
+        defer { try? pool.withConnection { try $0.execute("DELETE FROM broker_keys") } }
+        try BrokerKeyStoreContract.run(PostgresBrokerKeyStore(pool: pool, sealer: TestDatabase.sealer))
+    }
+
     @Test("replay guard")
     func replays() throws { try ReplayGuardContract.run(PostgresReplayGuard(pool: try TestDatabase.migrated())) }
 }

@@ -43,6 +43,9 @@ struct InMemoryPortContractTests {
 
     @Test("replay guard")
     func replays() throws { try ReplayGuardContract.run(InMemoryReplayGuard()) }
+
+    @Test("broker keys")
+    func brokerKeys() throws { try BrokerKeyStoreContract.run(InMemoryBrokerKeyStore()) }
 }
 
 @Suite("Single-flight")

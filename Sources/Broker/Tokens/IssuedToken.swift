@@ -12,4 +12,6 @@ public struct IssuedToken: Sendable, Equatable {
     public let subject: String
     /// One DPoP proof per requested target (RFC 9449 §7), in the order asked; empty otherwise.
     public var dpopProofs: [String] = []
+    /// For an exchanged token, its RFC 8693 `issued_token_type`.
+    public var issuedTokenType: String? = nil
 }

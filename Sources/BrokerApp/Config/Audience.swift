@@ -1,6 +1,6 @@
 /// Audience is who a route is for; each listener serves some of them (README: Listeners).
 public enum Audience: String, CaseIterable, Sendable {
-    /// Browsers and the IdP: the login callback and back-channel logout.
+    /// Browsers and the IdP: the login callback, back-channel logout, the broker's JWKS.
     case `public`
     /// Workers, admins and operators: everything behind an API key.
     case `internal`
@@ -11,7 +11,7 @@ public enum Audience: String, CaseIterable, Sendable {
     static func of(path: String) -> Audience {
         switch path {
         case "/healthz", "/readyz", "/metrics": .ops
-        case "/v1/callback": .public
+        case "/v1/callback", "/.well-known/jwks.json": .public
         default: path.hasPrefix("/v1/backchannel-logout/") ? .public : .internal
         }
     }

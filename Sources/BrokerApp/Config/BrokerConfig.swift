@@ -46,6 +46,10 @@ public struct BrokerConfig: Sendable {
     public var webhookAllowPrivateNetworks = false
     /// The longest wait between two attempts of a webhook delivery (exponential backoff from 1 s).
     public var webhookRetryCap: TimeInterval = 600
+    /// The broker's issuer identifier (TOKENBROKER_ISSUER): `iss` of its actor tokens, with its
+    /// keys at `<issuer>/.well-known/jwks.json` on the public listener. Defaults to http:// and
+    /// the public listener's address (https:// when it has TLS).
+    public var issuer: String = ""
 
     public struct Invalid: Error, CustomStringConvertible {
         public let description: String
@@ -133,7 +137,22 @@ public struct BrokerConfig: Sendable {
             migrationsDirectory: value("TOKENBROKER_SQL_DIR").map { URL(fileURLWithPath: $0) },
             webhookAllowHTTP: try bool("TOKENBROKER_WEBHOOK_ALLOW_HTTP", false),
             webhookAllowPrivateNetworks: try bool("TOKENBROKER_WEBHOOK_ALLOW_PRIVATE_NETWORKS", false),
-            webhookRetryCap: TimeInterval(try int("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", 600, 1...86_400)))
+            webhookRetryCap: TimeInterval(try int("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", 600, 1...86_400)),
+            issuer: try issuerValue(value("TOKENBROKER_ISSUER"), listeners))
+    }
+
+    /// TOKENBROKER_ISSUER checked (an absolute http(s) URL without query or fragment), or the
+    /// public listener's address.
+    static func issuerValue(_ given: String?, _ listeners: [Listener]) throws -> String {
+        guard let given else {
+            let l = listeners.first { $0.audiences.contains(.public) } ?? listeners[0]
+            return (l.http.tls == nil ? "http://" : "https://") + l.address
+        }
+        guard let u = URLComponents(string: given), u.scheme == "https" || u.scheme == "http", u.host?.isEmpty == false,
+              u.query == nil, u.fragment == nil, !given.hasSuffix("/") else {
+            throw Invalid(description: "TOKENBROKER_ISSUER must be an http(s) URL without query, fragment or trailing slash")
+        }
+        return given
     }
 
     /// The environment merged over the file named by `--config` / TOKENBROKER_CONFIG, if any.

@@ -15,6 +15,7 @@ enum Render {
         w.string("scope", Scopes.format(t.scope))
         w.string("session_id", t.sessionID)
         w.string("subject", t.subject)
+        if let type = t.issuedTokenType { w.string("issued_token_type", type) }
         if !t.dpopProofs.isEmpty {
             w.key("dpop_proofs")
             w.beginArray()

@@ -13,6 +13,7 @@ enum Routes {
         LogoutRoutes(runtime: runtime).register(&r)
         OperatorRoutes(runtime: runtime).register(&r)
         WebhookRoutes(runtime: runtime).register(&r)
+        KeyRoutes(runtime: runtime).register(&r)
         runtime.requests.name(r.table)
         return r
     }

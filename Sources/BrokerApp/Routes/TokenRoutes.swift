@@ -2,6 +2,7 @@ import Broker
 import BrokerCore
 import BrokerHTTP
 import BrokerJSON
+import Foundation
 
 /// The worker token API (spec §4.1).
 struct TokenRoutes {
@@ -32,6 +33,26 @@ struct TokenRoutes {
             return TokenRequest(minTTL: minTTL.map(Double.init), scopes: Scopes.parse(try json.string("scope")),
                                 forceRefresh: try json.bool("force_refresh") ?? false, dpop: dpop)
         }
+
+        /// `exchange` (RFC 8693): `audience`, `resource` (RFC 8707), `scope`, `act`; nil when absent.
+        func exchange() throws -> TokenExchange? {
+            guard let x = try json.object("exchange") else { return nil }
+            func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
+            let audience = try x.string("audience"), resource = try x.string("resource"), scope = try x.string("scope")
+            if let a = audience, !(1...512).contains(a.utf8.count) { throw bad("'exchange.audience' must be 1...512 bytes") }
+            if let r = resource {
+                // RFC 8707 §2: an absolute URI without a fragment.
+                guard r.utf8.count <= 2048, let u = URLComponents(string: r), u.scheme != nil, u.host?.isEmpty == false, u.fragment == nil else {
+                    throw bad("'exchange.resource' must be an absolute URI without a fragment")
+                }
+            }
+            let scopes = Scopes.parse(scope)
+            guard scopes.count <= 50, scopes.allSatisfy({ $0.utf8.count <= 100 }) else { throw bad("'exchange.scope' must be at most 50 scope tokens") }
+            guard audience != nil || resource != nil || !scopes.isEmpty else {
+                throw bad("'exchange' names an audience, a resource or a scope: what the new token is narrowed to")
+            }
+            return TokenExchange(audience: audience, resource: resource, scopes: scopes, act: try x.bool("act") ?? false)
+        }
     }
 
     func register(_ r: inout Router) {
@@ -52,6 +73,17 @@ struct TokenRoutes {
             let body = try Body(req)
             let request = try body.request()
             let t = try target(body)
+            if let ask = try body.exchange() {
+                guard request.dpop.isEmpty else {
+                    throw BrokerError.badRequest(code: "invalid_request", message: "'dpop' and 'exchange' do not go together (yet): ask for proofs of the session's token")
+                }
+                let exchanges = runtime.exchanges
+                return .later { respond in
+                    CurrentTrace.with(req.trace) {
+                        exchanges.exchange(by: principal, tenant: tenant, target: t, request: request, ask) { respond(Render.tokenResult($0, requestID: req.requestID)) }
+                    }
+                }
+            }
             let tokens = runtime.tokens
             if let r = tokens.cachedToken(by: principal, tenant: tenant, target: t, request: request) {
                 return .now(Render.tokenResult(r, requestID: req.requestID))
@@ -73,6 +105,9 @@ struct TokenRoutes {
             let request = try body.request()
             guard request.dpop.isEmpty else {
                 throw BrokerError.badRequest(code: "invalid_request", message: "a batch mints no DPoP proofs: ask for them per session")
+            }
+            guard try body.exchange() == nil else {
+                throw BrokerError.badRequest(code: "invalid_request", message: "a batch exchanges no tokens: ask per session")
             }
             guard let items = try body.json.objects("items"), (1...Self.maxBatch).contains(items.count) else {
                 throw BrokerError.badRequest(code: "invalid_request", message: "'items' must hold 1...\(Self.maxBatch) entries")

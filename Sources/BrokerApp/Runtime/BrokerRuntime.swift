@@ -24,6 +24,9 @@ public final class BrokerRuntime: Sendable {
     /// Request durations by route and status class.
     public let requests = RequestMetrics()
     public let tokens: TokenService
+    /// Delegated tokens (RFC 8693), and the broker's own keys that sign their actor tokens.
+    public let exchanges: ExchangeService
+    public let actors: ActorTokens
     public let auth: Authenticator
     public let operators: OperatorService
     public let admin: SessionAdmin
@@ -76,6 +79,10 @@ public final class BrokerRuntime: Sendable {
                               executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
                               idTokens: idTokens, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout, patience: config.refreshPatience,
                               events: Self.eventLog(logger))
+        actors = ActorTokens(store: PostgresBrokerKeyStore(pool: pool, sealer: sealer), keys: OpenSSLPrivateKeys(), digest: digest, clock: clock,
+                             issuer: config.issuer)
+        exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,
+                                    clock: clock, executor: executor)
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys,

@@ -29,6 +29,12 @@ public protocol TokenEndpoint: Sendable {
     /// with a DPoP proof when given (as for `refresh`).
     func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant
 
+    /// Exchanges the session's access token for a narrower one (RFC 8693 §2.1), with the client's
+    /// authentication, an actor token when given (§4.1), and a DPoP proof of the session's key
+    /// for a bound session. Nothing of the session changes, whatever the answer.
+    func exchange(client: ClientRegistration, subjectToken: String, _ ask: TokenExchange, actorToken: String?, dpop: DPoPProof?)
+        throws(TokenEndpointError) -> ExchangedToken
+
     /// Revokes a token (RFC 7009 §2.1); `hint` is `refresh_token` or `access_token`.
     func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError)
 

@@ -28,6 +28,9 @@ final class World: @unchecked Sendable {
         env = e
         let migrate = try runCommand("tokenbroker", ["migrate"], env: env)
         guard migrate.status == 0 else { throw TestEnv.Missing(description: "migrate failed: \(migrate.err)") }
+        // The broker's own keys are one set per installation, sealed with its sealing key; each
+        // World is an installation of its own (its own sealing key) on the shared database.
+        _ = try runPSQL("DELETE FROM broker_keys")
         let created = try runCommand("tokenbroker", ["apikey", "create", "--role", "operator", "--name", "test-operator", "--all-tenants"], env: env)
         guard created.status == 0 else { throw TestEnv.Missing(description: "apikey create failed: \(created.err)") }
         operatorKey = created.out.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -1,0 +1,33 @@
+import BrokerCore
+import Foundation
+import Synchronization
+
+/// ExchangeCache keeps exchanged tokens per (tenant, session, exchange, actor) until they expire,
+/// so that a second identical ask costs no IdP call. Bounded: forgetting costs one exchange.
+/// A revoked or ended session's tokens are never served: every ask gets the session's own
+/// token first, which such a session refuses.
+final class ExchangeCache: Sendable {
+    struct Key: Hashable, Sendable {
+        let tenant: String
+        let session: String
+        let ask: TokenExchange
+        /// The principal named by the actor token, when one is sent.
+        let actor: String?
+    }
+
+    private let held = Mutex<[Key: IssuedToken]>([:])
+    private static let limit = 100_000
+
+    /// The token held for `key` that still lives `minTTL` at `now`.
+    func get(_ key: Key, now: Date, minTTL: TimeInterval) -> IssuedToken? {
+        guard let t = held.withLock({ $0[key] }), t.expiresAt.timeIntervalSince(now) >= max(1, minTTL) else { return nil }
+        return t
+    }
+
+    func put(_ key: Key, _ token: IssuedToken) {
+        held.withLock { h in
+            if h.count >= Self.limit { h.removeAll() }
+            h[key] = token
+        }
+    }
+}
