@@ -1,12 +1,18 @@
 import BrokerCore
 import COpenSSL
+import Synchronization
 
 /// ES256PrivateKey is an ECDSA P-256 key that signs JWS values (RFC 7518 §3.4): the signature
 /// is the raw `r || s` (64 bytes) JOSE expects, converted from OpenSSL's DER.
 ///
-/// Thread-safety: signing uses a fresh digest context per call; the key itself is read-only.
+/// Thread-safety: the key is read-only; each signature takes a signing context of its own from
+/// a small pool. The contexts are prepared once (EVP_PKEY_sign_init) and reused: OpenSSL 3's
+/// per-call EVP_DigestSignInit fetched the algorithms again and cost more than the signature.
 public final class ES256PrivateKey: @unchecked Sendable {
     private let pkey: OpaquePointer
+    /// A prepared EVP_PKEY_CTX; used by one thread at a time (the pool hands it out).
+    private struct Context: @unchecked Sendable { let pointer: OpaquePointer }
+    private let contexts = Mutex<[Context]>([])
 
     /// A new random key.
     public init() {
@@ -25,7 +31,10 @@ public final class ES256PrivateKey: @unchecked Sendable {
         pkey = k
     }
 
-    deinit { EVP_PKEY_free(pkey) }
+    deinit {
+        for c in contexts.withLock({ $0 }) { EVP_PKEY_CTX_free(c.pointer) }
+        EVP_PKEY_free(pkey)
+    }
 
     /// The private key as DER, to be sealed at rest.
     public var der: [UInt8] { PrivateKeyDER.encode(pkey) }
@@ -44,14 +53,22 @@ public final class ES256PrivateKey: @unchecked Sendable {
         return (Base64URL.encode(point[1..<33]), Base64URL.encode(point[33..<65]))
     }
 
+    /// A signing context of this key, ready for EVP_PKEY_sign (a SHA-256 digest in, DER out).
+    private func newContext() -> OpaquePointer {
+        let c = EVP_PKEY_CTX_new(pkey, nil)!
+        precondition(EVP_PKEY_sign_init(c) == 1, "ES256 signing context failed")
+        return c
+    }
+
     /// The JWS signature of `message`: raw r || s, 64 bytes.
     public func sign(_ message: [UInt8]) -> [UInt8] {
-        let md = EVP_MD_CTX_new()!
-        defer { EVP_MD_CTX_free(md) }
+        let digest = message.withUnsafeBytes { OpenSSL.sha256($0) }
+        let pooled = contexts.withLock { $0.popLast() }
+        let ctx = pooled ?? Context(pointer: newContext())
+        defer { contexts.withLock { $0.append(ctx) } }
         var der = [UInt8](repeating: 0, count: 80)
         var derLen = der.count
-        precondition(EVP_DigestSignInit(md, nil, EVP_sha256(), nil, pkey) == 1
-            && EVP_DigestSign(md, &der, &derLen, message, message.count) == 1, "ES256 signing failed")
+        precondition(EVP_PKEY_sign(ctx.pointer, &der, &derLen, digest, 32) == 1, "ES256 signing failed")
         let parsed = der.withUnsafeBufferPointer { buf -> OpaquePointer? in
             var q: UnsafePointer<UInt8>? = buf.baseAddress
             return d2i_ECDSA_SIG(nil, &q, derLen)
