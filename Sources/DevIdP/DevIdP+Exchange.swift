@@ -57,8 +57,10 @@ extension DevIdP {
                                                     expires: now.addingTimeInterval(TimeInterval(ttl)), family: nil, jkt: jkt), now: now)
             s.stats[clientID, default: .init()].exchanges += 1
         }
-        return json(200, ["access_token": token, "issued_token_type": TokenExchange.accessTokenType, "token_type": jkt == nil ? "Bearer" : "DPoP",
-                          "expires_in": ttl, "scope": scope], ["Cache-Control": "no-store"])
+        var body: [String: Any] = ["access_token": token, "issued_token_type": TokenExchange.accessTokenType,
+                                   "token_type": jkt == nil ? "Bearer" : "DPoP", "expires_in": ttl, "scope": scope]
+        if state.withLock({ $0.take(clientID, atAuthorize: false) }) == .noExpiresIn { body["expires_in"] = nil }
+        return json(200, body, ["Cache-Control": "no-store"])
     }
 
     /// The actor token's `act` (its `sub` and `iss`) when it is signed by one of `keys`, meant for

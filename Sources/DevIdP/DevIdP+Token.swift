@@ -171,6 +171,7 @@ extension DevIdP {
         case .dpopTokenType: body["token_type"] = "DPoP"
         case .notJSON: return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html>ok</html>".utf8))
         case .oversize: body["padding"] = String(repeating: "x", count: 300 * 1024)
+        case .noExpiresIn: body["expires_in"] = nil
         default: break
         }
         return json(200, body, ["Cache-Control": "no-store"])

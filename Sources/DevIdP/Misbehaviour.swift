@@ -30,6 +30,7 @@ enum Misbehaviour: String, Sendable, CaseIterable {
     case unknownTokenType = "unknown_token_type"
     case notJSON = "not_json"
     case oversize = "oversize"
+    case noExpiresIn = "no_expires_in"                    // valid (RFC 6749 §5.1 makes it optional): the JWT's exp says it
 
     var atAuthorize: Bool { self == .wrongIssParam || self == .omitIssParam || self == .accessDenied }
 }

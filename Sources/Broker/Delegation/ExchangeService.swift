@@ -1,5 +1,6 @@
 import BrokerCore
 import Foundation
+import Synchronization
 
 /// ExchangeService hands workers delegated tokens (RFC 8693): the session's access token, got as
 /// any hand-out gets it (cached, or refreshed single-flight), is exchanged at the IdP for a
@@ -7,7 +8,8 @@ import Foundation
 /// naming the calling principal, so that the issued token carries `act`. Exchanged tokens are
 /// kept per (session, exchange, actor) until they expire, and one exchange per key runs at a
 /// time in this process. An IdP refusal is the caller's error (400 with the IdP's code),
-/// never a change of the session.
+/// never a change of the session. A DPoP-bound session exchanges with a proof of its key, and
+/// the worker may ask proofs for the exchanged token as for the session's.
 public final class ExchangeService: Sendable {
     public typealias Completion = @Sendable (Result<IssuedToken, BrokerError>) -> Void
     let tokens: TokenService
@@ -18,11 +20,15 @@ public final class ExchangeService: Sendable {
     let audit: any AuditSink
     let clock: any Clock
     let executor: BlockingExecutor
+    let events: @Sendable (LogLine) -> Void
     let cache = ExchangeCache()
     let flights = SingleFlight<ExchangeCache.Key, Result<IssuedToken, BrokerError>>()
 
+    /// Where an answer came from, as the audit says it.
+    enum Source: String { case exchanged, shared, cached }
+
     public init(tokens: TokenService, registry: RegistryCache, endpoint: any TokenEndpoint, actors: ActorTokens, dpopKeys: DPoPKeys?,
-                audit: any AuditSink, clock: any Clock, executor: BlockingExecutor) {
+                audit: any AuditSink, clock: any Clock, executor: BlockingExecutor, events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.tokens = tokens
         self.registry = registry
         self.endpoint = endpoint
@@ -31,82 +37,123 @@ public final class ExchangeService: Sendable {
         self.audit = audit
         self.clock = clock
         self.executor = executor
+        self.events = events
     }
 
     /// `completion` runs exactly once, on some thread.
     public func exchange(by principal: Principal, tenant: String, target: TokenTarget, request: TokenRequest, _ ask: TokenExchange,
                          completion: @escaping Completion) {
         let subjectAsk = TokenRequest(minTTL: nil, scopes: request.scopes, forceRefresh: false)
-        let deliver: @Sendable (Result<IssuedToken, BrokerError>, Bool) -> Void = { [self] r, cached in
+        // Audited as `token.exchange` (exchanged, shared with a flight, cached, or the error code),
+        // with the session whenever it is known; each proof minted as `token.dpop_proof`.
+        let deliver: @Sendable (Result<IssuedToken, BrokerError>, Source, String?) -> Void = { [self] exchanged, source, session in
+            let r = withProofs(exchanged, request.dpop, tenant: tenant)
             let outcome: String
             switch r {
-            case .success: outcome = cached ? "cached" : "exchanged"
+            case .success: outcome = source.rawValue
             case .failure(let e): outcome = e.code
             }
-            audit.record(AuditEvent(at: clock.now(), actor: principal.id, action: .tokenExchange, tenant: tenant,
-                                    session: (try? r.get())?.sessionID, outcome: outcome))
+            audit.record(AuditEvent(at: clock.now(), actor: principal.id, action: .tokenExchange, tenant: tenant, session: session, outcome: outcome))
+            for _ in (try? r.get())?.dpopProofs ?? [] {
+                audit.record(AuditEvent(at: clock.now(), actor: principal.id, action: .tokenDPoPProof, tenant: tenant, session: session, outcome: "minted"))
+            }
             completion(r)
         }
         let run: Completion = { [self] subject in
-            guard case .success(let s) = subject else { return deliver(subject, false) }
+            guard case .success(let s) = subject else { return deliver(subject, .exchanged, nil) }
             let key = ExchangeCache.Key(tenant: tenant, session: s.sessionID, ask: ask, actor: ask.act ? principal.id : nil)
             let now = clock.now()
-            if let held = cache.get(key, now: now, minTTL: request.minTTL ?? 60) { return deliver(.success(Self.rebased(held, now: now)), true) }
-            if flights.join(key, { deliver($0.map { Self.rebased($0, now: self.clock.now()) }, false) }) {
-                executor.submit { [self] in flights.finish(key, call(key, subject: s, principal: principal, ask)) }
+            if let held = cache.get(key, now: now, minTTL: request.minTTL ?? 60) {
+                return deliver(.success(Self.rebased(held, now: now)), .cached, s.sessionID)
+            }
+            // Set before the flight can end (it starts after the join): the leader's answer is its own exchange.
+            let leader = LeaderMark()
+            let leads = flights.join(key) { [self] r in
+                deliver(r.map { Self.rebased($0, now: clock.now()) }, leader.isSet ? .exchanged : .shared, s.sessionID)
+            }
+            if leads {
+                leader.set()
+                executor.submit { [self] in
+                    let r = call(key, subject: s, principal: principal, ask)
+                    flights.finish(key, r)
+                }
             }
         }
         if let r = tokens.cachedToken(by: principal, tenant: tenant, target: target, request: subjectAsk) { return run(r) }
         tokens.token(by: principal, tenant: tenant, target: target, request: subjectAsk, completion: run)
     }
 
-    /// One exchange at the IdP; kept for the next identical ask.
+    /// The exchanged token with a proof per target the worker named, made with the session's key.
+    private func withProofs(_ r: Result<IssuedToken, BrokerError>, _ targets: [DPoPTarget], tenant: String) -> Result<IssuedToken, BrokerError> {
+        guard case .success(var t) = r, !targets.isEmpty else { return r }
+        guard let keys = dpopKeys else { return .failure(.internalError) }
+        let key: DPoPKeyMaterial?
+        do { key = try session(tenant: tenant, id: t.sessionID).dpopKey } catch { return .failure((error as? BrokerError) ?? .internalError) }
+        return keys.proofs(targets, token: t.accessToken, type: t.tokenType, key: key, now: clock.now()).map { proofs in
+            t.dpopProofs = proofs
+            return t
+        }
+    }
+
+    /// One exchange at the IdP; kept for the next identical ask. A refusal is logged with the
+    /// client and session (an error line when the IdP rejects the client itself).
     private func call(_ key: ExchangeCache.Key, subject s: IssuedToken, principal: Principal, _ ask: TokenExchange) -> Result<IssuedToken, BrokerError> {
         let now = clock.now()
         do {
-            guard let client = try registry.client(tenant: key.tenant, id: try sessionClient(key, s), now: now) else {
-                return .failure(.notFound("client"))
-            }
+            let session = try self.session(tenant: key.tenant, id: key.session)
+            guard let client = try registry.client(tenant: key.tenant, id: session.client, now: now) else { return .failure(.notFound("client")) }
             let actor = ask.act ? try actors.token(for: principal, audience: client.issuer) : nil
-            let proof = try sessionProof(key)
+            // A DPoP-bound session exchanges with a proof of its key (the exchanged token is bound to it too).
+            var proof: DPoPProof?
+            if let material = session.dpopKey {
+                guard let p = dpopKeys?.prover(material) else { return .failure(.internalError) }
+                proof = p
+            }
             let sent = clock.now()
             let x: ExchangedToken
             do { x = try endpoint.exchange(client: client, subjectToken: s.accessToken, ask, actorToken: actor, dpop: proof) } catch {
-                return .failure(Self.refusal(error))
+                let e = Self.refusal(error)
+                events(LogLine(tenant: key.tenant, client: client.id, session: key.session,
+                               event: RefreshEvent(e == .idpRejectedClient ? .error : .warn, "exchange_refused",
+                                                   "the token exchange failed (\(error.reason)); the session is unchanged")))
+                return .failure(e)
             }
-            let lifetime = x.grant.expiresIn ?? 60
-            let expires = sent.addingTimeInterval(lifetime)
-            let t = IssuedToken(accessToken: x.grant.accessToken, tokenType: x.grant.tokenType, expiresAt: expires,
-                                expiresIn: Int(lifetime), scope: x.grant.scope ?? (ask.scopes.isEmpty ? s.scope : ask.scopes),
+            let t = IssuedToken(accessToken: x.grant.accessToken, tokenType: x.grant.tokenType,
+                                expiresAt: Self.expiry(x.grant, sent: sent), expiresIn: 0,
+                                scope: x.grant.scope ?? (ask.scopes.isEmpty ? s.scope : ask.scopes),
                                 sessionID: s.sessionID, subject: s.subject, issuedTokenType: x.issuedTokenType)
             cache.put(key, t)
-            return .success(t)
+            return .success(Self.rebased(t, now: clock.now()))
         } catch {
             return .failure((error as? BrokerError) ?? .internalError)
         }
     }
 
+    /// When an exchanged token expires: `expires_in` from when the request was sent (300 s
+    /// when the IdP says nothing, as for a sign-in), never later than a JWT's own `exp` — and
+    /// a JWT's `exp` when `expires_in` is missing.
+    static func expiry(_ g: TokenGrant, sent: Date) -> Date {
+        guard let lifetime = g.expiresIn else {
+            let fallback = sent.addingTimeInterval(300), own = AccessTokenExpiry.clamp(.distantFuture, token: g.accessToken)
+            return own == .distantFuture ? fallback : own
+        }
+        return AccessTokenExpiry.clamp(sent.addingTimeInterval(lifetime), token: g.accessToken)
+    }
+
     /// The session the hand-out just served, from the session cache it filled (else the store).
-    private func session(_ key: ExchangeCache.Key) throws -> Session {
-        if let s = tokens.cache.get(SessionKey(tenant: key.tenant, id: key.session), now: clock.now()) { return s }
-        guard let s = try tokens.store.session(tenant: key.tenant, id: key.session) else { throw BrokerError.notFound("session") }
+    private func session(tenant: String, id: String) throws -> Session {
+        if let s = tokens.cache.get(SessionKey(tenant: tenant, id: id), now: clock.now()) { return s }
+        guard let s = try tokens.store.session(tenant: tenant, id: id) else { throw BrokerError.notFound("session") }
         return s
     }
 
-    private func sessionClient(_ key: ExchangeCache.Key, _ s: IssuedToken) throws -> String { try session(key).client }
-
-    /// A DPoP-bound session exchanges with a proof of its key (the exchanged token is bound to it too).
-    private func sessionProof(_ key: ExchangeCache.Key) throws -> DPoPProof? {
-        guard let material = try session(key).dpopKey else { return nil }
-        guard let p = dpopKeys?.prover(material) else { throw BrokerError.internalError }
-        return p
-    }
-
     /// The IdP's answer to a refused exchange, as the caller's error: its RFC 6749 / 8693 code
-    /// kept (invalid_target, invalid_scope, …), never its description.
+    /// kept (invalid_target, invalid_scope, …), never its description. The IdP's own trouble
+    /// (`server_error`, `temporarily_unavailable`) is an outage, not the caller's fault.
     static func refusal(_ e: TokenEndpointError) -> BrokerError {
         switch e {
         case .oauth(let o) where o.error == "invalid_client": return .idpRejectedClient
+        case .oauth(let o) where o.error == "server_error" || o.error == "temporarily_unavailable": return .idpUnavailable(retryAfter: nil)
         case .oauth(let o):
             let code = OAuthError.isCode(o.error) ? o.error : "invalid_request"
             return .badRequest(code: code, message: "the identity provider refused the exchange (\(code))")
@@ -114,6 +161,13 @@ public final class ExchangeService: Sendable {
             return .badRequest(code: "exchange_refused", message: "the identity provider refused the exchange (HTTP \(status))")
         default: return e.callerError
         }
+    }
+
+    /// Marks the caller that leads a flight (its answer is its own exchange, the others share it).
+    final class LeaderMark: Sendable {
+        private let flag = Atomic<Bool>(false)
+        func set() { flag.store(true, ordering: .releasing) }
+        var isSet: Bool { flag.load(ordering: .acquiring) }
     }
 
     /// The token as of `now`: whole seconds left.

@@ -1,4 +1,5 @@
 import BrokerCore
+import Foundation
 import Synchronization
 
 /// DPoPKeys makes the sessions' DPoP keys (RFC 9449) and proves with them: a key is loaded once
@@ -17,6 +18,16 @@ public final class DPoPKeys: Sendable {
 
     /// A new key for a session of a client that binds its tokens with `alg`.
     func make(_ alg: JWSAlgorithm) -> DPoPKeyMaterial { DPoPKeyMaterial(algorithm: alg, der: keys.generate(alg)) }
+
+    /// A proof per target for a hand-out of `token` (RFC 9449 §7), made with the session's key.
+    /// A bearer token gets none: a proof would claim a binding the IdP never made.
+    func proofs(_ targets: [DPoPTarget], token: String, type: TokenType, key: DPoPKeyMaterial?, now: Date) -> Result<[String], BrokerError> {
+        guard type == .dpop, let key else {
+            return .failure(.conflict(code: "not_dpop_bound", message: "the access token is a bearer token: it takes no DPoP proof"))
+        }
+        guard let prover = prover(key) else { return .failure(.internalError) }
+        return .success(targets.map { prover.make(htm: $0.method, htu: $0.uri, at: now, nonce: $0.nonce, accessToken: token) })
+    }
 
     /// The key ready to make proofs; nil when the material is not a key of its algorithm.
     func prover(_ m: DPoPKeyMaterial) -> DPoPProof? {

@@ -254,12 +254,11 @@ extension TokenService {
                             expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
                             sessionID: s.id, subject: s.subject)
         guard !request.dpop.isEmpty else { return .success(t) }
-        guard s.accessTokenType == .dpop, let key = s.dpopKey, let token = s.accessToken else {
-            return .failure(.conflict(code: "not_dpop_bound", message: "the session's access token is a bearer token: it takes no DPoP proof"))
+        guard let keys = dpopKeys else { return .failure(.internalError) }
+        return keys.proofs(request.dpop, token: t.accessToken, type: t.tokenType, key: s.dpopKey, now: now).map { proofs in
+            t.dpopProofs = proofs
+            return t
         }
-        guard let prover = dpopKeys?.prover(key) else { return .failure(.internalError) }
-        t.dpopProofs = request.dpop.map { prover.make(htm: $0.method, htu: $0.uri, at: now, nonce: $0.nonce, accessToken: token) }
-        return .success(t)
     }
 
     /// Audits the hand-out or refusal, counts it, and passes the result through.

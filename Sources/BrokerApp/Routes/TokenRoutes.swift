@@ -74,9 +74,6 @@ struct TokenRoutes {
             let request = try body.request()
             let t = try target(body)
             if let ask = try body.exchange() {
-                guard request.dpop.isEmpty else {
-                    throw BrokerError.badRequest(code: "invalid_request", message: "'dpop' and 'exchange' do not go together (yet): ask for proofs of the session's token")
-                }
                 let exchanges = runtime.exchanges
                 return .later { respond in
                     CurrentTrace.with(req.trace) {

@@ -82,7 +82,7 @@ public final class BrokerRuntime: Sendable {
         actors = ActorTokens(store: PostgresBrokerKeyStore(pool: pool, sealer: sealer), keys: OpenSSLPrivateKeys(), digest: digest, clock: clock,
                              issuer: config.issuer)
         exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,
-                                    clock: clock, executor: executor)
+                                    clock: clock, executor: executor, events: Self.eventLog(logger))
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys,
