@@ -241,6 +241,14 @@ struct OperationsTests {
             #expect(r.status == 2 && r.err.contains(message), "\(args): \(r.status) \(r.err)")
             #expect(r.out.isEmpty, "\(args) printed \(r.out)")
         }
+        // --config before the command reads the file as after it does (here: a value it refuses).
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnv.uniqueName("cfg"))
+        try "TOKENBROKER_CACHE_CAPACITY=1\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        for args in [["--config", file.path, "migrate", "status"], ["migrate", "status", "--config", file.path]] {
+            let r = try runCommand("tokenbroker", args, env: try env())
+            #expect(r.status == 2 && r.err.contains("TOKENBROKER_CACHE_CAPACITY"), "\(args): \(r.status) \(r.err)")
+        }
     }
 
     @Test("SIGTERM stops the broker cleanly and flushes its audit trail")

@@ -27,6 +27,9 @@ public enum CLI {
     }
 
     public static func main(_ argv: [String]) -> Int32 {
+        var argv = argv
+        // `--config FILE` may come before the command as well as after it.
+        if argv.count >= 3, argv[0] == "--config" { argv = [argv[2], "--config", argv[1]] + argv[3...] }
         guard let command = argv.first else { return fail(usage, 2) }
         switch command {
         case "help", "--help", "-h":
