@@ -51,14 +51,16 @@ struct DPoPProofTests {
     }
 
     @Test("htu is an absolute http(s) URI; targets and nonces a proof cannot carry are refused")
-    func targets() {
+    func targets() throws {
         #expect(DPoPProof.targetURI("https://a.example:8443/p/q?x#y") == "https://a.example:8443/p/q")
         #expect(DPoPProof.targetURI("ftp://a.example/x") == nil && DPoPProof.targetURI("/relative") == nil && DPoPProof.targetURI("https://") == nil)
-        #expect(DPoPTarget.problem(method: "GET", uri: "https://a.example/x", nonce: "abc") == nil)
-        #expect(DPoPTarget.problem(method: "G E T", uri: "https://a.example/x", nonce: nil) != nil)
-        #expect(DPoPTarget.problem(method: "GET", uri: "mailto:x@y", nonce: nil) != nil)
-        #expect(DPoPTarget.problem(method: "GET", uri: "https://a.example/x", nonce: "a\\b") != nil)
-        #expect(DPoPTarget.problem(method: "GET", uri: "https://a.example/x", nonce: "") != nil)
+        #expect(try DPoPTarget(method: "GET", uri: "HTTPS://A.example/x?q#f", nonce: "abc").uri == "https://a.example/x")
+        #expect(throws: DPoPTarget.Invalid.self) { try DPoPTarget(method: "G E T", uri: "https://a.example/x", nonce: nil) }
+        #expect(throws: DPoPTarget.Invalid.self) { try DPoPTarget(method: "GÉT", uri: "https://a.example/x", nonce: nil) }
+        #expect(throws: DPoPTarget.Invalid.self) { try DPoPTarget(method: "GET", uri: "mailto:x@y", nonce: nil) }
+        #expect(throws: DPoPTarget.Invalid.self) { try DPoPTarget(method: "GET", uri: "https://a.example/x", nonce: "a\\b") }
+        #expect(throws: DPoPTarget.Invalid.self) { try DPoPTarget(method: "GET", uri: "https://a.example/x", nonce: "") }
+        #expect(throws: DPoPTarget.Invalid.self) { try DPoPTarget(method: "GET", uri: "https://a.example/x", nonce: "é") }
     }
 
     @Test("a session's key material survives its sealed form; anything else is not a key")

@@ -26,7 +26,7 @@ public final class DPoPKeys: Sendable {
             return .failure(.conflict(code: "not_dpop_bound", message: "the access token is a bearer token: it takes no DPoP proof"))
         }
         guard let prover = prover(key) else { return .failure(.internalError) }
-        return .success(targets.map { prover.make(htm: $0.method, htu: $0.uri, at: now, nonce: $0.nonce, accessToken: token) })
+        return .success(targets.map { prover.make(htm: $0.method, target: $0.uri, at: now, nonce: $0.nonce, accessToken: token) })
     }
 
     /// The key ready to make proofs; nil when the material is not a key of its algorithm.

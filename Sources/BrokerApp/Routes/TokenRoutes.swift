@@ -27,8 +27,9 @@ struct TokenRoutes {
             }
             let dpop = try (asked ?? []).map { t throws -> DPoPTarget in
                 let (m, u, n) = (try t.requiredString("htm"), try t.requiredString("htu"), try t.string("nonce"))
-                if let p = DPoPTarget.problem(method: m, uri: u, nonce: n) { throw BrokerError.badRequest(code: "invalid_request", message: p) }
-                return DPoPTarget(method: m, uri: u, nonce: n)
+                do throws(DPoPTarget.Invalid) { return try DPoPTarget(method: m, uri: u, nonce: n) } catch {
+                    throw BrokerError.badRequest(code: "invalid_request", message: error.reason)
+                }
             }
             return TokenRequest(minTTL: minTTL.map(Double.init), scopes: Scopes.parse(try json.string("scope")),
                                 forceRefresh: try json.bool("force_refresh") ?? false, dpop: dpop)

@@ -25,11 +25,16 @@ public struct DPoPProof: Sendable {
 
     /// A proof for one request: `htu` is cut to its target URI without query and fragment.
     public func make(htm: String, htu: String, at now: Date, nonce: String? = nil, accessToken: String? = nil) -> String {
+        make(htm: htm, target: Self.targetURI(htu) ?? htu, at: now, nonce: nonce, accessToken: accessToken)
+    }
+
+    /// A proof for a request whose `htu` is already its target URI (a checked DPoPTarget's).
+    public func make(htm: String, target: String, at now: Date, nonce: String?, accessToken: String?) -> String {
         var rng = SystemRandomNumberGenerator()
         // The claims are written here, not by JSONSerialization, which was half of a proof's cost.
         var claims = "{"
         if let accessToken { claims += "\"ath\":\"" + Self.accessTokenHash(accessToken, digest) + "\"," }
-        claims += "\"htm\":" + Self.quoted(htm) + ",\"htu\":" + Self.quoted(Self.targetURI(htu) ?? htu)
+        claims += "\"htm\":" + Self.quoted(htm) + ",\"htu\":" + Self.quoted(target)
             + ",\"iat\":" + String(Int(now.timeIntervalSince1970)) + ",\"jti\":\"" + Identifiers.token(bytes: 16, using: &rng) + "\""
         if let nonce { claims += ",\"nonce\":" + Self.quoted(nonce) }
         claims += "}"
