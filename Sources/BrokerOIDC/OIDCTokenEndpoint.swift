@@ -124,7 +124,8 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         throw .invalidResponse("revocation endpoint: HTTP \(reply.status)")
     }
 
-    /// A server-side GET of end_session_endpoint; any 2xx or 3xx means the IdP took it.
+    /// The RP-Initiated Logout URL for the user's browser (no request is made here); nil when
+    /// the issuer advertises no end_session_endpoint.
     public func endSessionURL(client: ClientRegistration, idTokenHint: String?, postLogoutRedirectURI: String?, state: String)
         throws(TokenEndpointError) -> String? {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
