@@ -7,10 +7,10 @@ public enum RefreshFailure: Sendable, Equatable {
     /// The IdP refused the client, not the grant: `invalid_client`, `unauthorized_client`, or
     /// 401. The session stays active; an operator must fix the registration.
     case clientRejected
-    /// The IdP wants DPoP proofs (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`), which the
-    /// broker does not send: the request was refused before the grant was looked at, so the
-    /// refresh token is not consumed and the session stays active — like `clientRejected`, an
-    /// operator must change the registration.
+    /// The IdP refused the DPoP proof, or wants one from a session that has no key (RFC 9449
+    /// `invalid_dpop_proof`, a second `use_dpop_nonce`): the request was refused before the grant
+    /// was looked at, so the refresh token is not consumed and the session stays active — like
+    /// `clientRejected`, an operator must change the registration.
     case dpopRequired
     /// The IdP did not act: 5xx, 429, the request never left, metadata unavailable, an endpoint
     /// that is not there (404).
