@@ -32,14 +32,20 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
         -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
-        do {
-            return try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
-                                                timeout: patience, fresh: true, dpop: dpop))
-        } catch {
-            // An endpoint that cannot be reached or is not there may have moved: read the
-            // metadata again (rate-limited) before the next attempt.
+        return try rereadingIfGone(client) { () throws(TokenEndpointError) in
+            try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
+                                         timeout: patience, fresh: true, dpop: dpop))
+        }
+    }
+
+    /// Runs `body`; when it fails because the endpoint cannot be reached or is not there (404,
+    /// 405), the endpoint may have moved or gone with a metadata change: the metadata is read
+    /// again (rate-limited) before the next attempt.
+    private func rereadingIfGone<T>(_ client: ClientRegistration, _ body: () throws(TokenEndpointError) -> T) throws(TokenEndpointError) -> T {
+        do { return try body() } catch {
             switch error {
             case .notSent, .refused(404, _), .refused(405, _): metadata.reread(issuer: client.issuer, now: clock.now())
+            case .oauth(let o) where o.status == 404 || o.status == 405: metadata.reread(issuer: client.issuer, now: clock.now())
             default: break
             }
             throw error
@@ -69,18 +75,16 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
 
     /// RFC 9126 §2: the request pushed with the client's authentication (and a DPoP proof when
     /// given, RFC 9449 §10.1); its refusals (§2.3) keep the IdP's RFC 6749 code. An endpoint
-    /// that cannot be reached or is not there (404, 405) may have gone with a metadata change:
-    /// the metadata is read again (rate-limited) for the next login.
+    /// that is gone makes the next login read the metadata again (`rereadingIfGone`).
     public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)], dpop: DPoPProof?) throws(TokenEndpointError)
         -> (requestURI: String, expiresIn: Int) {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
         guard let endpoint = meta.pushedAuthorizationRequestEndpoint else { throw .metadata("discovery: no pushed_authorization_request_endpoint") }
-        let reply: BlockingHTTP.Reply
-        do { reply = try call(client, endpoint, parameters, dpop: dpop) } catch {
-            if case .notSent = error { metadata.reread(issuer: client.issuer, now: clock.now()) }
-            throw error
-        }
-        if reply.status == 404 || reply.status == 405 { metadata.reread(issuer: client.issuer, now: clock.now()) }
+        return try rereadingIfGone(client) { () throws(TokenEndpointError) in try pushed(call(client, endpoint, parameters, dpop: dpop)) }
+    }
+
+    /// A PAR answer read (RFC 9126 §2.2, §2.3).
+    private func pushed(_ reply: BlockingHTTP.Reply) throws(TokenEndpointError) -> (requestURI: String, expiresIn: Int) {
         if reply.status >= 500 || reply.status == 429 {
             throw .transient(reason: "pushed authorization request endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
         }

@@ -54,9 +54,7 @@ public final class ExchangeService: Sendable {
             case .failure(let e): outcome = e.code
             }
             audit.record(AuditEvent(at: clock.now(), actor: principal.id, action: .tokenExchange, tenant: tenant, session: session, outcome: outcome))
-            for _ in (try? r.get())?.dpopProofs ?? [] {
-                audit.record(AuditEvent(at: clock.now(), actor: principal.id, action: .tokenDPoPProof, tenant: tenant, session: session, outcome: "minted"))
-            }
+            if case .success(let t) = r { audit.recordProofs(t, actor: principal.id, tenant: tenant, at: clock.now()) }
             completion(r)
         }
         let run: Completion = { [self] subject in

@@ -106,6 +106,14 @@ extension LoginService {
                        dpopKey: login.dpopKey)
     }
 
+    /// An IdP's refusal of DPoP (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`) on `request`,
+    /// said plainly: whether the broker sent a proof at all, and what to change.
+    static func dpopRefusal(_ code: String, sentProof: Bool, on request: String) -> String {
+        sentProof
+            ? "the identity provider refused the login's DPoP proof on \(request) (RFC 9449, \(code)): check the client's dpop_alg against the IdP's"
+            : "the identity provider wants a DPoP proof on \(request) (RFC 9449, \(code)); this client is registered without DPoP: set \"dpop\": true"
+    }
+
     /// Audits a refused callback and throws the refusal.
     private func refuse(_ login: PendingLogin, _ e: BrokerError, _ now: Date) throws -> Completion {
         events(LogLine(tenant: login.tenant, client: login.client, session: nil,
@@ -118,10 +126,7 @@ extension LoginService {
     static func refusal(_ e: TokenEndpointError, sentProof: Bool) -> BrokerError {
         switch e {
         case .oauth(let o) where o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce":
-            // Said plainly whether the broker sent a DPoP proof (RFC 9449) at all.
-            return .badRequest(code: o.error, message: sentProof
-                ? "the identity provider refused the broker's DPoP proof (RFC 9449, \(o.error)): check the client's dpop_alg against the IdP's"
-                : "the identity provider wants a DPoP proof (RFC 9449, \(o.error)); this client is registered without DPoP: set \"dpop\": true")
+            return .badRequest(code: o.error, message: dpopRefusal(o.error, sentProof: sentProof, on: "the code exchange"))
         case .oauth(let o):
             let code = OAuthError.isCode(o.error) ? o.error : "invalid_grant"
             return .badRequest(code: code, message: "the identity provider refused the code (\(code))")

@@ -119,9 +119,8 @@ public struct LoginService: Sendable {
                 switch error {
                 // The IdP refused the request itself (RFC 9126 §2.3): the registration must change, retrying cannot help.
                 case .oauth(let o) where o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce":
-                    throw BrokerError.unprocessable(code: "idp_misconfigured", message: dpop == nil
-                        ? "the issuer wants a DPoP proof on the pushed authorization request (\(o.error)); this client is registered without DPoP: set \"dpop\": true"
-                        : "the issuer refused the login's DPoP proof on the pushed authorization request (\(o.error)): check the client's dpop_alg against the IdP's")
+                    throw BrokerError.unprocessable(code: "idp_misconfigured",
+                                                    message: Self.dpopRefusal(o.error, sentProof: dpop != nil, on: "the pushed authorization request"))
                 case .oauth, .refused:
                     throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer refused the pushed authorization request: \(error.reason)")
                 default: throw error.callerError

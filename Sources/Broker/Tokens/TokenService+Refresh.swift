@@ -244,10 +244,8 @@ extension TokenService {
     }
 
     /// The token handed out for a session that passed the decision: expiry to the millisecond,
-    /// `expires_in` rounded down so that it never promises more than is left.
-    /// The hand-out of the session's token, with a DPoP proof bound to it (`ath`) for each
-    /// target the worker named. A bearer token gets none: a proof would claim a binding the IdP
-    /// never made.
+    /// `expires_in` rounded down so that it never promises more than is left; with a DPoP proof
+    /// bound to it (`ath`) for each target the worker named (DPoPKeys.proofs: none for a bearer token).
     func issue(_ s: Session, now: Date, _ request: TokenRequest) -> Result<IssuedToken, BrokerError> {
         let exp = s.accessExpiresAt ?? now
         var t = IssuedToken(accessToken: s.accessToken ?? "", tokenType: s.accessTokenType, expiresAt: exp,
@@ -270,12 +268,7 @@ extension TokenService {
         case .success:
             outcome = refreshed ? "refreshed" : "cached"
             if let session { usage.record(SessionKey(tenant: tenant, id: session), at: now) }
-            // Every proof minted is audited (coalesced by the sink like the hand-outs themselves).
-            if case .success(let t) = r {
-                for _ in t.dpopProofs {
-                    audit.record(AuditEvent(at: now, actor: principal.id, action: .tokenDPoPProof, tenant: tenant, session: session, outcome: "minted"))
-                }
-            }
+            if case .success(let t) = r { audit.recordProofs(t, actor: principal.id, tenant: tenant, at: now) }
         case .failure(let e):
             outcome = e.code
         }
