@@ -32,6 +32,8 @@ final class ConnectionDeadlines: @unchecked Sendable {
     private let stopped = Atomic<Bool>(false)
     /// Connections closed for being slow.
     let closed = Atomic<Int>(0)
+    /// Connections opened since the start.
+    let opened = Atomic<Int>(0)
 
     init(headers: TimeInterval, body: TimeInterval, idle: TimeInterval) {
         self.headers = UInt64(headers * 1e9)
@@ -44,6 +46,7 @@ final class ConnectionDeadlines: @unchecked Sendable {
     /// A connection opened.
     func opened(fd: Int32, daemon: DaemonState?) -> Watch {
         let w = Watch(fd: fd, daemon: daemon)
+        opened.add(1, ordering: .relaxed)
         w.deadline.store(Self.now + headers, ordering: .relaxed)
         watched.withLock { $0[ObjectIdentifier(w)] = w }
         return w

@@ -56,6 +56,8 @@ public final class MHDServer: Sendable {
     }
     /// Connections closed because their client was too slow (ConnectionDeadlines).
     public var slowClientsClosed: Int { deadlines.closed.load(ordering: .relaxed) }
+    /// Connections accepted since the start (kept-alive ones count once).
+    public var connectionsOpened: Int { deadlines.opened.load(ordering: .relaxed) }
 
     struct DaemonBox: @unchecked Sendable { let pointer: OpaquePointer }
 

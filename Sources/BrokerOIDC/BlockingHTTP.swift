@@ -51,13 +51,14 @@ public final class BlockingHTTP: Sendable {
     }
 
     /// `headers` are `Name: value` lines. `timeout` bounds this exchange (nil: the instance's).
-    /// `fresh` sends on a connection of its own, closed afterwards: use it for requests that must
-    /// never be sent twice (a refresh-token grant), since libcurl silently re-sends a request
-    /// when a reused connection closes without an answer (see http.c).
+    /// `once`: the request leaves at most once — for requests that must never be sent twice (a
+    /// refresh-token grant, a code). libcurl silently re-sends a request when a reused connection
+    /// closes without an answer; with `once` that second send is refused and the exchange is
+    /// `unanswered` (see http.c), so these requests still use warm connections.
     /// `publicOnly`: connect only to public addresses (webhook receivers: no loopback, private,
     /// link-local or metadata address, whatever the DNS answers).
     public func send(_ method: String, _ url: URL, headers: [String], body: [UInt8]? = nil, timeout: TimeInterval? = nil,
-                     fresh: Bool = false, publicOnly: Bool = false) throws(Failure) -> Reply {
+                     once: Bool = false, publicOnly: Bool = false) throws(Failure) -> Reply {
         let ms = timeout.map { max(1, Int($0 * 1000)) } ?? timeoutMS
         // The request this call is made for names its span as the call's parent (W3C Trace Context).
         let headers = CurrentTrace.value.map { headers + ["traceparent: \($0.traceparent)"] } ?? headers
@@ -67,7 +68,7 @@ public final class BlockingHTTP: Sendable {
             (body ?? []).withUnsafeBufferPointer { b in
                 tb_http_perform(handle.pointer, method, url.absoluteString, hs, Int32(headers.count),
                                 b.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, b.count,
-                                ms, maxResponseBytes, fresh ? 1 : 0, publicOnly ? 1 : 0)
+                                ms, maxResponseBytes, once ? 1 : 0, publicOnly ? 1 : 0)
             }
         }
         defer { tb_http_free(&result) }

@@ -18,7 +18,7 @@ public struct HTTPWebhookSender: WebhookSender {
     public func post(_ url: String, headers: [(name: String, value: String)], body: [UInt8], timeout: TimeInterval) throws -> Int {
         guard let u = URL(string: url) else { throw Unreachable(description: "not a URL") }
         do {
-            return try http.send("POST", u, headers: headers.map { "\($0.name): \($0.value)" }, body: body, timeout: timeout, fresh: false,
+            return try http.send("POST", u, headers: headers.map { "\($0.name): \($0.value)" }, body: body, timeout: timeout,
                                  publicOnly: !allowPrivateNetworks).status
         } catch {
             switch error {

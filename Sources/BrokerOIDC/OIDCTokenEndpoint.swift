@@ -27,14 +27,14 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         self.clock = clock
     }
 
-    /// A refresh-token grant on a fresh connection (`fresh`: libcurl never re-sends it on its own),
+    /// A refresh-token grant, sent at most once (`once`: libcurl never re-sends it on its own),
     /// waited for up to `patience`.
     public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
         -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
         return try rereadingIfGone(client) { () throws(TokenEndpointError) in
             try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
-                                         timeout: patience, fresh: true, dpop: dpop))
+                                         timeout: patience, once: true, dpop: dpop))
         }
     }
 
@@ -52,12 +52,12 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         }
     }
 
-    /// Codes are single use too: a fresh connection, never re-sent.
+    /// Codes are single use too: sent at most once.
     public func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
         let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
         return try TokenResponse.parse(call(client, meta.tokenEndpoint, [
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI), ("code_verifier", verifier)],
-            fresh: true, dpop: dpop))
+            once: true, dpop: dpop))
     }
 
     /// RFC 7662 §2.1-2.2 with the client's authentication: nil when the issuer advertises no
@@ -145,12 +145,12 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// endpoint's last nonce. A `use_dpop_nonce` refusal with a new nonce (RFC 9449 §8) is
     /// answered once more with it: the IdP refused before looking at the grant.
     private func call(_ client: ClientRegistration, _ endpoint: URL, _ fields: [(String, String)], timeout: TimeInterval? = nil,
-                      fresh: Bool = false, dpop: DPoPProof? = nil) throws(TokenEndpointError) -> BlockingHTTP.Reply {
-        guard let dpop else { return try post(client, endpoint, fields, timeout: timeout, fresh: fresh, proof: nil) }
+                      once: Bool = false, dpop: DPoPProof? = nil) throws(TokenEndpointError) -> BlockingHTTP.Reply {
+        guard let dpop else { return try post(client, endpoint, fields, timeout: timeout, once: once, proof: nil) }
         let target = endpoint.absoluteString
         var sent = nonces[target]
         for attempt in 0..<2 {
-            let reply = try post(client, endpoint, fields, timeout: timeout, fresh: fresh,
+            let reply = try post(client, endpoint, fields, timeout: timeout, once: once,
                                  proof: dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: sent))
             if let n = reply.dpopNonce { nonces[target] = n }
             guard attempt == 0, reply.status == 400, let n = reply.dpopNonce, n != sent,
@@ -164,7 +164,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
 
     /// One POST of the form with the client's authentication; transport failures become TokenEndpointError.
     private func post(_ client: ClientRegistration, _ endpoint: URL, _ fields: [(String, String)], timeout: TimeInterval?,
-                      fresh: Bool, proof: String?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
+                      once: Bool, proof: String?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         if let proof { headers.append("DPoP: " + proof) }
         var form = fields
@@ -187,7 +187,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
                      ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", jwt)]
         }
         do {
-            return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8), timeout: timeout, fresh: fresh)
+            return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8), timeout: timeout, once: once)
         } catch {
             switch error {
             case .notSent(let why): throw .notSent("\(endpoint.path): \(why)")

@@ -38,6 +38,17 @@ static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_
     return socket(address->family, address->socktype, address->protocol);
 }
 
+/* Counts the requests libcurl is about to send in one perform (CURLOPT_PREREQFUNCTION, libcurl
+ * 7.80: called right before each request goes out, on a new or a reused connection). With
+ * `once`, a second one is refused before anything is sent. */
+typedef struct { int once; int sends; } send_guard;
+
+static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port) {
+    send_guard *g = ud;
+    (void)primary_ip; (void)local_ip; (void)primary_port; (void)local_port;
+    return g->sends++ > 0 && g->once ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
+}
+
 typedef struct { char *data; size_t len, cap, max; int over; } buffer;
 
 static size_t on_body(char *ptr, size_t size, size_t n, void *ud) {
@@ -109,9 +120,10 @@ void *tb_http_handle_new(void) { return curl_easy_init(); }
 void tb_http_handle_free(void *handle) { if (handle) curl_easy_cleanup(handle); }
 
 tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int fresh, int public_only) {
+                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only) {
     tb_http_result r = { 0, 2, NULL, NULL, 0, -1, NULL };
     connect_guard guard = { public_only, 0 };
+    send_guard sends = { once, 0 };
     CURL *h = handle;
     buffer b = { NULL, 0, 0, max_bytes, 0 };
     struct curl_slist *list = NULL;
@@ -133,15 +145,18 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.retry_after);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
-    if (fresh) {
-        /* libcurl before 8.16 (which added CURLOPT_FORBID_RETRY_ON_REUSE) silently sends the
-         * request again on a new connection when a reused connection closes without any answer
-         * (Curl_retry_request): the server may well have processed the first copy. For a
-         * refresh-token grant that is a second presentation of a token the IdP has just rotated,
-         * i.e. reuse detection and a revoked family. A connection of its own, closed afterwards,
-         * is never "reused", so libcurl never retries it. */
-        curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
-        curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(h, CURLOPT_PREREQDATA, &sends);
+    if (once) {
+        /* libcurl silently sends a request again on a new connection when a reused connection
+         * closes without any answer (Curl_retry_request), or when an HTTP/2 stream is refused:
+         * the server may well have processed the first copy. For a refresh-token grant that is
+         * a second presentation of a token the IdP has just rotated, i.e. reuse detection and a
+         * revoked family. The guard refuses the second send (the exchange then failed after the
+         * request was sent: unanswered), so warm connections serve these requests too. An idle
+         * connection is reused for a few seconds only: most servers close idle ones after 5 s
+         * or more, and one they closed earlier is seen closed before reuse. */
+        curl_easy_setopt(h, CURLOPT_MAXAGE_CONN, 4L);
     }
     if (strcmp(method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
@@ -152,7 +167,10 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
     }
     CURLcode rc = curl_easy_perform(h);
     curl_slist_free_all(list);
-    if (rc == CURLE_OK) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK && sends.sends > 1) {
+        r.error = 2;   /* the first copy went out on a connection that then died: it may have been acted on */
+        r.reason = "connection closed without an answer";
+    } else if (rc == CURLE_OK) {
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
         r.error = 0;
         struct curl_header *nonce = NULL;

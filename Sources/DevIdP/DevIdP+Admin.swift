@@ -44,6 +44,7 @@ extension DevIdP {
             body["resource_accepted"] = s.resourceAccepted
             body["resource_refusals"] = s.resourceRefusals
         }
+        body["connections_opened"] = connectionsOpened.withLock { $0 }()
         if withTimes { body["refresh_times"] = times }
         return json(200, body)
     }

@@ -23,6 +23,9 @@ import Synchronization
 public final class DevIdP: Sendable {
     public let issuer: String
     let state: Mutex<DevIdPState>
+    /// The server's count of accepted connections (`connections_opened` in `/stats`): tests
+    /// see from it whether a client reused its connections. Set once the server exists.
+    public let connectionsOpened = Mutex<@Sendable () -> Int>({ 0 })
 
     public init(issuer: String, accessTTL: Int) {
         self.issuer = issuer

@@ -35,6 +35,7 @@ let server = MHDServer(config: config) { req in
     case .notFound: return .now(.json(404, "{\"error\":\"not_found\"}"))
     }
 }
+idp.connectionsOpened.withLock { $0 = { server.connectionsOpened } }
 do { try server.start() } catch {
     FileHandle.standardError.write(Data("dev-idp: \(error)\n".utf8))
     exit(1)

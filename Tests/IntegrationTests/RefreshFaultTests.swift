@@ -59,6 +59,27 @@ struct RefreshFaultTests {
         #expect(w.brokers[0].process.output.contains("refresh_outcome_lost"))
     }
 
+    @Test("refreshes ride a warm connection; when the IdP rotates and drops it, libcurl's silent re-send is refused: presented once")
+    func droppedOnWarmConnection() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let id = try await w.importSession(subject: "warm", expiresIn: 30)
+        try expectStatus(try await w.token(id, body: ["min_ttl": 60]), 200)
+        let opened = { () async throws -> Int in try await w.idp.counters(client: w.idpClientID)["connections_opened"] as? Int ?? -1 }
+        let before = try await opened()
+        for _ in 0..<3 { try expectStatus(try await w.token(id, body: ["force_refresh": true]), 200) }
+        // Three refreshes on the connection already open (the test's own stats calls may add one).
+        #expect(try await opened() - before <= 1)
+        // libcurl re-sends a request whose reused connection closes without an answer; for a
+        // rotated refresh token that second copy would be reuse, and the family revoked.
+        try await w.idp.refreshFault("drop")
+        let r = try await w.token(id, body: ["force_refresh": true])
+        #expect(r.status == 409 && r["error"] as? String == "needs_reauth")
+        #expect(try await session(w, id)["reason"] as? String == "refresh_outcome_lost")
+        let p = try await w.idp.presentations(client: w.idpClientID)
+        #expect(p.presented == 5 && p.reuse == 0 && p.introspections >= 1)
+    }
+
     @Test("the connection drops before the IdP acts: introspection says active, the refresh is retried and succeeds")
     func droppedBeforeActing() async throws {
         let w = try await World()

@@ -20,12 +20,12 @@ void tb_http_global_init(void);
 void *tb_http_handle_new(void);
 void tb_http_handle_free(void *handle);
 /* method "GET" or "POST"; headers: n "Name: value" strings; body may be NULL for GET. timeout_ms
- * bounds the whole exchange and the connect. fresh != 0: a new connection, closed afterwards
- * (see http.c for why a refresh-token grant wants that). public_only != 0: refuses to connect to
+ * bounds the whole exchange and the connect. once != 0: the request is sent at most once, never
+ * re-sent by libcurl on a new connection (see http.c for why a refresh-token grant wants that). public_only != 0: refuses to connect to
  * an address that is not public (loopback, private, link-local, shared, multicast, reserved —
  * checked on the very address libcurl connects to, so a DNS answer cannot change it after a
  * check), reason "address is not public". */
 tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int fresh, int public_only);
+                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only);
 void tb_http_free(tb_http_result *result);
 #endif
