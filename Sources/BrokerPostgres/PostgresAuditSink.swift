@@ -32,24 +32,29 @@ public final class PostgresAuditSink: AuditSink {
         self.capacity = capacity
     }
 
-    public func record(_ e: AuditEvent) {
-        let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome)
-        let kept = buffer.withLock { b -> Bool in
-            if var t = b[key] {
-                t.count += 1
-                t.first = min(t.first, e.at)
-                t.last = max(t.last, e.at)
-                b[key] = t
-                return true
+    public func record(_ e: AuditEvent) { record([e]) }
+
+    public func record(_ events: [AuditEvent]) {
+        var dropped = 0
+        buffer.withLock { b in
+            for e in events {
+                let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome)
+                if var t = b[key] {
+                    t.count += 1
+                    t.first = min(t.first, e.at)
+                    t.last = max(t.last, e.at)
+                    b[key] = t
+                    continue
+                }
+                guard held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity else {
+                    held.wrappingSubtract(1, ordering: .relaxed)
+                    dropped += 1
+                    continue
+                }
+                b[key] = Tally(first: e.at, last: e.at, count: 1)
             }
-            guard held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity else {
-                held.wrappingSubtract(1, ordering: .relaxed)
-                return false
-            }
-            b[key] = Tally(first: e.at, last: e.at, count: 1)
-            return true
         }
-        if !kept { dropped.add(1, ordering: .relaxed) }
+        if dropped > 0 { self.dropped.add(dropped, ordering: .relaxed) }
     }
 
     public func flush() {

@@ -141,6 +141,22 @@ struct TokenServiceTests {
         #expect(h.endpoint.spentTokens == ["rt-carol"])
     }
 
+    @Test("a batch answered from memory audits and marks every hand-out: one event per item, one mark per session")
+    func batchAuditedAndMarked() async throws {
+        let h = try TokenServiceHarness()
+        let a = try h.addSession(ttl: 3000), b = try h.addSession(subject: "bob", ttl: 3000)
+        _ = await h.token(.session(a.id))
+        _ = await h.token(.session(b.id))
+        _ = h.service.usage.drain()
+        let before = h.audit.recorded.count
+        let now = h.service.batch(by: h.worker, tenant: "t1", targets: [.session(a.id), .session(b.id), .session(a.id), .session("ses_nope")],
+                                  request: TokenRequest(minTTL: 60)) { _ in }
+        #expect(now == nil)   // the unknown id is looked up; the rest were answered from memory
+        let issued = h.audit.recorded.dropFirst(before).filter { $0.action == .tokenIssue && $0.outcome == "cached" }
+        #expect(issued.map(\.session) == [a.id, b.id, a.id] && issued.allSatisfy { $0.actor == "worker-key" })
+        #expect(Set(h.service.usage.drain().map(\.id)) == [a.id, b.id])
+    }
+
     @Test("every hand-out and refusal is audited with who and which session")
     func handOutsAudited() async throws {
         let h = try TokenServiceHarness()

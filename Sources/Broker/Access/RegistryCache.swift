@@ -8,9 +8,16 @@ import Synchronization
 ///
 /// Thread-safety: every method may be called from any thread; loads happen outside the lock.
 public final class RegistryCache: Sendable {
-    private struct Timed<V: Sendable>: Sendable {
+    /// An entry with its load time; a class, so that a lookup under the lock costs one
+    /// reference count rather than a copy of every field of a registration.
+    private final class Timed<V: Sendable>: Sendable {
         let value: V
         let at: Date
+
+        init(value: V, at: Date) {
+            self.value = value
+            self.at = at
+        }
     }
 
     private struct ClientKey: Hashable, Sendable { let tenant: String, id: String }

@@ -8,9 +8,16 @@ import Synchronization
 ///
 /// Thread-safety: every method may be called from any thread.
 public final class SessionCache: Sendable {
-    private struct Entry {
-        let session: Session
+    /// A cached session, shared rather than copied: a lookup on the hot path costs one
+    /// reference count, not one for every string of the session.
+    public final class Entry: Sendable {
+        public let session: Session
         let loadedAt: Date
+
+        init(session: Session, loadedAt: Date) {
+            self.session = session
+            self.loadedAt = loadedAt
+        }
     }
 
     private struct SubjectKey: Hashable {
@@ -28,10 +35,13 @@ public final class SessionCache: Sendable {
     }
 
     /// The cached session if it was loaded less than `maxAge` ago.
-    public func get(_ key: SessionKey, now: Date) -> Session? {
+    public func get(_ key: SessionKey, now: Date) -> Session? { entry(key, now: now)?.session }
+
+    /// The same, without copying the session out.
+    public func entry(_ key: SessionKey, now: Date) -> Entry? {
         entries.withLock { e in
             guard let entry = e[key], now.timeIntervalSince(entry.loadedAt) < maxAge else { return nil }
-            return entry.session
+            return entry
         }
     }
 

@@ -12,9 +12,11 @@ extension TokenService {
                       completion: @escaping BatchCompletion) -> [Result<IssuedToken, BrokerError>]? {
         var results = [Result<IssuedToken, BrokerError>?](repeating: nil, count: targets.count)
         var missing: [Int] = []
+        var log: HandOutLog? = HandOutLog(capacity: targets.count)
         for (i, t) in targets.enumerated() {
-            if let r = cachedToken(by: principal, tenant: tenant, target: t, request: request) { results[i] = r } else { missing.append(i) }
+            if let r = cachedToken(by: principal, tenant: tenant, target: t, request: request, log: &log) { results[i] = r } else { missing.append(i) }
         }
+        log?.record(audit: audit, usage: usage, at: clock.now())
         if missing.isEmpty { return results.map { $0! } }
 
         let collector = BatchCollector(results, remaining: missing.count, completion: completion)

@@ -263,17 +263,29 @@ extension TokenService {
     @discardableResult
     func finish(_ r: Result<IssuedToken, BrokerError>, _ principal: Principal, _ tenant: String, _ session: String?,
                 _ now: Date, refreshed: Bool = false) -> Result<IssuedToken, BrokerError> {
+        var log: HandOutLog? = nil
+        return finish(r, principal, tenant, session, now, refreshed: refreshed, into: &log)
+    }
+
+    /// The same; with a `log` (a batch), the audit event and the usage mark are collected there
+    /// and recorded with the batch's others.
+    func finish(_ r: Result<IssuedToken, BrokerError>, _ principal: Principal, _ tenant: String, _ session: String?,
+                _ now: Date, refreshed: Bool = false, into log: inout HandOutLog?) -> Result<IssuedToken, BrokerError> {
         let outcome: String
         switch r {
-        case .success:
+        case .success(let t):
             outcome = refreshed ? "refreshed" : "cached"
-            if let session { usage.record(SessionKey(tenant: tenant, id: session), at: now) }
-            if case .success(let t) = r { audit.recordProofs(t, actor: principal.id, tenant: tenant, at: now) }
+            if let session {
+                let key = SessionKey(tenant: tenant, id: session)
+                if log == nil { usage.record(key, at: now) } else { log?.used.append(key) }
+            }
+            audit.recordProofs(t, actor: principal.id, tenant: tenant, at: now)
         case .failure(let e):
             outcome = e.code
         }
         if outcome == "cached" { metrics.cachedHandOuts.add() } else { metrics.tokenRequests.add(outcome) }
-        audit.record(AuditEvent(at: now, actor: principal.id, action: .tokenIssue, tenant: tenant, session: session, outcome: outcome))
+        let event = AuditEvent(at: now, actor: principal.id, action: .tokenIssue, tenant: tenant, session: session, outcome: outcome)
+        if log == nil { audit.record(event) } else { log?.events.append(event) }
         return r
     }
 

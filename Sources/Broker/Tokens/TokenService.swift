@@ -74,9 +74,17 @@ public final class TokenService: Sendable {
     /// Answers from memory when it can: the tenant, client and session are cached and the
     /// decision is to serve or to refuse. Nil means "take the slow path"; never blocks.
     public func cachedToken(by principal: Principal, tenant: String, target: TokenTarget, request: TokenRequest) -> Result<IssuedToken, BrokerError>? {
+        var log: HandOutLog? = nil
+        return cachedToken(by: principal, tenant: tenant, target: target, request: request, log: &log)
+    }
+
+    /// The same; with a `log` (a batch), what the hand-out leaves behind is collected there and
+    /// each client's policy is looked up once.
+    func cachedToken(by principal: Principal, tenant: String, target: TokenTarget, request: TokenRequest,
+                     log: inout HandOutLog?) -> Result<IssuedToken, BrokerError>? {
         let now = clock.now()
         guard let t = registry.peekTenant(tenant, now: now) else { return nil }
-        guard let t, !t.disabled else { return finish(.failure(.notFound("tenant")), principal, tenant, nil, now) }
+        guard let t, !t.disabled else { return finish(.failure(.notFound("tenant")), principal, tenant, nil, now, into: &log) }
         let id: String
         switch target {
         case .session(let s): id = s
@@ -84,14 +92,16 @@ public final class TokenService: Sendable {
             guard let s = cache.sessionID(tenant: tenant, client: client, subject: subject) else { return nil }
             id = s
         }
-        guard let session = cache.get(SessionKey(tenant: tenant, id: id), now: now),
-              let policy = registry.peekPolicy(tenant: tenant, client: session.client, now: now) else { return nil }
-        switch TokenDecision.decide(session, request.requirement(policy: policy, lifetime: session.accessLifetime), now: now) {
+        guard let held = cache.entry(SessionKey(tenant: tenant, id: id), now: now) else { return nil }
+        let client = held.session.client
+        guard let policy = log?.policies[client] ?? registry.peekPolicy(tenant: tenant, client: client, now: now) else { return nil }
+        log?.policies[client] = policy
+        switch TokenDecision.decide(held.session, request.requirement(policy: policy, lifetime: held.session.accessLifetime), now: now) {
         case .serve:
             metrics.cacheHits.add()
-            return finish(issue(session, now: now, request), principal, tenant, session.id, now, refreshed: false)
+            return finish(issue(held.session, now: now, request), principal, tenant, held.session.id, now, into: &log)
         case .reject(let e):
-            return finish(.failure(e), principal, tenant, session.id, now)
+            return finish(.failure(e), principal, tenant, held.session.id, now, into: &log)
         case .refresh:
             return nil
         }

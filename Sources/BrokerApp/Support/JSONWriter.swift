@@ -47,7 +47,7 @@ struct JSONWriter {
         var v = v
         v.withUTF8 { u in
             // Most strings need no escaping: copy them whole.
-            if !u.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5c }) {
+            if !Self.needsEscaping(u) {
                 bytes.append(contentsOf: u)
                 return
             }
@@ -65,6 +65,29 @@ struct JSONWriter {
         }
         bytes.append(0x22)
         needsComma = true
+    }
+
+    /// Whether any byte is a control character, '"' or '\\' — eight bytes at a time (a token is
+    /// hundreds of bytes, read on every hand-out). The per-byte tests are the classic
+    /// "has a zero byte" and "has a byte less than n" word tricks; a borrow can only mark bytes
+    /// above one that truly matched, so the answer is exact.
+    static func needsEscaping(_ u: UnsafeBufferPointer<UInt8>) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let raw = UnsafeRawBufferPointer(u)
+        var i = 0
+        while i + 8 <= raw.count {
+            let v = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let quote = v ^ (ones &* 0x22), backslash = v ^ (ones &* 0x5c)
+            let control = (v &- ones &* 0x20) & ~v
+            if (control | ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash)) & highs != 0 { return true }
+            i += 8
+        }
+        while i < raw.count {
+            let b = raw[i]
+            if b < 0x20 || b == 0x22 || b == 0x5c { return true }
+            i += 1
+        }
+        return false
     }
 
     /// Appends already-encoded JSON.

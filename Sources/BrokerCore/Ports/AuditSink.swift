@@ -2,5 +2,13 @@
 /// write in bulk, and `flush` writes what is buffered (called at shutdown).
 public protocol AuditSink: Sendable {
     func record(_ event: AuditEvent)
+    /// Several events at once (a batch's hand-outs): implementations may take their lock once.
+    func record(_ events: [AuditEvent])
     func flush()
+}
+
+extension AuditSink {
+    public func record(_ events: [AuditEvent]) {
+        for e in events { record(e) }
+    }
 }
