@@ -26,11 +26,10 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
             return server.queue(.json(503, "{\"error\":\"shutting_down\",\"message\":\"this listener is closing; retry\",\"request_id\":\"\(ctx.requestID)\"}"),
                                 requestID: ctx.requestID, on: connection)
         }
-        if ctx.refusal == nil {
-            var check = FrontDoor.HeaderCheck()
-            withUnsafeMutablePointer(to: &check) { p in _ = MHD_get_connection_values_n(connection, tb_MHD_HEADER_KIND, checkHeader, p) }
-            ctx.refusal = check.finish(version: version.map { String(cString: $0) } ?? "")
-        }
+        var pass = HeaderPass(wanted: server.wantedHeaders)
+        withUnsafeMutablePointer(to: &pass) { p in _ = MHD_get_connection_values_n(connection, tb_MHD_HEADER_KIND, walkHeader, p) }
+        ctx.headers = pass.kept
+        if ctx.refusal == nil { ctx.refusal = pass.check.finish(version: version.map { String(cString: $0) } ?? "") }
         if ctx.refusal == nil, let tls = server.config.tls, tls.clientCAFile != nil {
             // Verified once per connection: its certificate cannot change under it.
             let checked = w?.clientCertificate ?? {
@@ -107,16 +106,16 @@ let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketC
     }
 }
 
-private let checkHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
+private let walkHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, valueSize in
     guard let cls else { return tb_MHD_NO }
-    let check = cls.assumingMemoryBound(to: FrontDoor.HeaderCheck.self)
+    let pass = cls.assumingMemoryBound(to: HeaderPass.self)
     func bytes(_ p: UnsafePointer<CChar>?, _ n: Int) -> UnsafeBufferPointer<UInt8> {
         guard let p else { return UnsafeBufferPointer(start: nil, count: 0) }
         return p.withMemoryRebound(to: UInt8.self, capacity: n) { UnsafeBufferPointer(start: $0, count: n) }
     }
     // Read up to a NUL: a value whose length MHD counted past one holds a control character.
     let shown = value.map { strnlen($0, valueSize) } ?? 0
-    check.pointee.add(name: bytes(key, keySize), value: bytes(value, shown), valueLength: valueSize)
+    pass.pointee.add(name: bytes(key, keySize), value: bytes(value, shown), valueLength: valueSize)
     return tb_MHD_YES
 }
 
@@ -124,9 +123,6 @@ private let checkHeader: MHD_KeyValueIteratorN = { cls, _, key, keySize, value, 
 private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection: OpaquePointer,
                         _ url: UnsafePointer<CChar>?, _ method: UnsafePointer<CChar>?) -> MHD_Result {
     let box = Unmanaged.passUnretained(ctx).toOpaque()
-    for name in server.config.headers {
-        if let v = MHD_lookup_connection_value(connection, tb_MHD_HEADER_KIND, name) { ctx.headers.append((name, String(cString: v))) }
-    }
     MHD_get_connection_values(connection, tb_MHD_GET_ARGUMENT_KIND, collectQuery, box)
     let requestID = MHDServer.requestID(ctx.headers.first { $0.name == "x-request-id" }?.value)
     ctx.requestID = requestID

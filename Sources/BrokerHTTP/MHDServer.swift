@@ -14,6 +14,8 @@ import Synchronization
 /// any thread.
 public final class MHDServer: Sendable {
     let config: HTTPServerConfig
+    /// The headers handlers may read, lowercase, as bytes for HeaderPass.
+    let wantedHeaders: [(name: String, bytes: [UInt8])]
     let handle: @Sendable (HTTPRequest) -> HTTPReply
     private let daemon = Mutex<DaemonBox?>(nil)
     let suspended = Atomic<Int>(0)
@@ -67,6 +69,7 @@ public final class MHDServer: Sendable {
 
     public init(config: HTTPServerConfig, handle: @escaping @Sendable (HTTPRequest) -> HTTPReply) {
         self.config = config
+        wantedHeaders = config.headers.map { ($0.lowercased(), Array($0.lowercased().utf8)) }
         self.handle = handle
         deadlines = ConnectionDeadlines(headers: config.headerTimeout, body: config.bodyTimeout, idle: TimeInterval(config.idleTimeout))
     }
@@ -203,7 +206,9 @@ public final class MHDServer: Sendable {
             MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), tb_MHD_RESPMEM_MUST_COPY)
         }
         guard let r else { return tb_MHD_NO }
-        for h in response.headers { MHD_add_response_header(r, h.name, h.value) }
+        // withCString lends a native string's own bytes; passing a String where a C string is
+        // taken copies it to the heap first.
+        for h in response.headers { h.name.withCString { n in h.value.withCString { v in _ = MHD_add_response_header(r, n, v) } } }
         if watch(connection)?.daemon?.draining.load(ordering: .acquiring) == true {
             MHD_add_response_header(r, "Connection", "close")   // this daemon is closing: reconnect elsewhere
         }

@@ -53,6 +53,9 @@ struct HTTPServerTests {
         var r = Router()
         r.add("GET", "/now") { _ in .now(.json(200, "{\"ok\":true}")) }
         r.add("POST", "/echo/{id}") { req in .now(.json(200, "{\"id\":\"\(req[param: "id"])\",\"n\":\(req.body.count),\"big\":\(req.bodyTooLarge)}")) }
+        r.add("GET", "/headers") { req in
+            .now(.json(200, "[" + req.headers.map { "\"\($0.name)=\($0.value)\"" }.joined(separator: ",") + "]"))
+        }
         r.add("GET", "/later") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { respond(.json(202, "{}")) } } }
         r.add("GET", "/slow") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { respond(.json(200, "{}")) } } }
         let router = r
@@ -120,6 +123,19 @@ struct HTTPServerTests {
         let c = try RawClient(port: s.port)
         c.send("GET /now HTTP/1.1\r\nHost: x\r\nX-Filler: \(String(repeating: "a", count: 16_000))\r\n\r\n")
         #expect(c.response()?.status == 431)
+    }
+
+    @Test("handlers see the listed headers, names lowercased whatever their case, the first of a repeated one; others are not copied out")
+    func listedHeaders() throws {
+        let s = try Self.server()
+        defer { s.stop() }
+        let c = try RawClient(port: s.port)
+        c.send("GET /headers HTTP/1.1\r\nHost: x\r\nAUTHORIZATION: Bearer one\r\nX-Other: no\r\nauthorization: Bearer two\r\nAccept: application/json\r\n\r\n")
+        let seen = try JSONSerialization.jsonObject(with: Data((c.response()?.body ?? "").utf8)) as? [String]
+        #expect(seen.map(Set.init) == ["authorization=Bearer one", "accept=application/json"])
+        // Refused at the front door (a bad target) before any route: the caller's id still answers.
+        c.send("GET /now%00 HTTP/1.1\r\nHost: x\r\nX-Request-Id: early-1\r\n\r\n")
+        #expect(c.response()?.headers.contains("X-Request-Id: early-1") == true)
     }
 
     @Test("the caller's sane X-Request-Id is kept, an unsafe one replaced")
