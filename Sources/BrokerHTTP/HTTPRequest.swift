@@ -1,46 +1,107 @@
 /// HTTPRequest is a fully received request: headers and body are complete when a handler sees it.
+///
+/// A value type whose fields live in one shared box, copied only when a copy is changed: a
+/// request is passed and captured by value several times on its way to a route, and copying a
+/// dozen strings, arrays and a dictionary each time cost about a twentieth of a cached hand-out.
 public struct HTTPRequest: Sendable {
-    public let method: String
-    public let path: String
+    /// The fields. Changed only through `change`, on a box nobody else holds (copy on write), so
+    /// no two threads ever see one box change: hence @unchecked.
+    private final class Storage: @unchecked Sendable {
+        let method: String, path: String
+        let query: [(name: String, value: String)]
+        let headers: [(name: String, value: String)]
+        let body: [UInt8]
+        let requestID: String
+        var bodyTooLarge = false
+        var refusal: String?
+        var clientCertificateSHA256: String?
+        var certificateRefusal: String?
+        var parameters: [String: String] = [:]
+        var traceSeed: UInt64 = 0
+
+        init(method: String, path: String, query: [(name: String, value: String)], headers: [(name: String, value: String)],
+             body: [UInt8], requestID: String) {
+            self.method = method
+            self.path = path
+            self.query = query
+            self.headers = headers
+            self.body = body
+            self.requestID = requestID
+        }
+
+        func copy() -> Storage {
+            let c = Storage(method: method, path: path, query: query, headers: headers, body: body, requestID: requestID)
+            c.bodyTooLarge = bodyTooLarge
+            c.refusal = refusal
+            c.clientCertificateSHA256 = clientCertificateSHA256
+            c.certificateRefusal = certificateRefusal
+            c.parameters = parameters
+            c.traceSeed = traceSeed
+            return c
+        }
+    }
+
+    private var storage: Storage
+
+    private mutating func change(_ body: (Storage) -> Void) {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        body(storage)
+    }
+
+    public var method: String { storage.method }
+    public var path: String { storage.path }
     /// Query arguments, percent-decoded, in order.
-    public let query: [(name: String, value: String)]
+    public var query: [(name: String, value: String)] { storage.query }
     /// The headers named in HTTPServerConfig.headers that were sent, names lowercase.
-    public let headers: [(name: String, value: String)]
-    public let body: [UInt8]
+    public var headers: [(name: String, value: String)] { storage.headers }
+    public var body: [UInt8] { storage.body }
     /// The caller's X-Request-Id when it is sane, else a fresh one.
-    public let requestID: String
+    public var requestID: String { storage.requestID }
     /// True when the body exceeded the server's limit; `body` is then empty.
-    public var bodyTooLarge = false
+    public var bodyTooLarge: Bool {
+        get { storage.bodyTooLarge }
+        set { change { $0.bodyTooLarge = newValue } }
+    }
     /// Why the front door refuses the request's framing or target (FrontDoor): it is answered
     /// 400 and its connection closed, whatever its route.
-    public var refusal: String?
+    public var refusal: String? {
+        get { storage.refusal }
+        set { change { $0.refusal = newValue } }
+    }
     /// On an mTLS listener: the SHA-256 (lowercase hex) of the client certificate, verified
     /// against the listener's CA bundle. Nil: none presented (or plain HTTP).
-    public var clientCertificateSHA256: String?
+    public var clientCertificateSHA256: String? {
+        get { storage.clientCertificateSHA256 }
+        set { change { $0.clientCertificateSHA256 = newValue } }
+    }
     /// On an mTLS listener: why the connection's client certificate is refused (none where one
     /// is required, or one that does not verify): answered 401 whatever the route.
-    public var certificateRefusal: String?
+    public var certificateRefusal: String? {
+        get { storage.certificateRefusal }
+        set { change { $0.certificateRefusal = newValue } }
+    }
     /// Path parameters filled in by the router.
-    public var parameters: [String: String] = [:]
+    public var parameters: [String: String] {
+        get { storage.parameters }
+        set { change { $0.parameters = newValue } }
+    }
     /// Where this request's W3C Trace Context span ids come from (set by the dispatcher): the
     /// ids are drawn from it only when a log line or an IdP call needs them, so a request served
     /// from memory pays one counter increment.
-    public var traceSeed: UInt64 = 0
+    public var traceSeed: UInt64 {
+        get { storage.traceSeed }
+        set { change { $0.traceSeed = newValue } }
+    }
 
     public init(method: String, path: String, query: [(name: String, value: String)] = [],
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [], requestID: String) {
-        self.method = method
-        self.path = path
-        self.query = query
-        self.headers = headers
-        self.body = body
-        self.requestID = requestID
+        storage = Storage(method: method, path: path, query: query, headers: headers, body: body, requestID: requestID)
     }
 
     /// The first header named `name` (lowercase).
-    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+    public func header(_ name: String) -> String? { storage.headers.first { $0.name == name }?.value }
 
-    public func queryValue(_ name: String) -> String? { query.first { $0.name == name }?.value }
+    public func queryValue(_ name: String) -> String? { storage.query.first { $0.name == name }?.value }
 
-    public subscript(param name: String) -> String { parameters[name] ?? "" }
+    public subscript(param name: String) -> String { storage.parameters[name] ?? "" }
 }

@@ -32,29 +32,33 @@ public final class PostgresAuditSink: AuditSink {
         self.capacity = capacity
     }
 
-    public func record(_ e: AuditEvent) { record([e]) }
+    public func record(_ e: AuditEvent) {
+        let kept = buffer.withLock { b in Self.add(e, to: &b, held: held, capacity: capacity) }
+        if !kept { dropped.add(1, ordering: .relaxed) }
+    }
 
+    /// A batch's events under one lock (a single event takes the path above: no array).
     public func record(_ events: [AuditEvent]) {
-        var dropped = 0
-        buffer.withLock { b in
-            for e in events {
-                let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome)
-                if var t = b[key] {
-                    t.count += 1
-                    t.first = min(t.first, e.at)
-                    t.last = max(t.last, e.at)
-                    b[key] = t
-                    continue
-                }
-                guard held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity else {
-                    held.wrappingSubtract(1, ordering: .relaxed)
-                    dropped += 1
-                    continue
-                }
-                b[key] = Tally(first: e.at, last: e.at, count: 1)
-            }
+        let lost = buffer.withLock { b in events.reduce(0) { $0 + (Self.add($1, to: &b, held: held, capacity: capacity) ? 0 : 1) } }
+        if lost > 0 { dropped.add(lost, ordering: .relaxed) }
+    }
+
+    /// Tallies `e` into its thread's buffer; false when the buffer is full and the event is dropped.
+    private static func add(_ e: AuditEvent, to b: inout [Key: Tally], held: borrowing Atomic<Int>, capacity: Int) -> Bool {
+        let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome)
+        if var t = b[key] {
+            t.count += 1
+            t.first = min(t.first, e.at)
+            t.last = max(t.last, e.at)
+            b[key] = t
+            return true
         }
-        if dropped > 0 { self.dropped.add(dropped, ordering: .relaxed) }
+        guard held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity else {
+            held.wrappingSubtract(1, ordering: .relaxed)
+            return false
+        }
+        b[key] = Tally(first: e.at, last: e.at, count: 1)
+        return true
     }
 
     public func flush() {

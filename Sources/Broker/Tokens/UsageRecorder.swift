@@ -10,7 +10,12 @@ public final class UsageRecorder: Sendable {
 
     public init() {}
 
-    public func record(_ key: SessionKey, at: Date) { record([key], at: at) }
+    public func record(_ key: SessionKey, at: Date) {
+        pending.withLock { p in
+            if let held = p[key], held >= at { return }
+            p[key] = at
+        }
+    }
 
     /// Several sessions used at once (a batch): one lock.
     public func record(_ keys: [SessionKey], at: Date) {
