@@ -90,8 +90,12 @@ public enum FrontDoor {
 
     /// True when `bytes`, ASCII-lowercased, equal `lower` (itself lowercase).
     static func equalsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
-        guard bytes.count == lower.utf8CodeUnitCount else { return false }
-        let l = UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount)
+        equalsLowercase(bytes, UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount))
+    }
+
+    /// The same against lowercase bytes.
+    static func equalsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ l: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count == l.count else { return false }
         for i in 0..<bytes.count {
             let b = bytes[i]
             if (b >= 0x41 && b <= 0x5a ? b + 32 : b) != l[i] { return false }

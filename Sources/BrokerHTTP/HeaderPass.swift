@@ -14,17 +14,9 @@ struct HeaderPass {
     /// One header line, as HeaderCheck.add takes it.
     mutating func add(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, valueLength: Int) {
         check.add(name: name, value: value, valueLength: valueLength)
-        for w in wanted where w.bytes.count == name.count && Self.equalsLowercase(name, w.bytes) {
+        for w in wanted where w.bytes.withUnsafeBufferPointer({ FrontDoor.equalsLowercase(name, $0) }) {
             if !kept.contains(where: { $0.name == w.name }) { kept.append((w.name, String(decoding: value, as: UTF8.self))) }
             return
         }
-    }
-
-    private static func equalsLowercase(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: [UInt8]) -> Bool {
-        for i in 0..<bytes.count {
-            let b = bytes[i]
-            if (b >= 0x41 && b <= 0x5a ? b + 32 : b) != lower[i] { return false }
-        }
-        return true
     }
 }

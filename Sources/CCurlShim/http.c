@@ -39,14 +39,12 @@ static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_
 }
 
 /* Counts the requests libcurl is about to send in one perform (CURLOPT_PREREQFUNCTION, libcurl
- * 7.80: called right before each request goes out, on a new or a reused connection). With
- * `once`, a second one is refused before anything is sent. */
-typedef struct { int once; int sends; } send_guard;
-
+ * 7.80: called right before each request goes out, on a new or a reused connection) and
+ * refuses any after the first before it is sent. */
 static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port) {
-    send_guard *g = ud;
+    int *sends = ud;
     (void)primary_ip; (void)local_ip; (void)primary_port; (void)local_port;
-    return g->sends++ > 0 && g->once ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
+    return (*sends)++ > 0 ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
 }
 
 typedef struct { char *data; size_t len, cap, max; int over; } buffer;
@@ -123,7 +121,7 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
                                const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only) {
     tb_http_result r = { 0, 2, NULL, NULL, 0, -1, NULL };
     connect_guard guard = { public_only, 0 };
-    send_guard sends = { once, 0 };
+    int sends = 0;
     CURL *h = handle;
     buffer b = { NULL, 0, 0, max_bytes, 0 };
     struct curl_slist *list = NULL;
@@ -145,8 +143,6 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.retry_after);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
-    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
-    curl_easy_setopt(h, CURLOPT_PREREQDATA, &sends);
     if (once) {
         /* libcurl silently sends a request again on a new connection when a reused connection
          * closes without any answer (Curl_retry_request), or when an HTTP/2 stream is refused:
@@ -156,6 +152,8 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
          * request was sent: unanswered), so warm connections serve these requests too. An idle
          * connection is reused for a few seconds only: most servers close idle ones after 5 s
          * or more, and one they closed earlier is seen closed before reuse. */
+        curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
+        curl_easy_setopt(h, CURLOPT_PREREQDATA, &sends);
         curl_easy_setopt(h, CURLOPT_MAXAGE_CONN, 4L);
     }
     if (strcmp(method, "POST") == 0) {
@@ -167,7 +165,7 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
     }
     CURLcode rc = curl_easy_perform(h);
     curl_slist_free_all(list);
-    if (rc == CURLE_ABORTED_BY_CALLBACK && sends.sends > 1) {
+    if (rc == CURLE_ABORTED_BY_CALLBACK && sends > 1) {
         r.error = 2;   /* the first copy went out on a connection that then died: it may have been acted on */
         r.reason = "connection closed without an answer";
     } else if (rc == CURLE_OK) {

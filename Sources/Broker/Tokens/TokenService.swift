@@ -94,8 +94,12 @@ public final class TokenService: Sendable {
         }
         guard let held = cache.entry(SessionKey(tenant: tenant, id: id), now: now) else { return nil }
         let client = held.session.client
-        guard let policy = log?.policies[client] ?? registry.peekPolicy(tenant: tenant, client: client, now: now) else { return nil }
-        log?.policies[client] = policy
+        let policy: RefreshPolicy
+        if let p = log?.policies[client] { policy = p } else {
+            guard let p = registry.peekPolicy(tenant: tenant, client: client, now: now) else { return nil }
+            policy = p
+            log?.policies[client] = p
+        }
         switch TokenDecision.decide(held.session, request.requirement(policy: policy, lifetime: held.session.accessLifetime), now: now) {
         case .serve:
             metrics.cacheHits.add()
