@@ -45,15 +45,56 @@ public final class PostgresSealedValues: SealedValueStore {
     }
 
     public func countByKey(pendingLogins: Bool) throws -> [String: Int] {
-        let tables = Dictionary(grouping: Self.columns.filter { pendingLogins || $0.reseals }, by: \.table).sorted { $0.key < $1.key }
+        try pool.run { c in
+            Dictionary(uniqueKeysWithValues: try c.execute(SQL(stringLiteral: Self.counting(pendingLogins: pendingLogins)))
+                .map { r -> (String, Int) in (try r.next(), try r.next()) })
+        }
+    }
+
+    /// `kid, count` rows over the sealed columns: one scan per table.
+    static func counting(pendingLogins: Bool) -> String {
+        let tables = Dictionary(grouping: columns.filter { pendingLogins || $0.reseals }, by: \.table).sorted { $0.key < $1.key }
         let scans = tables.map { table, columns in
-            "SELECT encode(\(Self.kid("v")), 'escape') AS kid FROM \(table), LATERAL (VALUES "
+            "SELECT encode(\(kid("v")), 'escape') AS kid FROM \(table), LATERAL (VALUES "
                 + columns.map { "(\($0.column))" }.joined(separator: ", ") + ") AS s(v) WHERE v IS NOT NULL"
         }
-        let sql = "SELECT kid, count(*) FROM (" + scans.joined(separator: " UNION ALL ") + ") AS k GROUP BY kid"
-        return try pool.run { c in
-            Dictionary(uniqueKeysWithValues: try c.execute(SQL(stringLiteral: sql)).map { r -> (String, Int) in (try r.next(), try r.next()) })
+        return "SELECT kid, count(*) AS n FROM (" + scans.joined(separator: " UNION ALL ") + ") AS k GROUP BY kid"
+    }
+
+    public func recount(now: Date) throws -> SealedValueCount {
+        try pool.transact { c in
+            try c.execute("SELECT 1 FROM sealed_value_counts FOR UPDATE")   // one counter at a time
+            return try record(c, now: now)
         }
+    }
+
+    public func sharedCount(maxAge: TimeInterval, now: Date) throws -> SealedValueCount {
+        try pool.transact { c in
+            // Stale, and nobody holds the row: this replica counts for the fleet. A replica
+            // that finds it held reads the kept count (MVCC: the reader does not wait).
+            let mine = try c.execute("""
+                SELECT 1 FROM sealed_value_counts
+                WHERE counted_at IS NULL OR counted_at < \(now.addingTimeInterval(-maxAge)) FOR UPDATE SKIP LOCKED
+                """).count == 1
+            if mine { return try record(c, now: now) }
+            return try c.execute("SELECT counts::text, extract(epoch from counted_at) FROM sealed_value_counts")
+                .first { try Self.decode(&$0) } ?? SealedValueCount(values: [:], countedAt: nil)
+        }
+    }
+
+    /// Counts in the database and keeps the count in the same statement, answering it.
+    private func record(_ c: PGConnection, now: Date) throws -> SealedValueCount {
+        try c.execute("""
+            UPDATE sealed_value_counts SET counted_at = \(now),
+                counts = (SELECT coalesce(jsonb_object_agg(kid, n), '{}') FROM (\(raw: Self.counting(pendingLogins: true))) AS k)
+            RETURNING counts::text, extract(epoch from counted_at)
+            """).first { try Self.decode(&$0) } ?? SealedValueCount(values: [:], countedAt: nil)
+    }
+
+    private static func decode(_ r: inout PGRow) throws -> SealedValueCount {
+        let text: String = try r.next(), at: Date? = try r.next()
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Int] else { throw BrokerError.internalError }
+        return SealedValueCount(values: object, countedAt: at)
     }
 
     public func reseal(after cursor: ResealBatch.Cursor?, limit: Int) throws -> ResealBatch {

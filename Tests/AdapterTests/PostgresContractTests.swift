@@ -70,6 +70,25 @@ struct PostgresContractTests {
                                          stranger: try replica(key(ids.stranger)), ids: ids, tenants: try TestDatabase.tenants(pool))
     }
 
+    @Test("sealed values: a replica that finds another counting takes the kept count, without waiting")
+    func sealedCountShared() throws {
+        let pool = try TestDatabase.migrated()
+        let store = PostgresSealedValues(pool: pool, sealer: TestDatabase.sealer)
+        let t = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let kept = try store.recount(now: t)
+        try pool.withConnection { c in
+            c.begin()
+            defer { c.rollback() }
+            try c.execute("SELECT 1 FROM sealed_value_counts FOR UPDATE")   // another replica counting
+            let started = Date()
+            let asked = try store.sharedCount(maxAge: 60, now: t.addingTimeInterval(3600))
+            #expect(asked == kept, "the stale count was counted again while another held it")
+            #expect(Date().timeIntervalSince(started) < 1, "the ask waited for the holder")
+        }
+        #expect(try store.sharedCount(maxAge: 60, now: t.addingTimeInterval(3600)).countedAt == t.addingTimeInterval(3600),
+                "once free, the stale count is counted again")
+    }
+
     /// Writes the contract's rows with SQL, at the instants it asks for.
     static func retentionFixture(_ pool: PGPool) -> RetentionStoreContract.Fixture {
         RetentionStoreContract.Fixture(seed: { kind, tenant, row, cut in

@@ -28,7 +28,7 @@ enum SealingKeyCommand {
         guard a.value("batch") == nil || a.positionals.first == "reseal" else { throw Arguments.Invalid(description: "--batch is for reseal\nusage: " + usage) }
         switch a.positionals.first {
         case "count":
-            print(render(current: rt.sealing.current, values: try rt.sealing.count()))
+            print(render(current: rt.sealing.current, values: try rt.sealing.count(now: rt.clock.now())))
             return 0
         case "reseal":
             let batch = try a.value("batch").map { v -> Int in
@@ -36,7 +36,8 @@ enum SealingKeyCommand {
                 return n
             } ?? 200
             let bar = ProgressBar()
-            let s = try rt.sealing.run(batch: batch) { done, total in bar.show(done, of: total, "re-sealed") }
+            let clock = rt.clock
+            let s = try rt.sealing.run(batch: batch, now: { clock.now() }) { done, total in bar.show(done, of: total, "re-sealed") }
             bar.finish()
             print(render(current: rt.sealing.current, values: s.values,
                          extra: [("resealed", String(s.resealed)), ("unopenable", String(s.unopenable)), ("passes", String(s.passes)),

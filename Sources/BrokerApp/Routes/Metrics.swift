@@ -33,7 +33,7 @@ enum Metrics {
                 Dictionary(uniqueKeysWithValues: RetentionKind.allCases.map { ($0.rawValue, runtime.retention.deleted.counts[$0.rawValue] ?? 0) }),
                 label: "kind")
         if let sealed = runtime.sealing.lastCount {
-            out += "# HELP tokenbroker_sealed_values Sealed values stored, by the key that sealed them (counted every ten minutes).\n# TYPE tokenbroker_sealed_values gauge\n"
+            out += "# HELP tokenbroker_sealed_values Sealed values stored, by the key that sealed them (the fleet's count: one replica counts every ten minutes).\n# TYPE tokenbroker_sealed_values gauge\n"
             for (k, v) in sealed.sorted(by: { $0.key < $1.key }) { out += "tokenbroker_sealed_values{key=\"\(label(k))\"} \(v)\n" }
         }
         out += "# HELP tokenbroker_refresh_answers_pending IdP answers kept in memory until the database takes them.\n# TYPE tokenbroker_refresh_answers_pending gauge\n"

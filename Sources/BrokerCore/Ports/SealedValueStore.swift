@@ -8,6 +8,14 @@ public protocol SealedValueStore: Sendable {
     /// `pendingLogins`: only the columns `reseal` re-seals).
     func countByKey(pendingLogins: Bool) throws -> [String: Int]
 
+    /// Counts every sealed value now and keeps the count as the fleet's, counted at `now`.
+    func recount(now: Date) throws -> SealedValueCount
+
+    /// The fleet's count as kept. When it is older than `maxAge` (or none was kept), the caller
+    /// counts first — unless another is counting right now: then it gets the kept one. However
+    /// many replicas ask, one counts.
+    func sharedCount(maxAge: TimeInterval, now: Date) throws -> SealedValueCount
+
     /// Re-seals under the sealer's current key at most `limit` values sealed under another key,
     /// in key order after `cursor` (nil: from the start), each batch in one short transaction.
     /// Rows another transaction holds (a refresh) are skipped, to be found by a later pass;

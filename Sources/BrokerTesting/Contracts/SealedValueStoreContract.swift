@@ -4,7 +4,8 @@ import Foundation
 /// SealedValueStoreContract: values are counted by the key that sealed them; a walk re-seals
 /// every value it can open under the current key — every tenant's, each still opening in its own
 /// row only — and leaves alone the values it cannot open. Stores that seal nothing have no
-/// such port, so this contract runs against PostgreSQL only.
+/// such port, so this contract runs against PostgreSQL only. The fleet's kept count is what the
+/// last count found, answered as it is while fresh and counted again once stale.
 public enum SealedValueStoreContract {
     /// The stores of one replica, built over one sealer.
     public struct Replica {
@@ -70,5 +71,21 @@ public enum SealedValueStoreContract {
         for (t, id, secret) in clients {
             try Contract.expect(try newOnly.registry.clientSecret(tenant: t, id: id) == secret, "a re-sealed client secret differs")
         }
+        try sharedCount(old: old, rotated: rotated, ids: ids, tenant: tenants.1)
+    }
+
+    /// A recount is kept; while fresh it is answered as it is, however the values changed since;
+    /// once stale, the next ask counts again and keeps that.
+    static func sharedCount(old: Replica, rotated: Replica, ids: (old: String, new: String, stranger: String), tenant: String) throws {
+        let t = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let kept = try rotated.sealed.recount(now: t)
+        try Contract.expect(kept.values == (try rotated.sealed.countByKey()) && kept.countedAt == t, "a recount was not kept: \(kept)")
+        try Contract.expect(kept.values[ids.old] == nil, "the kept count is not today's")
+        try old.sessions.insert(SessionStoreContract.sample(tenant: tenant))   // three values under the old key
+        let fresh = try rotated.sealed.sharedCount(maxAge: 600, now: t.addingTimeInterval(599))
+        try Contract.expect(fresh == kept, "a fresh kept count was counted again: \(fresh)")
+        let stale = try rotated.sealed.sharedCount(maxAge: 600, now: t.addingTimeInterval(601))
+        try Contract.expect(stale.values[ids.old] == 3 && stale.countedAt == t.addingTimeInterval(601), "a stale count was not counted again: \(stale)")
+        try Contract.expect(try rotated.sealed.sharedCount(maxAge: 600, now: t.addingTimeInterval(602)) == stale, "the new count was not kept")
     }
 }
