@@ -40,6 +40,30 @@ struct SingleFlightTests {
         #expect(try await w.idp.stats(client: w.idpClientID).refreshesOK == 1)
     }
 
+    @Test("an import's expires_at later than the access token's own exp: the exp wins, and the token is refreshed ahead of it")
+    func importClampedToExp() async throws {
+        let w = try await World(accessTTL: 30)
+        defer { w.stop() }
+        let t = try await w.idp.login(client: w.idpClientID, secret: w.idpSecret, redirectURI: w.redirectURI, subject: "gus")
+        let exp = try #require(RefreshEngineTests.expiry(of: t.access))
+        let r = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions:import", key: w.workerKey, json: [
+            "client": w.client, "subject": "gus", "refresh_token": t.refresh, "access_token": t.access,
+            "expires_at": ISO8601DateFormatter().string(from: Date().addingTimeInterval(3600))])
+        try expectStatus(r, 201)
+        func instant(_ s: Any?) -> Double? {   // RFC 3339, with or without fractional seconds
+            (s as? String).flatMap { RefreshProcessFaultTests.instant($0) ?? ISO8601DateFormatter().date(from: $0)?.timeIntervalSince1970 }
+        }
+        let shown = try #require(instant(r["access_expires_at"]))
+        #expect(shown <= Double(exp) + 0.001, "access_expires_at \(shown) past the token's exp \(exp)")
+        let next = try #require(instant(r["next_refresh_at"]))
+        #expect(next < Double(exp), "refresh scheduled at \(next), after the token's exp \(exp)")
+        let handed = try await w.token(r["session_id"] as! String, body: ["min_ttl": 1])
+        try expectStatus(handed, 200)
+        #expect(handed["access_token"] as? String == t.access, "the imported token still lives")
+        let until = try #require(instant(handed["expires_at"]))
+        #expect(until <= Double(exp) + 0.001, "expires_at \(until) past the token's exp \(exp)")
+    }
+
     @Test("lookup by subject and client hands out that subject's token")
     func lookupBySubject() async throws {
         let w = try await World()

@@ -114,12 +114,15 @@ public struct SessionAdmin: Sendable {
         if i.accessToken != nil, i.expiresAt == nil { throw bad("'expires_at' is required with 'access_token'") }
         if let g = i.grantedAt, g > now.addingTimeInterval(60) { throw bad("'granted_at' is in the future") }
         var rng = SystemRandomNumberGenerator()
-        let usable = i.accessToken != nil && (i.expiresAt ?? now) > now
+        // Never later than the token's own exp (a JWT's, read unverified): the caller's figure
+        // may be counted from after the token was issued.
+        let expiresAt = i.expiresAt.map { e in i.accessToken.map { AccessTokenExpiry.clamp(e, token: $0) } ?? e }
+        let usable = i.accessToken != nil && (expiresAt ?? now) > now
         let session = Session(
             tenant: tenant, id: Identifiers.session(using: &rng), client: client.id, subject: i.subject, issuer: client.issuer,
-            scopes: i.scopes ?? client.scopes, accessToken: usable ? i.accessToken : nil, accessExpiresAt: usable ? i.expiresAt : nil,
+            scopes: i.scopes ?? client.scopes, accessToken: usable ? i.accessToken : nil, accessExpiresAt: usable ? expiresAt : nil,
             refreshToken: i.refreshToken, state: .active,
-            nextRefreshAt: usable ? client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: i.expiresAt!, jitter: Double.random(in: -1...1)) : now,
+            nextRefreshAt: usable ? client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: expiresAt!, jitter: Double.random(in: -1...1)) : now,
             grantedAt: i.grantedAt ?? now,
             createdAt: now, grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: i.grantedAt ?? now, refreshedAt: nil))
         try store.insert(session)

@@ -96,7 +96,7 @@ extension LoginService {
     static func session(from g: TokenGrant, _ v: VerifiedIDToken, login: PendingLogin, client: ClientRegistration, now: Date) -> Session {
         var rng = SystemRandomNumberGenerator()
         let lifetime = g.expiresIn ?? 300
-        let expires = now.addingTimeInterval(lifetime)
+        let expires = AccessTokenExpiry.clamp(now.addingTimeInterval(lifetime), token: g.accessToken)
         let next = g.refreshToken == nil ? expires : client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: expires, jitter: Double.random(in: -1...1))
         return Session(tenant: login.tenant, id: Identifiers.session(using: &rng), client: client.id, subject: v.subject, issuer: login.issuer,
                        scopes: g.scope ?? login.scopes, claims: v.claims, accessToken: g.accessToken, accessExpiresAt: expires,
