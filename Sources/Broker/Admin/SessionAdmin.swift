@@ -116,13 +116,13 @@ public struct SessionAdmin: Sendable {
         var rng = SystemRandomNumberGenerator()
         // Never later than the token's own exp (a JWT's, read unverified): the caller's figure
         // may be counted from after the token was issued.
-        let expiresAt = i.expiresAt.map { e in i.accessToken.map { AccessTokenExpiry.clamp(e, token: $0) } ?? e }
-        let usable = i.accessToken != nil && (expiresAt ?? now) > now
+        // nil: no access token to keep (none given, or already expired), so it is refreshed at once.
+        let expiresAt = i.accessToken.flatMap { t in i.expiresAt.map { AccessTokenExpiry.clamp($0, token: t) } }.flatMap { $0 > now ? $0 : nil }
         let session = Session(
             tenant: tenant, id: Identifiers.session(using: &rng), client: client.id, subject: i.subject, issuer: client.issuer,
-            scopes: i.scopes ?? client.scopes, accessToken: usable ? i.accessToken : nil, accessExpiresAt: usable ? expiresAt : nil,
+            scopes: i.scopes ?? client.scopes, accessToken: expiresAt == nil ? nil : i.accessToken, accessExpiresAt: expiresAt,
             refreshToken: i.refreshToken, state: .active,
-            nextRefreshAt: usable ? client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: expiresAt!, jitter: Double.random(in: -1...1)) : now,
+            nextRefreshAt: expiresAt.map { client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: $0, jitter: Double.random(in: -1...1)) } ?? now,
             grantedAt: i.grantedAt ?? now,
             createdAt: now, grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: i.grantedAt ?? now, refreshedAt: nil))
         try store.insert(session)
