@@ -44,6 +44,7 @@ do { try server.start() } catch {
 let started = ISO8601DateFormatter()
 started.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
 FileHandle.standardError.write(Data("{\"timestamp\":\"\(started.string(from: Date()))\",\"severity_text\":\"INFO\",\"body\":\"dev-idp listening\",\"issuer\":\"\(idp.issuer)\"}\n".utf8))
-signal(SIGTERM) { _ in exit(0) }
-signal(SIGINT) { _ in exit(0) }
+// _exit is async-signal-safe; exit() would run the libraries' destructors under the HTTP threads.
+signal(SIGTERM) { _ in _exit(0) }
+signal(SIGINT) { _ in _exit(0) }
 dispatchMain()

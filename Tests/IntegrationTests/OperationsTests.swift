@@ -251,13 +251,28 @@ struct OperationsTests {
         }
     }
 
-    @Test("SIGTERM stops the broker cleanly and flushes its audit trail")
+    @Test("SIGTERM stops the broker cleanly and flushes its audit trail, without running the C libraries' destructors under its threads")
     func gracefulShutdown() async throws {
-        let w = try await World()
+        // The dynamic loader's trace (glibc's LD_DEBUG, one file per process) shows whether
+        // exit ran the libraries' destructors: with exit(0), GnuTLS's freed its ASN.1 trees
+        // while other threads ran on, and a broker crashed there in CI.
+        let trace = FileManager.default.temporaryDirectory.appendingPathComponent(TestEnv.uniqueName("ld"))
+        let w = try await World(extraEnv: ["LD_DEBUG": "files", "LD_DEBUG_OUTPUT": trace.path])
         let session = try await w.importSession(subject: "zoe")
         try expectStatus(try await w.token(session), 200)
+        let pid = w.brokers[0].process.process.processIdentifier
         w.brokers[0].process.stop(signal: SIGTERM)
         #expect(w.brokers[0].process.process.terminationStatus == 0)
+        let traceFile = URL(fileURLWithPath: trace.path + ".\(pid)")
+        let loader = (try? String(contentsOf: traceFile, encoding: .utf8)) ?? ""
+        let lines = loader.split(separator: "\n")
+        let initialised = lines.filter { $0.contains("calling init") }.count, finalised = lines.filter { $0.contains("calling fini") }.count
+        #expect(initialised > 0, "the loader's trace is missing")
+        #expect(finalised == 0, "libraries' destructors ran at exit")
+        let dir = trace.deletingLastPathComponent()
+        for f in (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [] where f.hasPrefix(trace.lastPathComponent) {
+            try? FileManager.default.removeItem(at: dir.appendingPathComponent(f))
+        }
         let audited = try runPSQL("SELECT coalesce(sum(count), 0) FROM audit_events WHERE tenant_id = '\(w.tenant)' AND action = 'token.issue' AND session_id = '\(session)'")
         #expect(Int(audited.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 >= 1)
         w.stop()

@@ -42,7 +42,11 @@ enum Serve {
             for (_, s) in servers { s.stop() }
             rt.shutdown()
             log.info("stopped")
-            exit(0)
+            // _exit, not exit: exit() runs every library's destructors (OpenSSL's cleanup,
+            // GnuTLS's ASN.1 trees, libmicrohttpd's) while threads that may still be inside
+            // those libraries run on; a crash in GnuTLS's destructor was seen that way. Our own
+            // shutdown above is the whole of what must happen, and the logs are unbuffered.
+            _exit(0)
         }
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
