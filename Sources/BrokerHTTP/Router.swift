@@ -67,7 +67,7 @@ public struct Router: Sendable {
                     allowed.append(r.method)
                     continue
                 }
-                var params: [String: String] = [:]
+                var params = [String: String](minimumCapacity: r.segments.count)   // no regrowth while filled
                 for (k, seg) in r.segments.enumerated() {
                     if case .capture(let name) = seg { params[name] = String(decoding: segment(k), as: UTF8.self) }
                 }

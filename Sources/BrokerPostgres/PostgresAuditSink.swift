@@ -46,11 +46,10 @@ public final class PostgresAuditSink: AuditSink {
     /// Tallies `e` into its thread's buffer; false when the buffer is full and the event is dropped.
     private static func add(_ e: AuditEvent, to b: inout [Key: Tally], held: borrowing Atomic<Int>, capacity: Int) -> Bool {
         let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome)
-        if var t = b[key] {
-            t.count += 1
-            t.first = min(t.first, e.at)
-            t.last = max(t.last, e.at)
-            b[key] = t
+        if let i = b.index(forKey: key) {   // one hash of the five strings, not two
+            b.values[i].count += 1
+            b.values[i].first = min(b.values[i].first, e.at)
+            b.values[i].last = max(b.values[i].last, e.at)
             return true
         }
         guard held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity else {

@@ -18,6 +18,22 @@ struct TokenServiceTests {
         #expect(h.endpoint.spentTokens.isEmpty)
     }
 
+    @Test("a cached hand-out carries its cache entry's document memo; a new version of the session brings a new one")
+    func memoFollowsTheEntry() async throws {
+        let h = try TokenServiceHarness()
+        let s = try h.addSession(ttl: 3000)
+        _ = try await h.token(.session(s.id)).get()
+        func cached() throws -> IssuedToken? {
+            try h.service.cachedToken(by: h.worker, tenant: "t1", target: .session(s.id), request: TokenRequest(minTTL: 60))?.get()
+        }
+        let a = try cached(), b = try cached()
+        #expect(a?.memo != nil && a?.memo === b?.memo)
+        var newer = try #require(try h.store.session(tenant: "t1", id: s.id))
+        newer.version += 1
+        h.service.cache.put(newer, now: h.clock.now())
+        #expect(try cached()?.memo !== a?.memo)
+    }
+
     @Test("fifty concurrent callers share one refresh and get the same token")
     func concurrentCallersShareOneRefresh() async throws {
         let h = try TokenServiceHarness(endpoint: ScriptedTokenEndpoint(gated: true))

@@ -14,4 +14,13 @@ public struct IssuedToken: Sendable, Equatable {
     public var dpopProofs: [String] = []
     /// For an exchanged token, its RFC 8693 `issued_token_type`.
     public var issuedTokenType: String? = nil
+    /// Where the rendered document of a plain token handed out from the cache is kept (nil
+    /// otherwise). Not part of the token: equality ignores it.
+    public var memo: TokenDocumentMemo? = nil
+
+    public static func == (a: IssuedToken, b: IssuedToken) -> Bool {
+        a.accessToken == b.accessToken && a.tokenType == b.tokenType && a.expiresAt == b.expiresAt && a.expiresIn == b.expiresIn
+            && a.scope == b.scope && a.sessionID == b.sessionID && a.subject == b.subject && a.dpopProofs == b.dpopProofs
+            && a.issuedTokenType == b.issuedTokenType
+    }
 }

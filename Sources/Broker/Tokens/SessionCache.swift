@@ -13,6 +13,8 @@ public final class SessionCache: Sendable {
     public final class Entry: Sendable {
         public let session: Session
         let loadedAt: Date
+        /// Its plain token document as last rendered: a hand-out renders it once a second.
+        public let document = TokenDocumentMemo()
 
         init(session: Session, loadedAt: Date) {
             self.session = session

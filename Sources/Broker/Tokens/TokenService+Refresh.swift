@@ -246,12 +246,16 @@ extension TokenService {
     /// The token handed out for a session that passed the decision: expiry to the millisecond,
     /// `expires_in` rounded down so that it never promises more than is left; with a DPoP proof
     /// bound to it (`ath`) for each target the worker named (DPoPKeys.proofs: none for a bearer token).
-    func issue(_ s: Session, now: Date, _ request: TokenRequest) -> Result<IssuedToken, BrokerError> {
+    /// A plain token carries `memo`, where its rendered document is kept (a cache entry's).
+    func issue(_ s: Session, now: Date, _ request: TokenRequest, memo: TokenDocumentMemo? = nil) -> Result<IssuedToken, BrokerError> {
         let exp = s.accessExpiresAt ?? now
         var t = IssuedToken(accessToken: s.accessToken ?? "", tokenType: s.accessTokenType, expiresAt: exp,
                             expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
                             sessionID: s.id, subject: s.subject)
-        guard !request.dpop.isEmpty else { return .success(t) }
+        guard !request.dpop.isEmpty else {
+            t.memo = memo
+            return .success(t)
+        }
         guard let keys = dpopKeys else { return .failure(.internalError) }
         return keys.proofs(request.dpop, token: t.accessToken, type: t.tokenType, key: s.dpopKey, now: now).map { proofs in
             t.dpopProofs = proofs

@@ -103,7 +103,7 @@ public final class TokenService: Sendable {
         switch TokenDecision.decide(held.session, request.requirement(policy: policy, lifetime: held.session.accessLifetime), now: now) {
         case .serve:
             metrics.cacheHits.add()
-            return finish(issue(held.session, now: now, request), principal, tenant, held.session.id, now, into: &log)
+            return finish(issue(held.session, now: now, request, memo: held.document), principal, tenant, held.session.id, now, into: &log)
         case .reject(let e):
             return finish(.failure(e), principal, tenant, held.session.id, now, into: &log)
         case .refresh:

@@ -12,8 +12,11 @@ public final class UsageRecorder: Sendable {
 
     public func record(_ key: SessionKey, at: Date) {
         pending.withLock { p in
-            if let held = p[key], held >= at { return }
-            p[key] = at
+            if let i = p.index(forKey: key) {   // one hash: a mark is moved on in place
+                if p.values[i] < at { p.values[i] = at }
+            } else {
+                p[key] = at
+            }
         }
     }
 

@@ -94,7 +94,7 @@ public struct BrokerConfig: Sendable {
         let workers = try int("TOKENBROKER_WORKER_THREADS", 32, 1...1024)
         var http = HTTPServerConfig(host: "127.0.0.1", port: 8080, threads: httpThreads)
         http.maxBodyBytes = try int("TOKENBROKER_MAX_BODY_BYTES", 256 * 1024, 1024...(16 << 20))
-        http.maxHeaderBytes = try int("TOKENBROKER_MAX_HEADER_BYTES", 32 * 1024, 4096...(1 << 20))
+        http.maxHeaderBytes = try int("TOKENBROKER_MAX_HEADER_BYTES", 16 * 1024, 4096...(1 << 20))
         http.idleTimeout = try int("TOKENBROKER_IDLE_TIMEOUT_SECONDS", 30, 1...3600)
         http.headerTimeout = Double(try int("TOKENBROKER_HEADER_TIMEOUT_SECONDS", 10, 1...300))
         http.bodyTimeout = Double(try int("TOKENBROKER_BODY_TIMEOUT_SECONDS", 30, 1...3600))

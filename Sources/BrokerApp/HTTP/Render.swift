@@ -6,8 +6,19 @@ import Foundation
 /// Render writes the API's JSON documents. Sessions are rendered as metadata only: no function
 /// here can print token material.
 enum Render {
-    /// The members of a token document (spec §4.1), written into an open object.
+    /// The members of a token document (spec §4.1), written into an open object. A plain token
+    /// from the cache brings its memo: the members are rendered there once for each `expires_in`
+    /// and copied from it until the second turns.
     static func token(_ t: IssuedToken, into w: inout JSONWriter) {
+        guard let memo = t.memo else { return members(t, into: &w) }
+        if let kept = memo.bytes(expiresIn: t.expiresIn) { return w.members(kept) }
+        var m = JSONWriter(capacity: t.accessToken.utf8.count + 224)
+        members(t, into: &m)
+        memo.keep(m.bytes, expiresIn: t.expiresIn)
+        w.members(m.bytes)
+    }
+
+    private static func members(_ t: IssuedToken, into w: inout JSONWriter) {
         w.string("access_token", t.accessToken)
         w.string("token_type", t.tokenType.rawValue)
         w.time("expires_at", t.expiresAt, millis: true)

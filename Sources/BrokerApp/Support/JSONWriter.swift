@@ -90,6 +90,13 @@ struct JSONWriter {
         return false
     }
 
+    /// Appends members already encoded by another writer (`"a":1,"b":2`).
+    mutating func members(_ encoded: [UInt8]) {
+        separate()
+        bytes.append(contentsOf: encoded)
+        needsComma = true
+    }
+
     /// Appends already-encoded JSON.
     mutating func raw(_ json: String) {
         separate()
