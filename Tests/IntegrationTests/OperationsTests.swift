@@ -277,4 +277,27 @@ struct OperationsTests {
         #expect(Int(audited.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 >= 1)
         w.stop()
     }
+
+    @Test("a second signal while the shutdown waits for a refresh in flight exits at once with status 1, running the shutdown only once")
+    func secondSignalExits() async throws {
+        let w = try await World(extraEnv: ["TOKENBROKER_LOCK_TIMEOUT_SECONDS": "9"])
+        defer { w.stop() }
+        let id = try await w.importSession(subject: "impatient", expiresIn: 30)
+        try await w.idp.refreshFault("late", delayMS: 9_000)
+        let waiting = Task { try? await w.token(id, body: ["min_ttl": 60]) }   // suspended: the IdP answers late
+        while try await w.idp.presentations(client: w.idpClientID).presented == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        let broker = w.brokers[0].process
+        kill(broker.process.processIdentifier, SIGTERM)   // the graceful stop now waits for that request
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(broker.isRunning, "the shutdown did not wait for the request in flight")
+        let sent = Date()
+        kill(broker.process.processIdentifier, SIGINT)
+        while broker.isRunning, Date().timeIntervalSince(sent) < 6 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!broker.isRunning && Date().timeIntervalSince(sent) < 3, "the second signal did not end the broker at once")
+        broker.process.waitUntilExit()
+        #expect(broker.process.terminationStatus == 1)
+        let lines = broker.output.split(separator: "\n")
+        #expect(lines.filter { $0.contains("\"shutting down\"") }.count == 1 && lines.contains { $0.contains("second signal during shutdown") })
+        _ = await waiting.value
+    }
 }

@@ -2,10 +2,13 @@ import Broker
 import BrokerCore
 import BrokerHTTP
 import Foundation
+import Synchronization
 
 /// Serve runs the HTTP API until SIGTERM or SIGINT, then shuts down gracefully: stop accepting,
 /// answer what is in flight, finish queued refreshes (their transactions commit or roll back,
-/// releasing their locks), flush audit and usage.
+/// releasing their locks), flush audit and usage. A second signal during that exits at once
+/// (status 1), as a SIGKILL would: what is in flight is then left to the refresh machine's
+/// recovery, which is built for a replica that dies mid-call.
 enum Serve {
     static func run(_ rt: BrokerRuntime) throws -> Int32 {
         let log = rt.logger
@@ -37,7 +40,14 @@ enum Serve {
                      ("tls", l.http.tls == nil ? "off" : l.http.tls?.clientCAFile == nil ? "on" : "mtls"), ("pid", String(getpid())))
         }
 
+        let stopping = Atomic<Bool>(false)
         let stop: @Sendable (Int32) -> Void = { sig in
+            // The handlers run on a concurrent queue: a second signal must not run the shutdown
+            // again beside the first (rt.shutdown twice at once).
+            guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else {
+                log.warn("second signal during shutdown: exiting now", ("signal", String(sig)))
+                _exit(1)
+            }
             log.info("shutting down", ("signal", String(sig)))
             for (_, s) in servers { s.stop() }
             rt.shutdown()
