@@ -14,8 +14,13 @@ public struct HTTPResponse: Sendable {
     }
 
     public static func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: body)
+        HTTPResponse(status: status, headers: jsonHeaders, body: body)
     }
+
+    // Shared, never built per response (an array is a heap allocation; these are copied on write).
+    private static let jsonHeaders = [(name: "Content-Type", value: "application/json")]
+    private static let noStore = [(name: "Cache-Control", value: "no-store"), (name: "Pragma", value: "no-cache")]
+    private static let jsonNoStore = jsonHeaders + noStore
 
     public static func json(_ status: Int, _ text: String) -> HTTPResponse { json(status, Array(text.utf8)) }
 
@@ -23,7 +28,7 @@ public struct HTTPResponse: Sendable {
     /// `Pragma: no-cache`, as RFC 6749 §5.1 requires of every response that carries a token.
     public func uncacheable() -> HTTPResponse {
         var r = self
-        r.headers += [("Cache-Control", "no-store"), ("Pragma", "no-cache")]
+        if r.headers.count == 1, r.headers[0] == Self.jsonHeaders[0] { r.headers = Self.jsonNoStore } else { r.headers += Self.noStore }
         return r
     }
 

@@ -9,6 +9,7 @@ struct HeaderPass {
 
     init(wanted: [(name: String, bytes: [UInt8])]) {
         self.wanted = wanted
+        kept.reserveCapacity(wanted.count)   // filled without regrowing
     }
 
     /// One header line, as HeaderCheck.add takes it.

@@ -133,7 +133,7 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
     request.clientCertificateSHA256 = ctx.clientCertificate
     request.certificateRefusal = ctx.certificateRefusal
     ctx.body = []
-    switch server.handle(request) {
+    switch server.handle(consume request) {
     case .now(let response):
         return server.queue(response, requestID: requestID, on: connection)
     case .later(let work):

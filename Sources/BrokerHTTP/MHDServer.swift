@@ -16,7 +16,9 @@ public final class MHDServer: Sendable {
     let config: HTTPServerConfig
     /// The headers handlers may read, lowercase, as bytes for HeaderPass.
     let wantedHeaders: [(name: String, bytes: [UInt8])]
-    let handle: @Sendable (HTTPRequest) -> HTTPReply
+    /// Takes the request over (consuming): the handler's changes to it (route parameters, trace
+    /// seed) are made in place instead of on a copy of its fields.
+    let handle: @Sendable (consuming HTTPRequest) -> HTTPReply
     private let daemon = Mutex<DaemonBox?>(nil)
     let suspended = Atomic<Int>(0)
     let deadlines: ConnectionDeadlines
@@ -67,7 +69,7 @@ public final class MHDServer: Sendable {
         public let description: String
     }
 
-    public init(config: HTTPServerConfig, handle: @escaping @Sendable (HTTPRequest) -> HTTPReply) {
+    public init(config: HTTPServerConfig, handle: @escaping @Sendable (consuming HTTPRequest) -> HTTPReply) {
         self.config = config
         wantedHeaders = config.headers.map { ($0.lowercased(), Array($0.lowercased().utf8)) }
         self.handle = handle

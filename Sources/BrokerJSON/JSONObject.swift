@@ -44,7 +44,9 @@ public final class JSONObject: @unchecked Sendable {
     }
 
     private func member(_ key: String) -> UnsafeMutablePointer<json_t>? {
-        guard let m = json_object_get(UnsafePointer(node), key), tb_json_typeof(m) != JSON_NULL else { return nil }
+        // withCString lends a native string's bytes; a String passed as a C string is copied to
+        // the heap first (five lookups a token request).
+        guard let m = key.withCString({ json_object_get(UnsafePointer(node), $0) }), tb_json_typeof(m) != JSON_NULL else { return nil }
         return m
     }
 

@@ -144,11 +144,13 @@ public final class Authenticator: Sendable {
         return principal
     }
 
+    private static let bearerPrefix = Array("bearer tbk_".utf8)
+
     /// `Bearer tbk_<16 hex>_<secret>`, read as bytes (the scheme is case-insensitive, RFC 7235 §2.1).
     static func parse(_ authorization: String?) -> (id: String, secret: String)? {
         guard var header = authorization else { return nil }
         return header.withUTF8 { u in
-            let pre = Array("bearer tbk_".utf8)
+            let pre = bearerPrefix
             guard u.count > pre.count + 17 else { return nil }
             for i in 0..<7 where (u[i] | (i == 6 ? 0 : 0x20)) != pre[i] { return nil }
             for i in 7..<pre.count where u[i] != pre[i] { return nil }

@@ -15,7 +15,7 @@ struct Dispatcher: Sendable {
     /// Where request durations are counted, by route and status class.
     var metrics: RequestMetrics? = nil
 
-    func handle(_ request: HTTPRequest) -> HTTPReply {
+    func handle(_ request: consuming HTTPRequest) -> HTTPReply {
         let started = DispatchTime.now().uptimeNanoseconds
         var req = request
         req.traceSeed = TraceIDs.seed()

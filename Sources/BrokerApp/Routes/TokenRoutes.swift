@@ -127,29 +127,37 @@ struct TokenRoutes {
                 }
             }
             let count = items.count
-            let (positions, invalid) = (placed, refused)
+            let invalid = refused
+            // Each item's place among the service's results (-1: refused here), so that the results
+            // are read where they are, not copied into a second array (a copy retains every string).
+            var slot = [Int](repeating: -1, count: count)
+            for (k, p) in placed.enumerated() { slot[p] = k }
+            let slots = slot
             let render: @Sendable ([Result<IssuedToken, BrokerError>]) -> HTTPResponse = { results in
-                var all = [Result<IssuedToken, BrokerError>?](repeating: nil, count: count)
-                for (p, r) in zip(positions, results) { all[p] = r }
-                for (i, e) in invalid { all[i] = .failure(e) }
                 // Sized once for the whole answer: growing a megabyte buffer by doubling copied it
                 // over and over and faulted in fresh pages each time.
-                var w = JSONWriter(capacity: all.reduce(64) { n, r in
-                    n + 256 + ((try? r?.get())?.accessToken.utf8.count ?? 0)
-                })
+                var size = 64 + 256 * count
+                for case .success(let t) in results { size += t.accessToken.utf8.count }
+                var w = JSONWriter(capacity: size)
                 w.beginObject()
                 w.key("results")
                 w.beginArray()
-                for (i, r) in all.enumerated() {
+                func refusal(_ e: BrokerError) {
+                    w.int("status", ErrorResponse.status(e))
+                    for (k, v) in ErrorResponse.members(e) { w.member(k, json: v) }
+                }
+                for i in 0..<count {
                     w.beginObject()
                     w.int("index", i)
-                    switch r! {
-                    case .success(let t):
-                        w.int("status", 200)
-                        Render.token(t, into: &w)
-                    case .failure(let e):
-                        w.int("status", ErrorResponse.status(e))
-                        for (k, v) in ErrorResponse.members(e) { w.member(k, json: v) }
+                    if slots[i] < 0 {
+                        refusal(invalid[i]!)
+                    } else {
+                        switch results[slots[i]] {
+                        case .success(let t):
+                            w.int("status", 200)
+                            Render.token(t, into: &w)
+                        case .failure(let e): refusal(e)
+                        }
                     }
                     w.endObject()
                 }
