@@ -253,7 +253,9 @@ extension TokenService {
                             expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
                             sessionID: s.id, subject: s.subject)
         guard !request.dpop.isEmpty else {
-            t.memo = memo
+            // The memo holds a document whose only moving member is expires_in: never one whose
+            // expires_at would be `now`.
+            if s.accessExpiresAt != nil { t.memo = memo }
             return .success(t)
         }
         guard let keys = dpopKeys else { return .failure(.internalError) }
