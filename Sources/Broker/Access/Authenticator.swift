@@ -46,6 +46,10 @@ public final class Authenticator: Sendable {
     /// Bumped by every `forget`: a store read that a change overtook is answered but not cached,
     /// so a notice that arrived before the read's result cannot be undone by it.
     private let generation = Atomic<Int>(0)
+    /// Ids whose cache entry left memory (replaced, evicted, forgotten on a change notice) with a
+    /// use not yet drained: the next drain still reports them. A key's own creation notice
+    /// arriving after its first use must not erase that use.
+    private let usedGone = Mutex<Set<String>>([])
 
     public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval, capacity: Int = 100_000,
                 unknownCapacity: Int = 10_000) {
@@ -71,7 +75,7 @@ public final class Authenticator: Sendable {
     public func authenticate(certificate sha256: String, now: Date) throws -> Principal {
         let before = generation.load(ordering: .acquiring)
         let e = Entry(principal: try store.apiKey(certificateSHA256: sha256), hash: [], at: now)
-        if generation.load(ordering: .acquiring) == before { certificates.withLock { $0.set(sha256, e) } }
+        if generation.load(ordering: .acquiring) == before { keepUse(certificates.withLock { $0.set(sha256, e) }?.value) }
         return try check(certificate: e, now: now)
     }
 
@@ -105,11 +109,11 @@ public final class Authenticator: Sendable {
         let found = try store.apiKey(id: parts.id)
         let current = generation.load(ordering: .acquiring) == before
         guard let found else {
-            if current { unknown.withLock { $0.set(parts.id, now) } }
+            if current { unknown.withLock { _ = $0.set(parts.id, now) } }
             throw Self.refused
         }
         let e = Entry(principal: found.0, hash: found.secretHash, previous: found.previous, at: now)
-        if current { entries.withLock { $0.set(parts.id, e) } }
+        if current { keepUse(entries.withLock { $0.set(parts.id, e) }?.value) }
         return try check(e, secret: parts.secret, now: now)
     }
 
@@ -167,8 +171,30 @@ public final class Authenticator: Sendable {
 
     /// Key ids used since the last call (for last_used_at, written in bulk).
     public func drainUsed() -> [String] {
-        entries.withLock { m in m.entries.compactMap { id, e in e.used.exchange(false, ordering: .relaxed) ? id : nil } }
-            + certificates.withLock { m in m.entries.compactMap { _, e in e.used.exchange(false, ordering: .relaxed) ? e.principal?.id : nil } }
+        var ids = usedGone.withLock { s in defer { s.removeAll() }; return s }
+        ids.formUnion(Self.drain(entries))
+        ids.formUnion(Self.drain(certificates))
+        return ids.sorted()
+    }
+
+    private static func drain(_ cache: borrowing Mutex<LRUCache<String, Entry>>) -> [String] {
+        cache.withLock { m in m.entries.compactMap { _, e in e.used.exchange(false, ordering: .relaxed) ? e.principal?.id : nil } }
+    }
+
+    /// Keeps the undrained use of an entry that left a cache.
+    private func keepUse(_ gone: Entry?) {
+        guard let gone, gone.used.exchange(false, ordering: .relaxed), let id = gone.principal?.id else { return }
+        usedGone.withLock { _ = $0.insert(id) }
+    }
+
+    /// Empties a cache, keeping its entries' undrained uses.
+    private func clear(_ cache: borrowing Mutex<LRUCache<String, Entry>>) {
+        let gone: [Entry] = cache.withLock { m in
+            let all = m.entries.map(\.value)
+            m.removeAll()
+            return all
+        }
+        for e in gone { keepUse(e) }
     }
 
     public func forget(_ change: Change) {
@@ -178,13 +204,13 @@ public final class Authenticator: Sendable {
         }
         switch change {
         case .apiKey(let id):
-            entries.withLock { $0.remove(id) }
-            unknown.withLock { $0.remove(id) }
-            certificates.withLock { $0.removeAll() }   // a key made or revoked: rare, and the cache is keyed by fingerprint
+            keepUse(entries.withLock { $0.remove(id) })
+            unknown.withLock { _ = $0.remove(id) }
+            clear(certificates)   // a key made or revoked: rare, and the cache is keyed by fingerprint
         case .resync:
-            entries.withLock { $0.removeAll() }
+            clear(entries)
             unknown.withLock { $0.removeAll() }
-            certificates.withLock { $0.removeAll() }
+            clear(certificates)
         default: break
         }
     }

@@ -37,15 +37,19 @@ struct LRUCache<Key: Hashable, Value> {
     /// The value, its place in the order unchanged (readers sharing a lock use this).
     func peek(_ key: Key) -> Value? { index[key].map { nodes[$0].value } }
 
-    /// Inserts or replaces, evicting the least recently used value when full.
-    mutating func set(_ key: Key, _ value: Value) {
+    /// Inserts or replaces, evicting the least recently used value when full; returns the value
+    /// it displaced (the one replaced, or the one evicted with its key).
+    @discardableResult
+    mutating func set(_ key: Key, _ value: Value) -> (key: Key, value: Value)? {
         if let i = index[key] {
+            let old = nodes[i].value
             nodes[i].value = value
             touch(i)
-            return
+            return (key, old)
         }
         let node = Node(key: key, value: value, newer: -1, older: -1)
         let i: Int
+        var evicted: (key: Key, value: Value)?
         if let f = free.popLast() {
             i = f
             nodes[i] = node
@@ -56,17 +60,21 @@ struct LRUCache<Key: Hashable, Value> {
             i = oldest
             unlink(i)
             index.removeValue(forKey: nodes[i].key)
+            evicted = (nodes[i].key, nodes[i].value)
             nodes[i] = node
         }
         index[key] = i
         pushNewest(i)
+        return evicted
     }
 
-    /// Removes the key's value; its slot is reused by the next insert.
-    mutating func remove(_ key: Key) {
-        guard let i = index.removeValue(forKey: key) else { return }
+    /// Removes the key's value and returns it; its slot is reused by the next insert.
+    @discardableResult
+    mutating func remove(_ key: Key) -> Value? {
+        guard let i = index.removeValue(forKey: key) else { return nil }
         unlink(i)
         free.append(i)
+        return nodes[i].value
     }
 
     mutating func removeAll() {
