@@ -1,9 +1,14 @@
+import Foundation
+
 /// Router matches method and path against patterns like `/v1/tenants/{t}/sessions/{id}/token`.
 /// A segment is a literal (which may contain `:` as in `tokens:batch`) or a `{name}` capture of
 /// one whole segment. Matching is exact: no prefixes, no trailing slashes.
 ///
 /// Thread-safety: built once before the server starts, then read-only.
 public struct Router: Sendable {
+    // Justified hand-written matching: routes are few and fixed; a path is cut at its slashes
+    // once, only routes of that many segments are tried, each from its last segment (where
+    // routes under one prefix differ), literals compared with memcmp.
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPReply
 
     private enum Segment: Sendable, Equatable {
@@ -19,6 +24,8 @@ public struct Router: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Indexes into `routes` by segment count.
+    private var bySegments: [[Int]] = []
 
     public init() {}
 
@@ -29,6 +36,8 @@ public struct Router: Sendable {
         let segments = pattern.split(separator: "/").map { s -> Segment in
             s.hasPrefix("{") && s.hasSuffix("}") ? .capture(String(s.dropFirst().dropLast())) : .literal(Array(s.utf8))
         }
+        while bySegments.count <= segments.count { bySegments.append([]) }
+        bySegments[segments.count].append(routes.count)
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
@@ -45,35 +54,51 @@ public struct Router: Sendable {
             // Segment boundaries found once by bytes; literals compared by bytes; nothing is
             // allocated for a route until it matches.
             guard u.first == UInt8(ascii: "/") else { return .notFound }
-            var cuts: [Int] = [0]
-            cuts.reserveCapacity(8)
-            for i in 1..<u.count where u[i] == UInt8(ascii: "/") { cuts.append(i) }
-            cuts.append(u.count)
-            let count = cuts.count - 1
-            if u.count > 1 { for k in 0..<count where cuts[k + 1] - cuts[k] <= 1 { return .notFound } }
-            func segment(_ k: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: u[(cuts[k] + 1)..<cuts[k + 1]]) }
-
-            var allowed: [String] = []
-            for (index, r) in routes.enumerated() where r.segments.count == count {
-                var ok = true
-                for (k, seg) in r.segments.enumerated() {
-                    if case .literal(let l) = seg, !l.elementsEqual(segment(k)) {
-                        ok = false
-                        break
-                    }
+            let most = bySegments.count - 1
+            guard most > 0 else { return .notFound }
+            return withUnsafeTemporaryAllocation(of: Int.self, capacity: most + 1) { cuts -> Match in
+                // cuts[k] is the slash before segment k; cuts[count] the end of the path.
+                cuts[0] = 0
+                var count = 0
+                for i in 1..<u.count where u[i] == UInt8(ascii: "/") {
+                    count += 1
+                    guard count < most else { return .notFound }   // more segments than any route has
+                    cuts[count] = i
                 }
-                guard ok else { continue }
-                guard r.method == method else {
-                    allowed.append(r.method)
-                    continue
-                }
-                var params = [String: String](minimumCapacity: r.segments.count)   // no regrowth while filled
-                for (k, seg) in r.segments.enumerated() {
-                    if case .capture(let name) = seg { params[name] = String(decoding: segment(k), as: UTF8.self) }
-                }
-                return .found(r.handler, params, route: index)
+                count += 1
+                cuts[count] = u.count
+                if u.count > 1 { for k in 0..<count where cuts[k + 1] - cuts[k] <= 1 { return .notFound } }
+                return match(method, u, cuts, count)
             }
-            return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
         }
+    }
+
+    private func match(_ method: String, _ u: UnsafeBufferPointer<UInt8>, _ cuts: UnsafeMutableBufferPointer<Int>, _ count: Int) -> Match {
+        guard count < bySegments.count else { return .notFound }
+        func segment(_ k: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: u[(cuts[k] + 1)..<cuts[k + 1]]) }
+        var allowed: [String] = []
+        for index in bySegments[count] {
+            let r = routes[index]
+            var ok = true
+            for k in r.segments.indices.reversed() {
+                guard case .literal(let l) = r.segments[k] else { continue }
+                let s = segment(k)
+                if l.count != s.count || (!l.isEmpty && l.withUnsafeBufferPointer({ memcmp($0.baseAddress!, s.baseAddress!, s.count) }) != 0) {
+                    ok = false
+                    break
+                }
+            }
+            guard ok else { continue }
+            guard r.method == method else {
+                allowed.append(r.method)
+                continue
+            }
+            var params = [String: String](minimumCapacity: r.segments.count)   // no regrowth while filled
+            for (k, seg) in r.segments.enumerated() {
+                if case .capture(let name) = seg { params[name] = String(decoding: segment(k), as: UTF8.self) }
+            }
+            return .found(r.handler, params, route: index)
+        }
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
     }
 }

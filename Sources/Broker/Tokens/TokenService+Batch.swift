@@ -10,14 +10,22 @@ extension TokenService {
     /// the misses in one query, and calls `completion` when the last item is done.
     public func batch(by principal: Principal, tenant: String, targets: [TokenTarget], request: TokenRequest,
                       completion: @escaping BatchCompletion) -> [Result<IssuedToken, BrokerError>]? {
-        var results = [Result<IssuedToken, BrokerError>?](repeating: nil, count: targets.count)
+        // Built in order, a placeholder where an item missed (the collector fills it in): the
+        // answers from memory are returned as they are, never copied into a second array.
+        var results: [Result<IssuedToken, BrokerError>] = []
+        results.reserveCapacity(targets.count)
         var missing: [Int] = []
         var log: HandOutLog? = HandOutLog(capacity: targets.count)
         for (i, t) in targets.enumerated() {
-            if let r = cachedToken(by: principal, tenant: tenant, target: t, request: request, log: &log) { results[i] = r } else { missing.append(i) }
+            if let r = cachedToken(by: principal, tenant: tenant, target: t, request: request, log: &log) {
+                results.append(r)
+            } else {
+                missing.append(i)
+                results.append(BatchCollector.pending)
+            }
         }
         log?.record(audit: audit, usage: usage, at: clock.now())
-        if missing.isEmpty { return results.map { $0! } }
+        if missing.isEmpty { return results }
 
         let collector = BatchCollector(results, remaining: missing.count, completion: completion)
         let misses = missing
@@ -45,10 +53,12 @@ extension TokenService {
 
 /// BatchCollector gathers a batch's results from whichever threads finish them.
 final class BatchCollector: Sendable {
-    private let state: Mutex<(results: [Result<IssuedToken, BrokerError>?], remaining: Int)>
+    /// Stands for an item not answered yet; every one is replaced before `completion` runs.
+    static let pending = Result<IssuedToken, BrokerError>.failure(.refreshBusy)
+    private let state: Mutex<(results: [Result<IssuedToken, BrokerError>], remaining: Int)>
     private let completion: TokenService.BatchCompletion
 
-    init(_ results: [Result<IssuedToken, BrokerError>?], remaining: Int, completion: @escaping TokenService.BatchCompletion) {
+    init(_ results: [Result<IssuedToken, BrokerError>], remaining: Int, completion: @escaping TokenService.BatchCompletion) {
         state = Mutex((results, remaining))
         self.completion = completion
     }
@@ -57,7 +67,7 @@ final class BatchCollector: Sendable {
         let done = state.withLock { s -> [Result<IssuedToken, BrokerError>]? in
             s.results[i] = r
             s.remaining -= 1
-            return s.remaining == 0 ? s.results.map { $0! } : nil
+            return s.remaining == 0 ? s.results : nil
         }
         if let done { completion(done) }
     }

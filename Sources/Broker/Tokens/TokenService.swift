@@ -93,19 +93,21 @@ public final class TokenService: Sendable {
             id = s
         }
         guard let held = cache.entry(SessionKey(tenant: tenant, id: id), now: now) else { return nil }
-        let client = held.session.client
+        // Read out of the entry once: each `held.session.x` would copy the whole row.
+        let session = held.session
+        let client = session.client
         let policy: RefreshPolicy
         if let p = log?.policies[client] { policy = p } else {
             guard let p = registry.peekPolicy(tenant: tenant, client: client, now: now) else { return nil }
             policy = p
             log?.policies[client] = p
         }
-        switch TokenDecision.decide(held.session, request.requirement(policy: policy, lifetime: held.session.accessLifetime), now: now) {
+        switch TokenDecision.decide(session, request.requirement(policy: policy, lifetime: session.accessLifetime), now: now) {
         case .serve:
             metrics.cacheHits.add()
-            return finish(issue(held.session, now: now, request, memo: held.document), principal, tenant, held.session.id, now, into: &log)
+            return finish(issue(session, now: now, request, memo: held.document), principal, tenant, session.id, now, into: &log)
         case .reject(let e):
-            return finish(.failure(e), principal, tenant, held.session.id, now, into: &log)
+            return finish(.failure(e), principal, tenant, session.id, now, into: &log)
         case .refresh:
             return nil
         }
