@@ -49,6 +49,10 @@ let package = Package(
         .executableTarget(name: "policy-bench", dependencies: ["BrokerCore"]),
         // Benchmark of ID-token verification (make bench).
         .executableTarget(name: "jose-bench", dependencies: ["Broker", "BrokerCore", "BrokerCrypto"]),
+        // References for the token fetch (make bench): libmicrohttpd answering constant bytes,
+        // in C, and the broker's HTTP layer answering them.
+        .executableTarget(name: "mhd-constant", dependencies: ["CMicroHTTPD"]),
+        .executableTarget(name: "http-ceiling", dependencies: ["BrokerHTTP"]),
 
         // Fakes and the process harness for tests.
         .target(name: "BrokerTesting", dependencies: ["BrokerCore", "Broker"]),

@@ -129,6 +129,7 @@ def main():
     OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
     print(f"\n{'measure':34} {'value':>12}")
     for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
+              "mhd_constant_vs_nginx", "mhd_constant_p99_ms", "http_layer_constant_vs_nginx", "token_fetch_vs_http_layer_constant",
               "batch1000_ms", "batch1000_p90_ms", "batch1000_python_client_ms", "batch1000_unknown_ms", "dpop_proofs_per_s_http", "dpop_handout_vs_token_fetch",
               "dpop_proofs_per_s_in_process", "dpop_proofs_vs_openssl_speed_sign", "exchange_cached_rps", "exchange_cached_vs_token_fetch",
               "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
@@ -207,8 +208,18 @@ events {{ worker_connections 1024; }}
 http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; location / {{ default_type application/json; }} }} }}
 """)
     subprocess.run(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work)], check=True, capture_output=True)
+    # The server's own ceilings, sent the very request the broker gets (POST, body, API key) and
+    # answering its bytes with its headers on two threads: libmicrohttpd alone (C), and the
+    # broker's HTTP layer (MHDServer, front door, header pass) with a constant handler.
+    threads = env.get("TOKENBROKER_HTTP_THREADS", str(max(2, os.cpu_count() or 2)))
+    ceilings = {}
+    for name in ("mhd-constant", "http-ceiling"):
+        port = free_port()
+        ceilings[name] = (start([BIN / name, str(port), threads, str(html / "token.json")]), f"http://127.0.0.1:{port}/token")
     try:
         wait_ready(f"http://127.0.0.1:{ngx_port}/token.json")
+        for _, url in ceilings.values():
+            wait_ready(url)
         wrk(token_url, str(script))  # warm-up
         # Interleaved rounds, medians reported: the two cores are shared with wrk, and single
         # runs of either server vary by ±15% on this machine.
@@ -218,9 +229,12 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
             n = wrk(f"http://127.0.0.1:{ngx_port}/token.json")
             d = wrk(dpop_url, str(dpop_script))
             x = wrk(token_url, str(exchange_script))
-            rounds.append((t, n, d, x))
+            m = wrk(ceilings["mhd-constant"][1], str(script))
+            h = wrk(ceilings["http-ceiling"][1], str(script))
+            rounds.append((t, n, d, x, m, h))
             print(f"round: token {t[0]:.0f} req/s p99 {t[1]:.2f} ms | nginx {n[0]:.0f} req/s p99 {n[1]:.2f} ms | ratio {t[0] / n[0]:.3f}"
-                  f" | token + DPoP proof {d[0]:.0f} req/s p99 {d[1]:.2f} ms | exchanged, cached {x[0]:.0f} req/s p99 {x[1]:.2f} ms")
+                  f" | token + DPoP proof {d[0]:.0f} req/s p99 {d[1]:.2f} ms | exchanged, cached {x[0]:.0f} req/s p99 {x[1]:.2f} ms"
+                  f" | libmicrohttpd constant {m[0]:.0f} req/s p99 {m[1]:.2f} ms | HTTP layer constant {h[0]:.0f} req/s p99 {h[1]:.2f} ms")
         token_rps = statistics.median(r[0][0] for r in rounds)
         token_p99 = statistics.median(r[0][1] for r in rounds)
         nginx_rps = statistics.median(r[1][0] for r in rounds)
@@ -232,8 +246,18 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         exchange_rps = statistics.median(r[3][0] for r in rounds)
         exchange_p99 = statistics.median(r[3][1] for r in rounds)
         exchange_ratios = [r[3][0] / r[0][0] for r in rounds]
+        mhd_rps = statistics.median(r[4][0] for r in rounds)
+        mhd_p99 = statistics.median(r[4][1] for r in rounds)
+        layer_rps = statistics.median(r[5][0] for r in rounds)
+        layer_p99 = statistics.median(r[5][1] for r in rounds)
+        mhd_ratios = [r[4][0] / r[1][0] for r in rounds]
+        layer_ratios = [r[5][0] / r[1][0] for r in rounds]
+        token_vs_layer = [r[0][0] / r[5][0] for r in rounds]
     finally:
         subprocess.run(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work), "-s", "stop"], capture_output=True)
+        for p, _ in ceilings.values():
+            p.terminate()
+            p.wait()
 
     # A batch of 1,000 sessions, all cached: imported grants with a valid access token.
     exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
@@ -278,6 +302,11 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         "dpop_handout_vs_token_fetch": round(statistics.median(dpop_ratios), 3),
         "exchange_cached_rps": round(exchange_rps), "exchange_cached_p99_ms": round(exchange_p99, 2),
         "exchange_cached_vs_token_fetch": round(statistics.median(exchange_ratios), 3),
+        "mhd_constant_rps": round(mhd_rps), "mhd_constant_p99_ms": round(mhd_p99, 2),
+        "mhd_constant_vs_nginx": round(statistics.median(mhd_ratios), 3), "mhd_constant_vs_nginx_rounds": [round(r, 3) for r in mhd_ratios],
+        "http_layer_constant_rps": round(layer_rps), "http_layer_constant_p99_ms": round(layer_p99, 2),
+        "http_layer_constant_vs_nginx": round(statistics.median(layer_ratios), 3),
+        "token_fetch_vs_http_layer_constant": round(statistics.median(token_vs_layer), 3),
     }, broker, redirect
 
 
