@@ -14,7 +14,12 @@ public final class InMemoryRegistryStore: RegistryStore {
     }
 
     private let state = Mutex(State())
+    /// Runs before each read of an API key by id: a test's stand-in for whatever happens while
+    /// a real store is being asked (a change notice arriving, say).
+    private let beforeKeyRead = Mutex<(@Sendable (String) -> Void)?>(nil)
     public init() {}
+
+    public func onKeyRead(_ hook: (@Sendable (String) -> Void)?) { beforeKeyRead.withLock { $0 = hook } }
 
     public func tenant(_ id: String) throws -> Tenant? { state.withLock { $0.tenants[id] } }
     public func tenants() throws -> [Tenant] { state.withLock { $0.tenants.values.sorted { $0.id < $1.id } } }
@@ -48,7 +53,8 @@ public final class InMemoryRegistryStore: RegistryStore {
     }
 
     public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8], previous: PreviousSecret?)? {
-        state.withLock { s in s.keys[id].map { ($0.0, $0.1, s.previous[id]) } }
+        beforeKeyRead.withLock { $0 }?(id)
+        return state.withLock { s in s.keys[id].map { ($0.0, $0.1, s.previous[id]) } }
     }
 
     public func apiKey(certificateSHA256: String) throws -> Principal? {

@@ -76,7 +76,7 @@ struct AuthenticatorTests {
         #expect(try auth.cached("Bearer " + key, now: now)?.get().id == id)
     }
 
-    @Test("a use is drained once even when its entry left memory first: a late change notice, an eviction, a resync, a re-read")
+    @Test("a use is drained once even when its entry left memory first (a late change notice, an eviction, a resync, a re-read) or never entered it (a notice during the read)")
     func usesSurviveTheCache() throws {
         var rng = SystemRandomNumberGenerator()
         var keys: [(id: String, key: String)] = []
@@ -89,17 +89,26 @@ struct AuthenticatorTests {
         let auth = Authenticator(store: store, hasher: hasher, maxAge: 60, capacity: 2)
         _ = try auth.authenticate("Bearer " + keys[0].key, now: now)
         auth.forget(.apiKey(id: keys[0].id))   // the key's creation notice, arriving after its first use
+        #expect(auth.drainUsed() == [keys[0].id])
+        _ = try auth.authenticate("Bearer " + keys[0].key, now: now)
         _ = try auth.authenticate("Bearer " + keys[1].key, now: now)
-        _ = try auth.authenticate("Bearer " + keys[2].key, now: now)
-        _ = try auth.authenticate("Bearer " + keys[0].key, now: now)   // evicts keys[1], used and not drained
+        _ = try auth.authenticate("Bearer " + keys[2].key, now: now)   // evicts keys[0], used and not drained
         #expect(auth.drainUsed() == keys.map(\.id).sorted())
         #expect(auth.drainUsed().isEmpty, "each use is reported once")
         _ = try auth.authenticate("Bearer " + keys[2].key, now: now)
         auth.forget(.resync)
         #expect(auth.drainUsed() == [keys[2].id])
+        // Used, then revoked without a notice: the re-read past maxAge refuses it and replaces the
+        // entry, whose use is still reported.
         _ = try auth.authenticate("Bearer " + keys[2].key, now: now)
-        _ = try auth.authenticate("Bearer " + keys[2].key, now: now.addingTimeInterval(61))   // re-read past maxAge
+        _ = try store.revokeAPIKey(id: keys[2].id, now: now)
+        #expect(throws: BrokerError.self) { try auth.authenticate("Bearer " + keys[2].key, now: now.addingTimeInterval(61)) }
         #expect(auth.drainUsed() == [keys[2].id])
+        // A change notice during the store read: the answer is not cached, its use still counts.
+        store.onKeyRead { _ in auth.forget(.apiKey(id: "0000000000000000")) }
+        _ = try auth.authenticate("Bearer " + keys[1].key, now: now.addingTimeInterval(200))
+        store.onKeyRead(nil)
+        #expect(auth.drainUsed() == [keys[1].id])
     }
 
     @Test("a rotated key: the new secret works at once, the old one until the overlap ends, then only the new")

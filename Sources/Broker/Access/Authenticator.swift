@@ -75,8 +75,11 @@ public final class Authenticator: Sendable {
     public func authenticate(certificate sha256: String, now: Date) throws -> Principal {
         let before = generation.load(ordering: .acquiring)
         let e = Entry(principal: try store.apiKey(certificateSHA256: sha256), hash: [], at: now)
-        if generation.load(ordering: .acquiring) == before { keepUse(certificates.withLock { $0.set(sha256, e) }?.value) }
-        return try check(certificate: e, now: now)
+        let current = generation.load(ordering: .acquiring) == before
+        if current { keepUse(certificates.withLock { $0.set(sha256, e) }?.value) }
+        let principal = try check(certificate: e, now: now)
+        if !current { keepUse(e) }   // not cached: its use would never be drained
+        return principal
     }
 
     private func check(certificate e: Entry, now: Date) throws(BrokerError) -> Principal {
@@ -114,7 +117,9 @@ public final class Authenticator: Sendable {
         }
         let e = Entry(principal: found.0, hash: found.secretHash, previous: found.previous, at: now)
         if current { keepUse(entries.withLock { $0.set(parts.id, e) }?.value) }
-        return try check(e, secret: parts.secret, now: now)
+        let principal = try check(e, secret: parts.secret, now: now)
+        if !current { keepUse(e) }   // not cached: its use would never be drained
+        return principal
     }
 
     /// The answer from memory, or nil when only the store can tell (call `authenticate` where
