@@ -73,8 +73,8 @@ public struct Router: Sendable {
         }
     }
 
+    /// The route for a path cut into `count` segments (at most the longest route's, by the caller).
     private func match(_ method: String, _ u: UnsafeBufferPointer<UInt8>, _ cuts: UnsafeMutableBufferPointer<Int>, _ count: Int) -> Match {
-        guard count < bySegments.count else { return .notFound }
         func segment(_ k: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: u[(cuts[k] + 1)..<cuts[k + 1]]) }
         var allowed: [String] = []
         for index in bySegments[count] {

@@ -93,7 +93,7 @@ public final class TokenService: Sendable {
             id = s
         }
         guard let held = cache.entry(SessionKey(tenant: tenant, id: id), now: now) else { return nil }
-        // Read out of the entry once: each `held.session.x` would copy the whole row.
+        // Read out of the entry once (a profile showed whole-row copies of it here).
         let session = held.session
         let client = session.client
         let policy: RefreshPolicy
