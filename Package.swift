@@ -18,7 +18,10 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // curl_easy_setopt is C-variadic; this shim performs a whole exchange with typed arguments.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
-        .systemLibrary(name: "CJansson", pkgConfig: "jansson", providers: [.apt(["libjansson-dev"])]),
+        // simdjson (Debian's libsimdjson-dev) is C++: this target gives it a C face
+        // (tb_simdjson.h) that Swift imports, and links it. Its simdjson.pc carries a -D flag
+        // SwiftPM refuses, hence no system-library target.
+        .target(name: "CSimdJSONShim", linkerSettings: [.linkedLibrary("simdjson")]),
         // MHD_start_daemon is C-variadic; this shim calls it with typed arguments.
         // GnuTLS, as Debian's libmicrohttpd uses it: client certificates of TLS listeners.
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
@@ -34,7 +37,7 @@ let package = Package(
         .target(name: "BrokerPostgres", dependencies: ["BrokerCore", "CLibPQ"]),
         .target(name: "BrokerHTTP", dependencies: ["CMicroHTTPD", "CMicroHTTPDStart"]),
         .target(name: "BrokerOIDC", dependencies: ["BrokerCore", "CCurlShim"]),
-        .target(name: "BrokerJSON", dependencies: ["BrokerCore", "CJansson"]),
+        .target(name: "BrokerJSON", dependencies: ["BrokerCore", "CSimdJSONShim"]),
 
         // Composition root and the one broker executable.
         .target(name: "BrokerApp", dependencies: ["BrokerCore", "Broker", "BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerOIDC", "BrokerJSON"]),
@@ -62,5 +65,6 @@ let package = Package(
         .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore", "Broker", "BrokerApp"]),
         .testTarget(name: "IntegrationTests", dependencies: ["BrokerCore", "BrokerCrypto"]),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )
