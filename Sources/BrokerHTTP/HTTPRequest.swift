@@ -16,7 +16,7 @@ public struct HTTPRequest: Sendable {
         var refusal: String?
         var clientCertificateSHA256: String?
         var certificateRefusal: String?
-        var parameters: [String: String] = [:]
+        var parameters = RouteParameters()
         var traceSeed: UInt64 = 0
 
         init(method: String, path: String, query: [(name: String, value: String)], headers: [(name: String, value: String)],
@@ -81,7 +81,7 @@ public struct HTTPRequest: Sendable {
         set { change { $0.certificateRefusal = newValue } }
     }
     /// Path parameters filled in by the router.
-    public var parameters: [String: String] {
+    public var parameters: RouteParameters {
         get { storage.parameters }
         set { change { $0.parameters = newValue } }
     }

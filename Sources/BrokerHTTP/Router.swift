@@ -16,11 +16,22 @@ public struct Router: Sendable {
         case capture(String)
     }
 
-    private struct Route: Sendable {
+    /// A class: reading one while matching takes one reference, not one per field.
+    private final class Route: Sendable {
         let method: String
         let pattern: String
         let segments: [Segment]
         let handler: Handler
+        /// How many segments are captures.
+        let captures: Int
+
+        init(method: String, pattern: String, segments: [Segment], handler: @escaping Handler) {
+            self.method = method
+            self.pattern = pattern
+            self.segments = segments
+            self.handler = handler
+            captures = segments.reduce(0) { if case .capture = $1 { $0 + 1 } else { $0 } }
+        }
     }
 
     private var routes: [Route] = []
@@ -43,7 +54,7 @@ public struct Router: Sendable {
 
     public enum Match {
         /// The handler, the captures, and the route's index in `table` (per-route metrics).
-        case found(Handler, [String: String], route: Int)
+        case found(Handler, RouteParameters, route: Int)
         case methodNotAllowed([String])
         case notFound
     }
@@ -93,9 +104,9 @@ public struct Router: Sendable {
                 allowed.append(r.method)
                 continue
             }
-            var params = [String: String](minimumCapacity: r.segments.count)   // no regrowth while filled
+            var params = RouteParameters(capacity: r.captures)
             for (k, seg) in r.segments.enumerated() {
-                if case .capture(let name) = seg { params[name] = String(decoding: segment(k), as: UTF8.self) }
+                if case .capture(let name) = seg { params.append(name, String(decoding: segment(k), as: UTF8.self)) }
             }
             return .found(r.handler, params, route: index)
         }

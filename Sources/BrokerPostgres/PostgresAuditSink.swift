@@ -12,6 +12,10 @@ import Synchronization
 public final class PostgresAuditSink: AuditSink {
     struct Key: Hashable {
         let actor: String, action: String, tenant: String?, session: String?, outcome: String
+
+        /// One string hashed, not five: a session's events differ mostly by session, the rest
+        /// by actor; == still compares every field.
+        func hash(into hasher: inout Hasher) { hasher.combine(session ?? actor) }
     }
 
     struct Tally {

@@ -64,4 +64,28 @@ struct RouteTests {
         #expect(await answer(dispatcher([.public]), "GET", "/v1/callback").status == 400, "the callback without state is a 400 of its own")
         #expect(await answer(inner, "GET", "/v1/callback").status == 404)
     }
+
+    @Test("token bodies answer the same twice: a bad one is refused each time with its reason, and a body is read per route")
+    func tokenBodiesTwice() async throws {
+        _ = try Self.runtime.operators.putTenant(id: "memo-t", name: "Memo", actor: "test")
+        let (_, key) = try Self.runtime.operators.createKey(name: "bodies", roles: [.worker], tenants: ["memo-t"], actor: "test")
+        let d = dispatcher()
+        let bySession = "/v1/tenants/memo-t/sessions/ses_none/token", bySubject = "/v1/tenants/memo-t/token"
+        for _ in 0..<2 {
+            let bad = await answer(d, "POST", bySession, key: key, body: #"{"min_ttl":"60"}"#)
+            #expect(bad.status == 400 && text(bad).contains("'min_ttl' must be an integer"))
+            let range = await answer(d, "POST", bySession, key: key, body: #"{"min_ttl":90000}"#)
+            #expect(range.status == 400 && text(range).contains("0...86400"))
+            let noClient = await answer(d, "POST", bySubject, key: key, body: #"{"subject":"s"}"#)
+            #expect(noClient.status == 400 && text(noClient).contains("'client' is required"))
+        }
+        // The same bytes, one route reading the lookup's members and the other not.
+        let body = #"{"min_ttl":60,"client":"c","subject":"s"}"#
+        for _ in 0..<2 {
+            #expect(await answer(d, "POST", bySession, key: key, body: body).status == 404)
+            #expect(await answer(d, "POST", bySubject, key: key, body: body).status == 404)
+            let noSubject = await answer(d, "POST", bySubject, key: key, body: #"{"min_ttl":60,"client":"c"}"#)
+            #expect(noSubject.status == 400 && text(noSubject).contains("'subject' is required"))
+        }
+    }
 }

@@ -14,7 +14,7 @@ struct RouterTests {
         return r
     }()
 
-    func found(_ method: String, _ path: String) -> (pattern: String, params: [String: String])? {
+    func found(_ method: String, _ path: String) -> (pattern: String, params: RouteParameters)? {
         guard case .found(_, let params, let index) = router.match(method: method, path: path) else { return nil }
         return (router.table[index].pattern, params)
     }

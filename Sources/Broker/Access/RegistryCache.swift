@@ -20,7 +20,12 @@ public final class RegistryCache: Sendable {
         }
     }
 
-    private struct ClientKey: Hashable, Sendable { let tenant: String, id: String }
+    private struct ClientKey: Hashable, Sendable {
+        let tenant: String, id: String
+
+        /// The client id alone: a tenant's clients differ by id, and == still compares both.
+        func hash(into hasher: inout Hasher) { hasher.combine(id) }
+    }
 
     public let store: any RegistryStore
     private let maxAge: TimeInterval

@@ -7,4 +7,8 @@ public struct SessionKey: Hashable, Sendable {
         self.tenant = tenant
         self.id = id
     }
+
+    /// Hashes the id alone: ids are random and unique across tenants, so the tenant (still
+    /// compared by ==) would only double the hashing on every cache lookup and usage mark.
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 }

@@ -93,7 +93,6 @@ public final class TokenService: Sendable {
             id = s
         }
         guard let held = cache.entry(SessionKey(tenant: tenant, id: id), now: now) else { return nil }
-        // Read out of the entry once (a profile showed whole-row copies of it here).
         let session = held.session
         let client = session.client
         let policy: RefreshPolicy
@@ -105,9 +104,9 @@ public final class TokenService: Sendable {
         switch TokenDecision.decide(session, request.requirement(policy: policy, lifetime: session.accessLifetime), now: now) {
         case .serve:
             metrics.cacheHits.add()
-            return finish(issue(session, now: now, request, memo: held.document), principal, tenant, session.id, now, into: &log)
+            return finish(issue(session, now: now, request, memo: held.document), principal, tenant, id, now, into: &log)
         case .reject(let e):
-            return finish(.failure(e), principal, tenant, session.id, now, into: &log)
+            return finish(.failure(e), principal, tenant, id, now, into: &log)
         case .refresh:
             return nil
         }

@@ -11,19 +11,22 @@ public final class UsageRecorder: Sendable {
     public init() {}
 
     public func record(_ key: SessionKey, at: Date) {
-        pending.withLock { p in
-            if let i = p.index(forKey: key) {   // one hash: a mark is moved on in place
-                if p.values[i] < at { p.values[i] = at }
-            } else {
-                p[key] = at
-            }
-        }
+        pending.withLock { p in Self.mark(key, at, in: &p) }
     }
 
     /// Several sessions used at once (a batch): one lock.
     public func record(_ keys: [SessionKey], at: Date) {
         pending.withLock { p in
-            for key in keys where (p[key].map { $0 < at } ?? true) { p[key] = at }
+            for key in keys { Self.mark(key, at, in: &p) }
+        }
+    }
+
+    /// One hash per mark: a mark already held is moved on in place.
+    private static func mark(_ key: SessionKey, _ at: Date, in p: inout [SessionKey: Date]) {
+        if let i = p.index(forKey: key) {
+            if p.values[i] < at { p.values[i] = at }
+        } else {
+            p[key] = at
         }
     }
 

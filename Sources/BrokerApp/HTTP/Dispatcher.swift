@@ -12,6 +12,8 @@ struct Dispatcher: Sendable {
     let maxBodyBytes: Int
     /// The audiences this listener serves: another audience's routes do not exist here (404).
     var audiences: Set<Audience> = Set(Audience.allCases)
+    /// A listener of every audience serves every route: no path needs classifying there.
+    private static let everyAudience = Audience.allCases.count
     /// Where request durations are counted, by route and status class.
     var metrics: RequestMetrics? = nil
 
@@ -31,7 +33,7 @@ struct Dispatcher: Sendable {
             reply = .now(r)
         } else if req.bodyTooLarge {
             reply = .now(ErrorResponse.response(.payloadTooLarge(limit: maxBodyBytes), requestID: req.requestID))
-        } else if !audiences.contains(Audience.of(path: req.path)) {
+        } else if audiences.count < Self.everyAudience, !audiences.contains(Audience.of(path: req.path)) {
             reply = .now(ErrorResponse.response(.notFound("route"), requestID: req.requestID))
         } else {
             switch router.match(method: req.method, path: req.path) {

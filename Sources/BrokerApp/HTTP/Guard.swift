@@ -7,45 +7,57 @@ extension BrokerRuntime {
     /// does not hold in memory is looked up on a worker thread, never on the HTTP thread.
     func guarded(_ req: HTTPRequest, _ role: Role, tenant: String?, _ body: @escaping @Sendable (Principal) throws -> HTTPReply) -> HTTPReply {
         let header = req.header("authorization")
-        let run: @Sendable (Result<Principal, BrokerError>) -> HTTPReply = { known in
-            let p: Principal
-            switch known {
-            case .success(let found): p = found
-            case .failure(let e): return .now(ErrorResponse.response(e, requestID: req.requestID))
-            }
-            // The request's log line names the key that made it (its id, never the key).
-            @Sendable func named(_ r: HTTPResponse) -> HTTPResponse {
-                var r = r
-                r.logFields.append(("key_id", p.id))
-                return r
-            }
-            do {
-                if let refusal = p.authorize(role, tenant: tenant) { throw refusal }
-                switch try body(p) {
-                case .now(let r): return .now(named(r))
-                case .later(let work): return .later { respond in work { respond(named($0)) } }
-                }
-            } catch {
-                return .now(named(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID)))
-            }
-        }
         // A bearer key when one is sent; else the verified client certificate of an mTLS listener.
         let certificate = header == nil ? req.clientCertificateSHA256 : nil
+        let now = clock.now()
         if let certificate {
-            if let known = auth.cached(certificate: certificate, now: clock.now()) { return run(known) }
-        } else if let known = auth.cached(header, now: clock.now()) {
-            return run(known)
+            if let known = auth.cached(certificate: certificate, now: now) { return Self.run(req, role, tenant, known, body) }
+        } else if let known = auth.cached(header, now: now) {
+            return Self.run(req, role, tenant, known, body)
         }
         return .later { [executor, auth, clock] respond in
             executor.submit {
                 let known = Result {
                     try certificate.map { try auth.authenticate(certificate: $0, now: clock.now()) } ?? auth.authenticate(header, now: clock.now())
                 }.mapError { ($0 as? BrokerError) ?? .internalError }
-                switch run(known) {
+                switch Self.run(req, role, tenant, known, body) {
                 case .now(let r): respond(r)
                 case .later(let answer): answer(respond)
                 }
             }
+        }
+    }
+
+    /// Checks the key's role in `tenant` and runs `body` for it; any error thrown on the way
+    /// becomes its JSON response. The request's log line names the key that made it (its id,
+    /// never the key).
+    private static func run(_ req: HTTPRequest, _ role: Role, _ tenant: String?, _ known: borrowing Result<Principal, BrokerError>,
+                            _ body: @Sendable (Principal) throws -> HTTPReply) -> HTTPReply {
+        let p: Principal
+        switch known {
+        case .success(let found): p = found
+        case .failure(let e): return .now(ErrorResponse.response(e, requestID: req.requestID))
+        }
+        do {
+            if let refusal = p.authorize(role, tenant: tenant) { throw refusal }
+            switch try body(p) {
+            case .now(var r):
+                r.logFields.append(("key_id", p.id))
+                return .now(r)
+            case .later(let work):
+                let id = p.id
+                return .later { respond in
+                    work { r in
+                        var r = r
+                        r.logFields.append(("key_id", id))
+                        respond(r)
+                    }
+                }
+            }
+        } catch {
+            var r = ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID)
+            r.logFields.append(("key_id", p.id))
+            return .now(r)
         }
     }
 

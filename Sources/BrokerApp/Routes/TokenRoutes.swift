@@ -14,7 +14,7 @@ struct TokenRoutes {
     struct Body {
         let json: JSONObject
 
-        init(_ req: HTTPRequest) throws { json = try JSONObject.parse(req.body) }
+        init(_ bytes: [UInt8]) throws { json = try JSONObject.parse(bytes) }
 
         func request() throws -> TokenRequest {
             let minTTL = try json.int("min_ttl")
@@ -56,29 +56,49 @@ struct TokenRoutes {
         }
     }
 
+    /// What a single token request's body asks for: parsed once per distinct body (ParseMemo).
+    struct Ask: Sendable {
+        let request: TokenRequest
+        let exchange: TokenExchange?
+        /// The lookup's target on the by-subject route (nil on the by-session route).
+        let subject: (client: String, subject: String)?
+
+        /// Parses in the order the errors are answered: the request's members, the lookup's,
+        /// then `exchange`.
+        init(_ bytes: [UInt8], bySubject: Bool) throws {
+            let body = try Body(bytes)
+            request = try body.request()
+            subject = bySubject ? (try body.json.requiredString("client"), try body.json.requiredString("subject")) : nil
+            exchange = try body.exchange()
+        }
+    }
+
+    private let bySession = ParseMemo<Ask>()
+    private let bySubject = ParseMemo<Ask>()
+
     func register(_ r: inout Router) {
         r.add("POST", "/v1/tenants/{t}/sessions/{id}/token") { req in
-            serve(req) { _ in .session(req[param: "id"]) }
+            serve(req, { try bySession.value(req.body) { try Ask($0, bySubject: false) } }, .session(req[param: "id"]))
         }
         r.add("POST", "/v1/tenants/{t}/token") { req in
-            serve(req) { body in
-                .subject(client: try body.json.requiredString("client"), subject: try body.json.requiredString("subject"))
-            }
+            serve(req, { try bySubject.value(req.body) { try Ask($0, bySubject: true) } }, nil)
         }
         r.add("POST", "/v1/tenants/{t}/tokens:batch", batch)
     }
 
-    private func serve(_ req: HTTPRequest, _ target: @escaping @Sendable (Body) throws -> TokenTarget) -> HTTPReply {
+    /// Answers one token request; `ask` is evaluated after the key is checked (a body is parsed
+    /// for callers who may ask, never for strangers).
+    private func serve(_ req: HTTPRequest, _ ask: @escaping @Sendable () throws -> Ask, _ session: TokenTarget?) -> HTTPReply {
         let tenant = req[param: "t"]
         return runtime.guarded(req, .worker, tenant: tenant) { principal in
-            let body = try Body(req)
-            let request = try body.request()
-            let t = try target(body)
-            if let ask = try body.exchange() {
+            let a = try ask()
+            let request = a.request
+            let t = session ?? .subject(client: a.subject!.client, subject: a.subject!.subject)
+            if let x = a.exchange {
                 let exchanges = runtime.exchanges
                 return .later { respond in
                     CurrentTrace.with(req.trace) {
-                        exchanges.exchange(by: principal, tenant: tenant, target: t, request: request, ask) { respond(Render.tokenResult($0, requestID: req.requestID)) }
+                        exchanges.exchange(by: principal, tenant: tenant, target: t, request: request, x) { respond(Render.tokenResult($0, requestID: req.requestID)) }
                     }
                 }
             }
@@ -99,7 +119,7 @@ struct TokenRoutes {
     private func batch(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
         return runtime.guarded(req, .worker, tenant: tenant) { principal in
-            let body = try Body(req)
+            let body = try Body(req.body)
             let request = try body.request()
             guard request.dpop.isEmpty else {
                 throw BrokerError.badRequest(code: "invalid_request", message: "a batch mints no DPoP proofs: ask for them per session")

@@ -3,48 +3,190 @@ import Foundation
 /// Session is one user's grant at one client, with its tokens in the clear: only the store
 /// seals and unseals them, and nothing outside memory ever sees them unsealed.
 public struct Session: Sendable, Equatable {
-    public let tenant: String
-    public let id: String
-    public let client: String
-    public let subject: String
-    public let issuer: String
-    public var scopes: [String]
-    public var claims: IdentityClaims
-    public var accessToken: String?
-    public var accessExpiresAt: Date?
+    /// The fields, in one box shared by copies until one is changed (copy on write): sessions
+    /// are copied at every step between the cache, the store and the refresh machine, and a
+    /// copy of twenty-seven fields retained every string of the row each time. Changed only on
+    /// a box nobody else holds, so no two threads ever see one box change: hence @unchecked.
+    private final class Storage: @unchecked Sendable {
+        let tenant: String
+        let id: String
+        let client: String
+        let subject: String
+        let issuer: String
+        var scopes: [String]
+        var claims: IdentityClaims
+        var accessToken: String?
+        var accessExpiresAt: Date?
+        var accessLifetime: TimeInterval?
+        var refreshToken: String?
+        var idToken: String?
+        var state: SessionState
+        var nextRefreshAt: Date?
+        var version: Int64
+        var failureCount: Int
+        var lastError: String?
+        let grantedAt: Date
+        let createdAt: Date
+        var lastUsedAt: Date?
+        var lastRefreshedAt: Date?
+        var attempt: RefreshAttempt?
+        var backoffUntil: Date?
+        var reason: String?
+        var grantExpiresAt: Date?
+        var accessTokenType: TokenType
+        let dpopKey: DPoPKeyMaterial?
+
+        init(tenant: String, id: String, client: String, subject: String, issuer: String, scopes: [String],
+            claims: IdentityClaims, accessToken: String?, accessExpiresAt: Date?, accessLifetime: TimeInterval?,
+            refreshToken: String?, idToken: String?, state: SessionState, nextRefreshAt: Date?, version: Int64, failureCount: Int,
+            lastError: String?, grantedAt: Date, createdAt: Date, lastUsedAt: Date?, lastRefreshedAt: Date?,
+            attempt: RefreshAttempt?, backoffUntil: Date?, reason: String?, grantExpiresAt: Date?, accessTokenType: TokenType,
+            dpopKey: DPoPKeyMaterial?) {
+            self.tenant = tenant
+            self.id = id
+            self.client = client
+            self.subject = subject
+            self.issuer = issuer
+            self.scopes = scopes
+            self.claims = claims
+            self.accessToken = accessToken
+            self.accessExpiresAt = accessExpiresAt
+            self.accessLifetime = accessLifetime
+            self.refreshToken = refreshToken
+            self.idToken = idToken
+            self.state = state
+            self.nextRefreshAt = nextRefreshAt
+            self.version = version
+            self.failureCount = failureCount
+            self.lastError = lastError
+            self.grantedAt = grantedAt
+            self.createdAt = createdAt
+            self.lastUsedAt = lastUsedAt
+            self.lastRefreshedAt = lastRefreshedAt
+            self.attempt = attempt
+            self.backoffUntil = backoffUntil
+            self.reason = reason
+            self.grantExpiresAt = grantExpiresAt
+            self.accessTokenType = accessTokenType
+            self.dpopKey = dpopKey
+        }
+
+        func copy() -> Storage {
+            Storage(tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes, claims: claims,
+                accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime,
+                refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
+                failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt,
+                lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil,
+                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey)
+        }
+    }
+
+    private var storage: Storage
+
+    private mutating func change(_ body: (Storage) -> Void) {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+        body(storage)
+    }
+
+    public var tenant: String { storage.tenant }
+    public var id: String { storage.id }
+    public var client: String { storage.client }
+    public var subject: String { storage.subject }
+    public var issuer: String { storage.issuer }
+    public var scopes: [String] {
+        get { storage.scopes }
+        set { change { $0.scopes = newValue } }
+    }
+    public var claims: IdentityClaims {
+        get { storage.claims }
+        set { change { $0.claims = newValue } }
+    }
+    public var accessToken: String? {
+        get { storage.accessToken }
+        set { change { $0.accessToken = newValue } }
+    }
+    public var accessExpiresAt: Date? {
+        get { storage.accessExpiresAt }
+        set { change { $0.accessExpiresAt = newValue } }
+    }
     /// The lifetime the IdP gave the last access token (expires_in), if known.
-    public var accessLifetime: TimeInterval?
-    public var refreshToken: String?
-    public var idToken: String?
-    public var state: SessionState
-    public var nextRefreshAt: Date?
+    public var accessLifetime: TimeInterval? {
+        get { storage.accessLifetime }
+        set { change { $0.accessLifetime = newValue } }
+    }
+    public var refreshToken: String? {
+        get { storage.refreshToken }
+        set { change { $0.refreshToken = newValue } }
+    }
+    public var idToken: String? {
+        get { storage.idToken }
+        set { change { $0.idToken = newValue } }
+    }
+    public var state: SessionState {
+        get { storage.state }
+        set { change { $0.state = newValue } }
+    }
+    public var nextRefreshAt: Date? {
+        get { storage.nextRefreshAt }
+        set { change { $0.nextRefreshAt = newValue } }
+    }
     /// Bumped on every write; a refresh skips when it moved since the caller looked.
-    public var version: Int64
-    public var failureCount: Int
+    public var version: Int64 {
+        get { storage.version }
+        set { change { $0.version = newValue } }
+    }
+    public var failureCount: Int {
+        get { storage.failureCount }
+        set { change { $0.failureCount = newValue } }
+    }
     /// A generic description of the last failure: never a token, never an IdP body.
-    public var lastError: String?
+    public var lastError: String? {
+        get { storage.lastError }
+        set { change { $0.lastError = newValue } }
+    }
     /// When the grant began: the IdP's absolute refresh-token lifetime counts from here (spec §8).
-    public let grantedAt: Date
-    public let createdAt: Date
-    public var lastUsedAt: Date?
-    public var lastRefreshedAt: Date?
+    public var grantedAt: Date { storage.grantedAt }
+    public var createdAt: Date { storage.createdAt }
+    public var lastUsedAt: Date? {
+        get { storage.lastUsedAt }
+        set { change { $0.lastUsedAt = newValue } }
+    }
+    public var lastRefreshedAt: Date? {
+        get { storage.lastRefreshedAt }
+        set { change { $0.lastRefreshedAt = newValue } }
+    }
     /// The refresh attempt recorded before the IdP call and not yet resolved (spec §5): while it
     /// stands nobody presents the refresh token again.
-    public var attempt: RefreshAttempt?
+    public var attempt: RefreshAttempt? {
+        get { storage.attempt }
+        set { change { $0.attempt = newValue } }
+    }
     /// No IdP call for this session before this instant (backoff, Retry-After): on-demand
     /// requests honour it as the timer does.
-    public var backoffUntil: Date?
+    public var backoffUntil: Date? {
+        get { storage.backoffUntil }
+        set { change { $0.backoffUntil = newValue } }
+    }
     /// Why the session is not active, machine-readable (`invalid_grant`, `refresh_outcome_lost`, …).
-    public var reason: String?
+    public var reason: String? {
+        get { storage.reason }
+        set { change { $0.reason = newValue } }
+    }
     /// When the IdP ends the grant whatever happens (its absolute refresh-token lifetime, from
     /// the client's `grant_lifetime`: from the sign-in, or from each refresh when it rolls).
-    public var grantExpiresAt: Date?
+    public var grantExpiresAt: Date? {
+        get { storage.grantExpiresAt }
+        set { change { $0.grantExpiresAt = newValue } }
+    }
     /// The access token's `token_type` as the IdP named it (RFC 6749 §5.1): handed out as it is,
     /// never relabelled.
-    public var accessTokenType: TokenType
+    public var accessTokenType: TokenType {
+        get { storage.accessTokenType }
+        set { change { $0.accessTokenType = newValue } }
+    }
     /// The session's DPoP key (RFC 9449), when its client binds tokens: the same key from the
     /// code exchange to the last refresh.
-    public let dpopKey: DPoPKeyMaterial?
+    public var dpopKey: DPoPKeyMaterial? { storage.dpopKey }
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
@@ -54,33 +196,44 @@ public struct Session: Sendable, Equatable {
                 createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
                 attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil,
                 accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil) {
-        self.tenant = tenant
-        self.id = id
-        self.client = client
-        self.subject = subject
-        self.issuer = issuer
-        self.scopes = scopes
-        self.claims = claims
-        self.accessToken = accessToken
-        self.accessExpiresAt = accessExpiresAt
-        self.accessLifetime = accessLifetime
-        self.refreshToken = refreshToken
-        self.idToken = idToken
-        self.state = state
-        self.nextRefreshAt = nextRefreshAt
-        self.version = version
-        self.failureCount = failureCount
-        self.lastError = lastError
-        self.grantedAt = grantedAt
-        self.createdAt = createdAt
-        self.lastUsedAt = lastUsedAt
-        self.lastRefreshedAt = lastRefreshedAt
-        self.attempt = attempt
-        self.backoffUntil = backoffUntil
-        self.reason = reason
-        self.grantExpiresAt = grantExpiresAt
-        self.accessTokenType = accessTokenType
-        self.dpopKey = dpopKey
+        storage = Storage(tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes,
+            claims: claims, accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime,
+            refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
+            failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt,
+            lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil, reason: reason,
+            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey)
+    }
+
+    public static func == (a: Session, b: Session) -> Bool {
+        if a.storage === b.storage { return true }
+        let x = a.storage, y = b.storage
+        return x.tenant == y.tenant
+            && x.id == y.id
+            && x.client == y.client
+            && x.subject == y.subject
+            && x.issuer == y.issuer
+            && x.scopes == y.scopes
+            && x.claims == y.claims
+            && x.accessToken == y.accessToken
+            && x.accessExpiresAt == y.accessExpiresAt
+            && x.accessLifetime == y.accessLifetime
+            && x.refreshToken == y.refreshToken
+            && x.idToken == y.idToken
+            && x.state == y.state
+            && x.nextRefreshAt == y.nextRefreshAt
+            && x.version == y.version
+            && x.failureCount == y.failureCount
+            && x.lastError == y.lastError
+            && x.grantedAt == y.grantedAt
+            && x.createdAt == y.createdAt
+            && x.lastUsedAt == y.lastUsedAt
+            && x.lastRefreshedAt == y.lastRefreshedAt
+            && x.attempt == y.attempt
+            && x.backoffUntil == y.backoffUntil
+            && x.reason == y.reason
+            && x.grantExpiresAt == y.grantExpiresAt
+            && x.accessTokenType == y.accessTokenType
+            && x.dpopKey == y.dpopKey
     }
 
     /// Proactive: refreshed ahead of expiry; idle: not handed out lately, refreshed on demand and
