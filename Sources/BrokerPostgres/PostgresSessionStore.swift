@@ -108,6 +108,17 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
+    /// One statement, committed on its own: the version-checked UPDATE that a write under the
+    /// lock makes (with its announcement), over the row as the caller saw it. A row locked FOR
+    /// UPDATE by a holder of the refresh lock makes the UPDATE wait, then see that holder's
+    /// version. A state change is left to the lock: it brings a webhook event in the same
+    /// transaction.
+    public func writeIfUnchanged(_ write: Session, over seen: Session) throws -> Bool {
+        guard write.state == seen.state else { return false }
+        let u = update(write, over: seen, now: Date())
+        return try pool.run { c in try c.execute(u.sql, plan: u.plan).count == 1 }
+    }
+
     /// Inside a transaction: waits at most `timeout` for the session's refresh lock, then reads
     /// the row FOR UPDATE.
     func lockAndRead(_ c: PGConnection, tenant: String, id: String, timeout: TimeInterval) throws -> PGRows {

@@ -11,6 +11,8 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
     private let locks = NSCondition()
     private var held = Set<String>()
     public let touched = Mutex<[SessionUse]>([])
+    /// How many times the refresh lock was taken.
+    public let lockings = Atomic<Int>(0)
     /// Refresh tokens queued for revocation at the IdP, in order.
     public let revoked = Mutex<[String]>([])
     /// The revocation outbox: entries and when each is next due.
@@ -53,6 +55,7 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         }
         held.insert(k)
         locks.unlock()
+        lockings.add(1, ordering: .relaxed)
         defer {
             locks.lock()
             held.remove(k)
@@ -67,6 +70,22 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         }
         revoked.withLock { $0 += revoke }
         return result
+    }
+
+    public func writeIfUnchanged(_ write: Session, over seen: Session) throws -> Bool {
+        guard write.state == seen.state else { return false }
+        precondition(write.version == seen.version + 1, "a session write must bump the version by one")
+        let k = Self.key(seen.tenant, seen.id)
+        // As PostgreSQL's row lock: a holder of the refresh lock finishes first.
+        locks.lock()
+        while held.contains(k) { locks.wait() }
+        let written = rows.withLock { r -> Bool in
+            guard r[k]?.version == seen.version else { return false }
+            r[k] = write
+            return true
+        }
+        locks.unlock()
+        return written
     }
 
     public func dueSessions(before: Date, limit: Int) throws -> [DueSession] {

@@ -84,6 +84,34 @@ struct TokenServiceTests {
         #expect(h.endpoint.spentTokens.isEmpty)
     }
 
+    @Test("a refresh nobody interrupts takes the lock once: the answer is written over the attempt it recorded")
+    func answerWrittenOverItsAttempt() async throws {
+        let h = try TokenServiceHarness()
+        let s = try h.addSession(ttl: 10)
+        let t = try await h.token(.session(s.id)).get()
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        #expect(t.accessToken == "at-1" && row.accessToken == "at-1" && row.refreshToken == "rt-1")
+        #expect(row.version == s.version + 2 && row.attempt == nil)
+        #expect(h.store.lockings.load(ordering: .relaxed) == 1)
+        #expect(h.endpoint.spentTokens == ["rt-0"])
+    }
+
+    @Test("a session revoked while its refresh was at the IdP: the answer goes through the lock, sees it, and revokes what came back")
+    func answerAfterAWriteTakesTheLock() async throws {
+        let h = try TokenServiceHarness(endpoint: ScriptedTokenEndpoint(gated: true))
+        let s = try h.addSession(ttl: 10)
+        async let answer = h.token(.session(s.id))
+        while h.endpoint.spentTokens.isEmpty { try await Task.sleep(nanoseconds: 1_000_000) }
+        // An admin revokes it meanwhile: the row moves on past the attempt's version.
+        _ = try h.store.revoke(tenant: "t1", id: s.id, timeout: 1, now: h.clock.now())
+        h.endpoint.open()
+        #expect(await answer == .failure(.sessionNotActive(.revoked)))
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        #expect(row.state == .revoked && row.accessToken == nil && row.refreshToken == nil)
+        #expect(h.store.revoked.withLock { $0 }.contains("rt-1"), "the refresh token received was not queued for revocation")
+        #expect(h.store.lockings.load(ordering: .relaxed) == 3)   // the attempt, the revocation, the answer
+    }
+
     @Test("invalid_grant makes the session needs_reauth, audited, and it is never retried")
     func invalidGrantNeedsReauth() async throws {
         let h = try TokenServiceHarness(endpoint: ScriptedTokenEndpoint { _, _ throws(TokenEndpointError) in

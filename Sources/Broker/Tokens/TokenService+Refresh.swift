@@ -82,7 +82,7 @@ extension TokenService {
                 cache.put(written, now: clock.now())
                 let outcome = present(token, row: row, client: client)
                 var f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, presented: token,
-                                                   sentAt: attempt.startedAt, outcome: outcome))
+                                                   sentAt: attempt.startedAt, outcome: outcome), seen: written)
                 circuits.report(circuit, f.health, now: clock.now())
                 if f.next == .resolve { f = resolve(key, client, attempt, token: token) }
                 if f.next == .again { continue }
@@ -128,14 +128,19 @@ extension TokenService {
         return p
     }
 
-    /// Writes what an attempt's outcome means, under the lock. When the write cannot be
-    /// committed, the answer is kept in memory and written when the database is back.
-    func complete(_ a: PendingAnswers.Answer) -> RefreshFinish {
+    /// Writes what an attempt's outcome means. `seen` is the row as this flight wrote it with
+    /// the attempt: while nobody wrote since (almost always), the outcome is decided on it and
+    /// written in one version-checked statement, with no lock and no re-read (two of a refresh's
+    /// four round trips, and a row's unsealing); otherwise, and whenever tokens are to be
+    /// revoked, under the lock on the row as it is. When the write cannot be committed, the
+    /// answer is kept in memory and written when the database is back.
+    func complete(_ a: PendingAnswers.Answer, seen: Session? = nil) -> RefreshFinish {
         do {
-            let f = try store.withRefreshLockQueuing(tenant: a.key.tenant, id: a.key.id, timeout: lockTimeout) { row in
-                let f = RefreshMachine.finish(row, attempt: a.attempt, sentAt: a.sentAt, outcome: a.outcome, context(a.client, now: clock.now()))
-                return (f.write, f.revoke, f)
-            }
+            let f = try seen.flatMap { try finishUnlocked(a, over: $0) }
+                ?? store.withRefreshLockQueuing(tenant: a.key.tenant, id: a.key.id, timeout: lockTimeout) { row in
+                    let f = finish(a, row)
+                    return (f.write, f.revoke, f)
+                }
             if let e = f.event { log(a.key, a.client, e) }
             if case .failure(.idpRejectedClient) = f.result { metrics.clientRejected.add(a.key.tenant + "/" + a.client.id) }
             return f
@@ -145,6 +150,18 @@ extension TokenService {
             log(a.key, a.client, RefreshEvent(.error, "refresh_write_pending", "the IdP answered but the database did not take the write; kept in memory, retrying"))
             return RefreshFinish(result: .failure(.storeUnavailable))
         }
+    }
+
+    private func finish(_ a: PendingAnswers.Answer, _ row: Session) -> RefreshFinish {
+        RefreshMachine.finish(row, attempt: a.attempt, sentAt: a.sentAt, outcome: a.outcome, context(a.client, now: clock.now()))
+    }
+
+    /// The outcome decided on the row as this flight wrote it, when it writes that row and
+    /// revokes nothing and the store took the write over it unchanged; nil leaves it to the lock.
+    private func finishUnlocked(_ a: PendingAnswers.Answer, over seen: Session) throws -> RefreshFinish? {
+        let f = finish(a, seen)
+        guard let w = f.write, f.revoke.isEmpty, try store.writeIfUnchanged(w, over: seen) else { return nil }
+        return f
     }
 
     /// Resolves an attempt whose outcome never arrived, from introspection of the refresh

@@ -173,6 +173,53 @@ public enum SessionStoreContract {
         try expect(free == 7, "a free try-lock was not taken")
     }
 
+    /// A write over the row as last written applies while nobody wrote since, in its tenant only;
+    /// once the row moved on, or when it would change the state, it writes nothing. A holder of
+    /// the lock who writes meanwhile is waited for and wins.
+    public static func writeIfUnchangedIsVersionChecked(_ store: any SessionStore, tenants: (String, String)) throws {
+        let s = sample(tenant: tenants.0)
+        try store.insert(s)
+        var other = sample(tenant: tenants.1, id: s.id)
+        other.refreshToken = "other-tenant"
+        try store.insert(other)
+        var w = s
+        w.version += 1
+        w.refreshToken = "optimistic"
+        try expect(try store.writeIfUnchanged(w, over: s), "a write over the row as it is was refused")
+        let after = try store.session(tenant: tenants.0, id: s.id)
+        try expect(after?.version == s.version + 1 && after?.refreshToken == "optimistic", "the write was not stored")
+        try expect(try store.session(tenant: tenants.1, id: s.id)?.refreshToken == "other-tenant", "the write reached another tenant's row")
+        var stale = s
+        stale.version += 1
+        stale.refreshToken = "stale"
+        try expect(try !store.writeIfUnchanged(stale, over: s), "a write over a superseded version was taken")
+        try expect(try store.session(tenant: tenants.0, id: s.id)?.refreshToken == "optimistic", "a refused write changed the row")
+        var ended = w
+        ended.version += 1
+        ended.state = .needsReauth
+        try expect(try !store.writeIfUnchanged(ended, over: w), "a state change was written without the lock")
+        try expect(try store.session(tenant: tenants.0, id: s.id)?.state == .active, "a refused state change was stored")
+        // The lock's holder writes while the unlocked write waits: the holder wins.
+        guard let current = try store.session(tenant: tenants.0, id: s.id) else { throw Contract.Violation(description: "row gone") }
+        let release = DispatchSemaphore(value: 0)
+        let done = holdLock(store, current, release: release, writing: "holder")
+        let late = Mutex<Bool?>(nil)
+        let tried = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var l = current
+            l.version += 1
+            l.refreshToken = "late"
+            late.withLock { $0 = try? store.writeIfUnchanged(l, over: current) }
+            tried.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+        release.signal()
+        done.wait()
+        tried.wait()
+        try expect(late.withLock { $0 } == false, "an unlocked write went through while the lock's holder wrote")
+        try expect(try store.session(tenant: tenants.0, id: s.id)?.refreshToken == "holder", "the lock's holder lost its write")
+    }
+
     /// The loader sees active sessions due before the horizon, earliest first, in every tenant.
     public static func dueSessionsAreActiveAndOrdered(_ store: any SessionStore, tenants: (String, String)) throws {
         let far = Date(timeIntervalSince1970: 1_900_000_000)   // later than any other contract sample
@@ -207,7 +254,7 @@ public enum SessionStoreContract {
     public enum Case: String, CaseIterable, Sendable {
         case insertedSessionReadsBackOnlyInItsTenant, duplicateInsertConflicts, latestSessionPrefersNewestActive
         case refreshLockWritesAtomically, refreshLockIsExclusive, touchRecordsUse, tryLockFailsFastWhenHeld
-        case dueSessionsAreActiveAndOrdered
+        case dueSessionsAreActiveAndOrdered, writeIfUnchangedIsVersionChecked
 
         public func run(_ store: any SessionStore, tenants: (String, String)) throws {
             switch self {
@@ -219,6 +266,7 @@ public enum SessionStoreContract {
             case .touchRecordsUse: try SessionStoreContract.touchRecordsUse(store, tenants: tenants)
             case .tryLockFailsFastWhenHeld: try SessionStoreContract.tryLockFailsFastWhenHeld(store, tenants: tenants)
             case .dueSessionsAreActiveAndOrdered: try SessionStoreContract.dueSessionsAreActiveAndOrdered(store, tenants: tenants)
+            case .writeIfUnchangedIsVersionChecked: try SessionStoreContract.writeIfUnchangedIsVersionChecked(store, tenants: tenants)
             }
         }
     }
