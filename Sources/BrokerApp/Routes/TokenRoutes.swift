@@ -60,15 +60,17 @@ struct TokenRoutes {
     struct Ask: Sendable {
         let request: TokenRequest
         let exchange: TokenExchange?
-        /// The lookup's target on the by-subject route (nil on the by-session route).
-        let subject: (client: String, subject: String)?
+        /// The lookup by subject the body names on the by-subject route (nil on the by-session
+        /// route, whose target is in the path).
+        let lookup: TokenTarget?
 
         /// Parses in the order the errors are answered: the request's members, the lookup's,
         /// then `exchange`.
         init(_ bytes: [UInt8], bySubject: Bool) throws {
             let body = try Body(bytes)
             request = try body.request()
-            subject = bySubject ? (try body.json.requiredString("client"), try body.json.requiredString("subject")) : nil
+            lookup = bySubject
+                ? .subject(client: try body.json.requiredString("client"), subject: try body.json.requiredString("subject")) : nil
             exchange = try body.exchange()
         }
     }
@@ -86,14 +88,15 @@ struct TokenRoutes {
         r.add("POST", "/v1/tenants/{t}/tokens:batch", batch)
     }
 
-    /// Answers one token request; `ask` is evaluated after the key is checked (a body is parsed
-    /// for callers who may ask, never for strangers).
+    /// Answers one token request for the path's `session`, or for the body's lookup by subject;
+    /// `ask` is evaluated after the key is checked (a body is parsed for callers who may ask,
+    /// never for strangers).
     private func serve(_ req: HTTPRequest, _ ask: @escaping @Sendable () throws -> Ask, _ session: TokenTarget?) -> HTTPReply {
         let tenant = req[param: "t"]
         return runtime.guarded(req, .worker, tenant: tenant) { principal in
             let a = try ask()
             let request = a.request
-            let t = session ?? .subject(client: a.subject!.client, subject: a.subject!.subject)
+            guard let t = a.lookup ?? session else { throw BrokerError.internalError }
             if let x = a.exchange {
                 let exchanges = runtime.exchanges
                 return .later { respond in
