@@ -9,15 +9,10 @@ public enum Audience: String, CaseIterable, Sendable {
 
     /// The audience of a request path.
     static func of(path: String) -> Audience {
-        // Most requests are the internal API's, under "/v1/t": told apart by bytes before any
-        // string comparison.
-        var path = path
-        let tenants = path.withUTF8 { u in u.count > 5 && u[1] == 0x76 && u[2] == 0x31 && u[3] == 0x2F && u[4] == 0x74 }   // "/v1/t"
-        if tenants { return .internal }
         switch path {
-        case "/healthz", "/readyz", "/metrics": return .ops
-        case "/v1/callback", "/.well-known/jwks.json": return .public
-        default: return path.hasPrefix("/v1/backchannel-logout/") ? .public : .internal
+        case "/healthz", "/readyz", "/metrics": .ops
+        case "/v1/callback", "/.well-known/jwks.json": .public
+        default: path.hasPrefix("/v1/backchannel-logout/") ? .public : .internal
         }
     }
 }
