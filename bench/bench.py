@@ -135,7 +135,7 @@ def main():
               "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
               "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
               "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
-              "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_fault_reuse",
+              "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_context_switches_per_refresh", "refresh_fault_reuse",
               "refresh_fault_sessions_lost", "refresh_fault_seconds", "refresh_fault_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
               "ready_rss_mb_1m_sessions", "signout_sessions_per_s", "signout_vs_idp_direct", "idle_policy_idp_refreshes_per_hour",
               "always_policy_idp_refreshes_per_hour", "token_fetch_rps_stored"]:
@@ -315,6 +315,17 @@ def cpu_ms(pid):
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
+def switches(pid):
+    """Context switches of every thread of a process so far (voluntary and not)."""
+    total = 0
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += sum(int(l.split()[1]) for l in (task / "status").read_text().splitlines() if "ctxt_switches" in l)
+        except FileNotFoundError:
+            pass    # a thread that ended meanwhile
+    return total
+
+
 def psql(sql):
     return subprocess.run(["psql", os.environ["DATABASE_URL"], "-Atqc", sql], check=True, capture_output=True, text=True).stdout.strip()
 
@@ -465,7 +476,8 @@ def storm_rounds(env, op, idp, rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "
     for r in runs:
         print(f"storm round: {r['refresh_storm_seconds']} s, {r['refresh_storm_idp_calls']} calls, "
               f"{r['refresh_storm_duplicates']} duplicates, {r['refresh_cpu_ms_per_refresh']} ms CPU/refresh")
-    out = {k: statistics.median(r[k] for r in runs) for k in ["refresh_storm_seconds", "refresh_cpu_ms_per_refresh", "refresh_pg_cpu_ms_per_refresh"]}
+    out = {k: statistics.median(r[k] for r in runs) for k in ["refresh_storm_seconds", "refresh_cpu_ms_per_refresh", "refresh_pg_cpu_ms_per_refresh",
+                                                           "refresh_context_switches_per_refresh"]}
     out["refresh_storm_idp_calls"] = max(r["refresh_storm_idp_calls"] for r in runs)
     out["refresh_storm_refreshes_ok"] = min(r["refresh_storm_refreshes_ok"] for r in runs)
     out["refresh_storm_duplicates"] = max(r["refresh_storm_duplicates"] for r in runs)
@@ -547,6 +559,7 @@ def storm_drain(env, idp, app, sessions, t0, during=None):
     and PostgreSQL's CPU ms over the same time."""
     ps, _ = start_brokers(env, 3, {})
     before = {p.pid: cpu_ms(p.pid) for p in ps}
+    switched = {p.pid: switches(p.pid) for p in ps}
     pg_before = pg_cpu()
     if during:
         during(t0)
@@ -558,8 +571,10 @@ def storm_drain(env, idp, app, sessions, t0, during=None):
     drained = time.time() - t0
     time.sleep(1)   # let anything straggling show up in the counts
     cpu = sum(cpu_ms(p.pid) - before[p.pid] for p in ps)
+    switched = sum(switches(p.pid) - switched[p.pid] for p in ps)
     pg = sum(v - pg_before.get(pid, 0) for pid, v in pg_cpu().items())
     stats = json.loads(http("GET", f"{idp}/stats?client_id={app}&times=1")[2])
+    stats["broker_switches"] = switched
     for p in ps:
         p.send_signal(signal.SIGTERM)
         p.wait()
@@ -578,7 +593,8 @@ def storm_bench(env, op, idp, sessions=10_000, tag=""):
     psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
     return {"refresh_storm_seconds": round(drained, 2), "refresh_storm_idp_calls": stats["token_calls"].get("refresh_token", 0),
             "refresh_storm_refreshes_ok": stats["refreshes_ok"], "refresh_storm_duplicates": twice + stats["reuse_detected"],
-            "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3), "refresh_pg_cpu_ms_per_refresh": round(stats["pg_cpu_ms"] / sessions, 3)}
+            "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3), "refresh_pg_cpu_ms_per_refresh": round(stats["pg_cpu_ms"] / sessions, 3),
+            "refresh_context_switches_per_refresh": round(stats["broker_switches"] / sessions, 2)}
 
 
 def fill_sessions(total):

@@ -12,6 +12,8 @@ import Foundation
 /// connection); NOTIFY is sent through the pool, inside the writing transaction.
 public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     static let channel = "tokenbroker_changes"
+    /// How long a busy feed lets notices gather between reads (at most 50 reads a second).
+    static let gather: TimeInterval = 0.02
     private let pool: PGPool
     private let listenURL: String
     private let stopped = NSCondition()
@@ -59,9 +61,15 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
                 while !isStopping {
                     var pfd = pollfd(fd: c.socket, events: Int16(POLLIN), revents: 0)
                     _ = poll(&pfd, 1, 500)
-                    for n in try c.notifications() {
+                    let notices = try c.notifications()
+                    for n in notices {
                         if let change = Self.decode(n.payload) { handler(change) }
                     }
+                    // A busy feed is read in gulps: after notices, what arrives within `gather`
+                    // waits for the next read instead of waking this thread once each (every
+                    // replica hears every write of the fleet: two a refresh). A lone notice is
+                    // read at once; one in a burst at most `gather` later.
+                    if !notices.isEmpty { Thread.sleep(forTimeInterval: Self.gather) }
                 }
             } catch {
                 Thread.sleep(forTimeInterval: 0.5)

@@ -9,8 +9,10 @@ import Synchronization
 /// single-flight path as on-demand requests with only a try of the session's lock: when
 /// another replica holds it, this one checks back after `busyRetry`.
 ///
-/// Threading contract: the wheel and the handle table belong to `queue`; every method hops onto
-/// it, except the in-flight table, which sits behind its own mutex. The DispatchSourceTimer ticks on `queue`. Loads query the database off the queue.
+/// Threading contract: the wheel, its handles and the in-flight table sit behind one mutex, so
+/// that a finished job or a notice schedules on its own thread: a hop onto a queue woke a
+/// Dispatch worker each time (two context switches a refresh, of nine, in a storm). The
+/// DispatchSourceTimers tick on `queue`; loads query the database off it.
 public final class RefreshEngine: @unchecked Sendable {
     public struct Config: Sendable {
         public var tick: TimeInterval = 0.1
@@ -27,9 +29,30 @@ public final class RefreshEngine: @unchecked Sendable {
         public init() {}
     }
 
-    private struct Item {
+    private struct Item: Sendable {
         let key: SessionKey
         let client: String
+    }
+
+    /// Timers, and the sessions handed to the pool and not finished with any schedule
+    /// announced for them meanwhile (it wins over a busy retry, and spares a job that waited
+    /// its lock attempt).
+    private struct State: ~Copyable {
+        var wheel: TimerWheel<Item>
+        var handles: [SessionKey: TimerWheel<Item>.Handle] = [:]
+        var running: Set<SessionKey> = []
+        var announced: [SessionKey: Date?] = [:]
+        var stopped = false
+
+        /// Schedules a session at `at` (after a random delay within `spread`), replacing its
+        /// timer; nil or past the horizon cancels it (the periodic load brings it back when it
+        /// comes within the horizon).
+        mutating func schedule(_ item: Item, at: Date?, now: Date, _ config: Config) {
+            if let h = handles.removeValue(forKey: item.key) { wheel.cancel(h) }
+            if let at, at < now.addingTimeInterval(config.horizon), !stopped {
+                handles[item.key] = wheel.schedule(item, at: at.addingTimeInterval(Double.random(in: 0...config.spread)))
+            }
+        }
     }
 
     let config: Config
@@ -39,19 +62,8 @@ public final class RefreshEngine: @unchecked Sendable {
     let clock: any Clock
     public let pool: RefreshPool
     private let queue = DispatchQueue(label: "tokenbroker.refresh-engine")
-    private var wheel: TimerWheel<Item>
-    private var handles: [SessionKey: TimerWheel<Item>.Handle] = [:]
-    /// Sessions handed to the pool and not finished, with any schedule announced for them
-    /// meanwhile (it wins over a busy retry, and spares a job that waited its lock attempt).
-    /// Behind a mutex, not the queue, so that a pool thread starting a job never waits for the
-    /// engine's queue to drain.
-    private struct InFlight {
-        var running: Set<SessionKey> = []
-        var announced: [SessionKey: Date?] = [:]
-    }
-    private let inFlight = Mutex(InFlight())
+    private let state: Mutex<State>
     private var timers: [any DispatchSourceTimer] = []
-    private var stopped = false
     /// Timers pending, mirrored for metrics.
     public let scheduled = Atomic<Int>(0)
     /// Active sessions whose grant nears the IdP's absolute lifetime (last load).
@@ -66,7 +78,7 @@ public final class RefreshEngine: @unchecked Sendable {
         self.registry = registry
         self.clock = clock
         self.pool = pool
-        wheel = TimerWheel(origin: clock.now(), tickSeconds: config.tick)
+        state = Mutex(State(wheel: TimerWheel(origin: clock.now(), tickSeconds: config.tick)))
     }
 
     /// Loads what is due and starts ticking.
@@ -88,10 +100,10 @@ public final class RefreshEngine: @unchecked Sendable {
     /// or roll back, releasing their locks). Sessions not refreshed stay due in the database.
     public func stop() {
         queue.sync {
-            stopped = true
             for t in timers { t.cancel() }
             timers = []
         }
+        state.withLock { $0.stopped = true }
         pool.shutdown()
     }
 
@@ -99,13 +111,12 @@ public final class RefreshEngine: @unchecked Sendable {
     public func apply(_ change: Change) {
         switch change {
         case .scheduled(let tenant, let id, let client, let at, _):
-            let key = SessionKey(tenant: tenant, id: id)
-            let noted = inFlight.withLock { f -> Bool in
-                guard f.running.contains(key) else { return false }
-                f.announced[key] = .some(at)
-                return true
+            let key = SessionKey(tenant: tenant, id: id), now = clock.now()
+            let count = state.withLock { s -> Int in
+                if s.running.contains(key) { s.announced[key] = .some(at) } else { s.schedule(Item(key: key, client: client), at: at, now: now, config) }
+                return s.wheel.count
             }
-            if !noted { queue.async { self.schedule(Item(key: key, client: client), at: at) } }
+            scheduled.store(count, ordering: .relaxed)
         case .resync:
             queue.async { self.load() }
         default:
@@ -113,24 +124,19 @@ public final class RefreshEngine: @unchecked Sendable {
         }
     }
 
-    /// Schedules a session at `at`, replacing its timer; nil or past the horizon cancels it
-    /// (the periodic load brings it back when it comes within the horizon).
-    private func schedule(_ item: Item, at: Date?) {
-        if let h = handles.removeValue(forKey: item.key) { wheel.cancel(h) }
-        if let at, at < clock.now().addingTimeInterval(config.horizon), !stopped {
-            handles[item.key] = wheel.schedule(item, at: at.addingTimeInterval(Double.random(in: 0...config.spread)))
-        }
-        scheduled.store(wheel.count, ordering: .relaxed)
-    }
-
     private func advance() {
-        guard !stopped else { return }
-        for item in wheel.advance(to: clock.now()) {
-            handles[item.key] = nil
-            guard inFlight.withLock({ $0.running.insert(item.key).inserted }) else { continue }
-            dispatch(item)
+        let now = clock.now()
+        let (fired, count) = state.withLock { s -> ([Item], Int) in
+            guard !s.stopped else { return ([], s.wheel.count) }
+            var fired: [Item] = []
+            for item in s.wheel.advance(to: now) {
+                s.handles[item.key] = nil
+                if s.running.insert(item.key).inserted { fired.append(item) }
+            }
+            return (fired, s.wheel.count)
         }
-        scheduled.store(wheel.count, ordering: .relaxed)
+        scheduled.store(count, ordering: .relaxed)
+        for item in fired { dispatch(item) }
     }
 
     private func dispatch(_ item: Item) {
@@ -138,19 +144,19 @@ public final class RefreshEngine: @unchecked Sendable {
         pool.submit(RefreshPool.Job(client: item.key.tenant + "/" + item.client, cap: cap) { [self] in
             // While the job waited for a slot, another replica may have refreshed the session and
             // announced its new schedule: then there is nothing to try.
-            let waited: Date?? = inFlight.withLock { $0.announced[item.key] }
+            let waited: Date?? = state.withLock { $0.announced[item.key] }
             let outcome = waited.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key, client: item.client)
-            let notice = inFlight.withLock { f -> Date?? in
-                f.running.remove(item.key)
-                return f.announced.removeValue(forKey: item.key)
-            }
-            queue.async { [self] in
-                switch (outcome, notice) {
-                case (.next(let at), _): schedule(item, at: at)
-                case (.busy, .some(let at)): schedule(item, at: at)        // the holder already said what it did
-                case (.busy, nil): schedule(item, at: clock.now().addingTimeInterval(config.busyRetry))
+            let now = clock.now()
+            let count = state.withLock { s -> Int in
+                s.running.remove(item.key)
+                switch (outcome, s.announced.removeValue(forKey: item.key)) {
+                case (.next(let at), _): s.schedule(item, at: at, now: now, config)
+                case (.busy, .some(let at)): s.schedule(item, at: at, now: now, config)      // the holder already said what it did
+                case (.busy, nil): s.schedule(item, at: now.addingTimeInterval(config.busyRetry), now: now, config)
                 }
+                return s.wheel.count
             }
+            scheduled.store(count, ordering: .relaxed)
         })
     }
 
@@ -171,15 +177,23 @@ public final class RefreshEngine: @unchecked Sendable {
                     nearGrantExpiry.store(near, ordering: .relaxed)
                 }
             }
-            queue.async { [self] in
-                // The database is the truth: re-arm every due session (a lost notice is mended here).
-                let running = inFlight.withLock { $0.running }
-                for d in due {
-                    let key = SessionKey(tenant: d.tenant, id: d.id)
-                    if !running.contains(key) { schedule(Item(key: key, client: d.client), at: d.at) }
+            // The database is the truth: re-arm every due session (a lost notice is mended here),
+            // a slice at a time so that a job finishing meanwhile waits for one slice at most.
+            var rest = due[...]
+            while !rest.isEmpty {
+                let slice = rest.prefix(4_096)
+                rest = rest.dropFirst(slice.count)
+                let now = clock.now()
+                let count = state.withLock { s -> Int in
+                    for d in slice {
+                        let key = SessionKey(tenant: d.tenant, id: d.id)
+                        if !s.running.contains(key) { s.schedule(Item(key: key, client: d.client), at: d.at, now: now, config) }
+                    }
+                    return s.wheel.count
                 }
-                loaded.store(true, ordering: .releasing)
+                scheduled.store(count, ordering: .relaxed)
             }
+            loaded.store(true, ordering: .releasing)
         }
     }
 }
