@@ -1,5 +1,6 @@
 import BrokerCore
 import Foundation
+import Synchronization
 
 /// PostgresChangeFeed carries Change values between replicas over LISTEN/NOTIFY on the channel
 /// `tokenbroker_changes`. Payloads hold ids only (never tokens): `s|tenant|id`, `k|id`,
@@ -24,14 +25,22 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         self.listenURL = listenURL
     }
 
-    /// Announces a change to every replica. A notice that cannot be sent is dropped on purpose:
-    /// the change is committed, and replicas catch up within TOKENBROKER_CACHE_MAX_AGE_SECONDS
-    /// (caches) and the engine's next load (schedules) — a caller must not fail for it.
+    /// Announces a change to every replica: to this one's subscriber at once, in the caller's
+    /// thread (what this replica wrote, it reads next, whatever the listener is doing), and to
+    /// every replica's, this one's again, through NOTIFY (the handlers are idempotent). A
+    /// notice that cannot be sent is dropped on purpose: the change is committed, and replicas
+    /// catch up within TOKENBROKER_CACHE_MAX_AGE_SECONDS (caches) and the engine's next load
+    /// (schedules) — a caller must not fail for it.
     public func publish(_ change: Change) {
+        local.withLock { $0 }?(change)
         _ = try? pool.withConnection { c in try c.execute("SELECT pg_notify(\(Self.channel), \(Self.encode(change)))") }
     }
 
+    /// This replica's subscriber, for the changes it publishes itself.
+    private let local = Mutex<(@Sendable (Change) -> Void)?>(nil)
+
     public func subscribe(_ handler: @escaping @Sendable (Change) -> Void) {
+        local.withLock { $0 = handler }
         let t = Thread { [self] in listen(handler) }
         t.name = "change-feed"
         t.start()

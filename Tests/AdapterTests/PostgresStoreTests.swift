@@ -133,6 +133,49 @@ struct PostgresStoreTests {
         #expect(PostgresChangeFeed.decode("s|only-one") == nil)
     }
 
+    @Test("the change feed: a replica's own change reaches it before publish returns; another replica hears a burst whole")
+    func changeFeedDelivery() async throws {
+        let url = try TestDatabase.url()
+        let a = PostgresChangeFeed(pool: PGPool(url: url, size: 1), listenURL: url)
+        let b = PostgresChangeFeed(pool: PGPool(url: url, size: 1), listenURL: url)
+        defer { a.stop(); b.stop() }
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        let heardA = Mutex<[Change]>([]), heardB = Mutex<[Change]>([]), listenerBusy = Atomic<Bool>(false)
+        let publisher = Mutex<pthread_t?>(nil)
+        a.subscribe { c in
+            guard case .client(let t, _) = c, t.hasPrefix(tag) else { return }
+            heardA.withLock { $0.append(c) }
+            // A listener busy with a slow change (or gathering a burst) reads nothing meanwhile.
+            let inPublisher = publisher.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+            if t.hasSuffix("-slow"), !inPublisher {
+                listenerBusy.store(true, ordering: .releasing)
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+        }
+        b.subscribe { c in if case .client(let t, _) = c, t.hasPrefix(tag) { heardB.withLock { $0.append(c) } } }
+        // B listens once a probe of A's comes through (LISTEN starts on B's own thread).
+        let deadline = Date().addingTimeInterval(10)
+        while heardB.withLock({ $0.isEmpty }), Date() < deadline {
+            a.publish(.client(tenant: tag + "-probe", id: "p"))
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(!heardB.withLock { $0.isEmpty }, "the second feed never heard the first")
+        // The writing replica reads its own write at once, not when its listener next reads.
+        publisher.withLock { $0 = pthread_self() }
+        a.publish(.client(tenant: tag + "-slow", id: "s"))
+        while !listenerBusy.load(ordering: .acquiring), Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        let mine = Change.client(tenant: tag + "-own", id: "app")
+        a.publish(mine)
+        #expect(heardA.withLock { $0.contains(mine) })
+        // A burst is read in gulps by a listener, and nothing of it is lost.
+        let burst = (0..<300).map { Change.client(tenant: tag + "-burst", id: "c\($0)") }
+        for c in burst { a.publish(c) }
+        while heardB.withLock({ $0.filter { burst.contains($0) }.count }) < burst.count, Date() < deadline.addingTimeInterval(10) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(heardB.withLock { $0.filter { burst.contains($0) } } == burst)
+    }
+
     @Test("commit(with:) sends the last statements with COMMIT; a failing one commits nothing")
     func commitWithStatements() throws {
         let c = try PGConnection(url: try TestDatabase.url())

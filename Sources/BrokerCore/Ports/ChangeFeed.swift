@@ -3,9 +3,12 @@
 import Foundation
 
 public protocol ChangeFeed: Sendable {
+    /// Announces a change to every replica. This replica's own subscriber has it before
+    /// `publish` returns (a replica reads its own writes); it may come to it again later.
     func publish(_ change: Change)
     /// Starts delivering changes published by any replica, this one included, to `handler`
-    /// on a background thread.
+    /// on a background thread (and this replica's own in the publishing thread). Handlers are
+    /// idempotent: a change may arrive twice.
     func subscribe(_ handler: @escaping @Sendable (Change) -> Void)
 }
 
