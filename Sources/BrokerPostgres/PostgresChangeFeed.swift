@@ -13,8 +13,23 @@ import Synchronization
 /// connection); NOTIFY is sent through the pool, inside the writing transaction.
 public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     static let channel = "tokenbroker_changes"
-    /// How long a busy feed lets notices gather between reads (at most 50 reads a second).
+    /// How long a busy feed lets notices gather between reads.
     static let gather: TimeInterval = 0.02
+
+    /// Whether the feed is busy: more than `quiet` reads that brought notices within the
+    /// current second. Then it is read at most about 50 more times in that second.
+    struct BusyFeed {
+        static let quiet = 50
+        private var since = Date.distantPast
+        private var reads = 0
+
+        /// Counts a read that brought notices at `now`; true when the feed is busy.
+        mutating func read(at now: Date) -> Bool {
+            if now.timeIntervalSince(since) >= 1 { since = now; reads = 0 }
+            reads += 1
+            return reads > Self.quiet
+        }
+    }
     private let pool: PGPool
     private let listenURL: String
     private let stopped = NSCondition()
@@ -32,15 +47,21 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     /// catch up within TOKENBROKER_CACHE_MAX_AGE_SECONDS (caches) and the engine's next load
     /// (schedules) — a caller must not fail for it.
     public func publish(_ change: Change) {
-        local.withLock { $0 }?(change)
+        local.withLock { $0 }?.handler(change)
         _ = try? pool.withConnection { c in try c.execute("SELECT pg_notify(\(Self.channel), \(Self.encode(change)))") }
     }
 
-    /// This replica's subscriber, for the changes it publishes itself.
-    private let local = Mutex<(@Sendable (Change) -> Void)?>(nil)
+    /// This replica's subscriber, for the changes it publishes itself. In a class: a closure
+    /// kept in a `Mutex` came out of it wrapped in one more pair of reabstraction thunks at
+    /// every read (gdb: a chain of them), and 10,000 imports overflowed an HTTP thread's stack.
+    private final class Subscriber: Sendable {
+        let handler: @Sendable (Change) -> Void
+        init(_ handler: @escaping @Sendable (Change) -> Void) { self.handler = handler }
+    }
+    private let local = Mutex<Subscriber?>(nil)
 
     public func subscribe(_ handler: @escaping @Sendable (Change) -> Void) {
-        local.withLock { $0 = handler }
+        local.withLock { $0 = Subscriber(handler) }
         let t = Thread { [self] in listen(handler) }
         t.name = "change-feed"
         t.start()
@@ -67,6 +88,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
                 try c.execute("LISTEN \(raw: Self.channel)")
                 if !first { handler(.resync) }
                 first = false
+                var busy = BusyFeed()
                 while !isStopping {
                     var pfd = pollfd(fd: c.socket, events: Int16(POLLIN), revents: 0)
                     _ = poll(&pfd, 1, 500)
@@ -74,11 +96,11 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
                     for n in notices {
                         if let change = Self.decode(n.payload) { handler(change) }
                     }
-                    // A busy feed is read in gulps: after notices, what arrives within `gather`
-                    // waits for the next read instead of waking this thread once each (every
-                    // replica hears every write of the fleet: two a refresh). A lone notice is
-                    // read at once; one in a burst at most `gather` later.
-                    if !notices.isEmpty { Thread.sleep(forTimeInterval: Self.gather) }
+                    // A busy feed is read in gulps: what arrives within `gather` of a read waits
+                    // for the next one instead of waking this thread once each (every replica
+                    // hears every write of the fleet: two a refresh). A quiet feed is read at
+                    // once: an operator's change reaches every replica as soon as it can.
+                    if !notices.isEmpty, busy.read(at: Date()) { Thread.sleep(forTimeInterval: Self.gather) }
                 }
             } catch {
                 Thread.sleep(forTimeInterval: 0.5)

@@ -133,6 +133,18 @@ struct PostgresStoreTests {
         #expect(PostgresChangeFeed.decode("s|only-one") == nil)
     }
 
+    @Test("the change feed gathers only when busy: 50 reads with notices in a second are immediate, the 51st gathers, a quiet second resets")
+    func busyFeed() {
+        var busy = PostgresChangeFeed.BusyFeed()
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        var answers: [Bool] = []
+        for i in 0..<50 { answers.append(busy.read(at: t0.addingTimeInterval(Double(i) * 0.01))) }
+        answers.append(busy.read(at: t0.addingTimeInterval(0.6)))
+        answers.append(busy.read(at: t0.addingTimeInterval(0.99)))
+        answers.append(busy.read(at: t0.addingTimeInterval(1.0)))
+        #expect(answers == Array(repeating: false, count: 50) + [true, true, false])
+    }
+
     @Test("the change feed: a replica's own change reaches it before publish returns; another replica hears a burst whole")
     func changeFeedDelivery() async throws {
         let url = try TestDatabase.url()
