@@ -112,11 +112,9 @@ public final class RefreshEngine: @unchecked Sendable {
         switch change {
         case .scheduled(let tenant, let id, let client, let at, _):
             let key = SessionKey(tenant: tenant, id: id), now = clock.now()
-            let count = state.withLock { s -> Int in
+            update { s in
                 if s.running.contains(key) { s.announced[key] = .some(at) } else { s.schedule(Item(key: key, client: client), at: at, now: now, config) }
-                return s.wheel.count
             }
-            scheduled.store(count, ordering: .relaxed)
         case .resync:
             queue.async { self.load() }
         default:
@@ -124,18 +122,25 @@ public final class RefreshEngine: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on the state under its mutex, then mirrors the timers pending for metrics.
+    @discardableResult
+    private func update<T: Sendable>(_ body: (inout State) -> T) -> T {
+        let (result, count) = state.withLock { s in (body(&s), s.wheel.count) }
+        scheduled.store(count, ordering: .relaxed)
+        return result
+    }
+
     private func advance() {
         let now = clock.now()
-        let (fired, count) = state.withLock { s -> ([Item], Int) in
-            guard !s.stopped else { return ([], s.wheel.count) }
+        let fired = update { s -> [Item] in
+            guard !s.stopped else { return [] }
             var fired: [Item] = []
             for item in s.wheel.advance(to: now) {
                 s.handles[item.key] = nil
                 if s.running.insert(item.key).inserted { fired.append(item) }
             }
-            return (fired, s.wheel.count)
+            return fired
         }
-        scheduled.store(count, ordering: .relaxed)
         for item in fired { dispatch(item) }
     }
 
@@ -147,16 +152,14 @@ public final class RefreshEngine: @unchecked Sendable {
             let waited: Date?? = state.withLock { $0.announced[item.key] }
             let outcome = waited.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key, client: item.client)
             let now = clock.now()
-            let count = state.withLock { s -> Int in
+            update { s in
                 s.running.remove(item.key)
                 switch (outcome, s.announced.removeValue(forKey: item.key)) {
                 case (.next(let at), _): s.schedule(item, at: at, now: now, config)
                 case (.busy, .some(let at)): s.schedule(item, at: at, now: now, config)      // the holder already said what it did
                 case (.busy, nil): s.schedule(item, at: now.addingTimeInterval(config.busyRetry), now: now, config)
                 }
-                return s.wheel.count
             }
-            scheduled.store(count, ordering: .relaxed)
         })
     }
 
@@ -184,14 +187,12 @@ public final class RefreshEngine: @unchecked Sendable {
                 let slice = rest.prefix(4_096)
                 rest = rest.dropFirst(slice.count)
                 let now = clock.now()
-                let count = state.withLock { s -> Int in
+                update { s in
                     for d in slice {
                         let key = SessionKey(tenant: d.tenant, id: d.id)
                         if !s.running.contains(key) { s.schedule(Item(key: key, client: d.client), at: d.at, now: now, config) }
                     }
-                    return s.wheel.count
                 }
-                scheduled.store(count, ordering: .relaxed)
             }
             loaded.store(true, ordering: .releasing)
         }
