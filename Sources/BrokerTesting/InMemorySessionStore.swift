@@ -66,7 +66,7 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         let (write, revoke, result) = try body(locked)
         if let w = write {
             precondition(w.version == locked.version + 1, "a session write must bump the version by one")
-            rows.withLock { $0[k] = w }
+            rows.withLock { $0[k] = Self.landing(w, over: $0[k]) }
         }
         revoked.withLock { $0 += revoke }
         return result
@@ -81,11 +81,19 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         while held.contains(k) { locks.wait() }
         let written = rows.withLock { r -> Bool in
             guard r[k]?.version == seen.version else { return false }
-            r[k] = write
+            r[k] = Self.landing(write, over: r[k])
             return true
         }
         locks.unlock()
         return written
+    }
+
+    /// A write as it lands over the row as it is: as PostgreSQL's `greatest`, a use marked
+    /// meanwhile (touch moves no version) is kept.
+    static func landing(_ write: Session, over current: Session?) -> Session {
+        var w = write
+        if let marked = current?.lastUsedAt, w.lastUsedAt.map({ $0 < marked }) ?? true { w.lastUsedAt = marked }
+        return w
     }
 
     public func dueSessions(before: Date, limit: Int) throws -> [DueSession] {

@@ -14,7 +14,9 @@ struct TokenServiceHarness {
     let service: TokenService
     let worker = Principal(id: "worker-key", name: "w", roles: [.worker], tenants: ["t1"])
 
-    init(endpoint: ScriptedTokenEndpoint = ScriptedTokenEndpoint(), lockTimeout: TimeInterval = 5) throws {
+    /// `wrap` puts something between the service and the store (a test's interference).
+    init(endpoint: ScriptedTokenEndpoint = ScriptedTokenEndpoint(), lockTimeout: TimeInterval = 5,
+         wrap: (InMemorySessionStore) -> any SessionStore = { $0 }) throws {
         self.endpoint = endpoint
         _ = try registry.putTenant(id: "t1", name: "T1", now: clock.now())
         _ = try registry.putTenant(id: "t2", name: "T2", now: clock.now())
@@ -23,7 +25,7 @@ struct TokenServiceHarness {
                                                           authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"]),
                                        secret: "s", assertionKey: nil, now: clock.now())
         }
-        service = TokenService(store: store, registry: RegistryCache(store: registry, maxAge: 60), endpoint: endpoint, audit: audit,
+        service = TokenService(store: wrap(store), registry: RegistryCache(store: registry, maxAge: 60), endpoint: endpoint, audit: audit,
                                feed: feed, clock: clock, executor: BlockingExecutor(threads: 8, name: "test"),
                                cache: SessionCache(maxAge: 60, capacity: 1000), lockTimeout: lockTimeout, jitter: { 0 })
     }

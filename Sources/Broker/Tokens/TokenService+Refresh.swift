@@ -7,8 +7,9 @@ extension TokenService {
     typealias FlightEnd = (result: FlightResult, retryAt: Date?)
 
     /// One refresh flight, run by its leader on a worker thread: the refresh machine's steps,
-    /// each decided under the session's cross-replica lock in a short transaction, the IdP call
-    /// outside any transaction (spec §5). The attempt is committed before the call, so that
+    /// each decided under the session's cross-replica lock in a short transaction or written
+    /// over the row it was decided on by a version-checked statement, the IdP call outside any
+    /// transaction (spec §5). The attempt is committed before the call, so that
     /// whatever dies in between, nobody presents the refresh token again.
     func fly(_ key: SessionKey, client clientID: String, _ trigger: RefreshTrigger, actor: String) -> FlightEnd {
         let end = run(key, clientID, trigger)
@@ -40,13 +41,14 @@ extension TokenService {
             let attemptID = "att_" + Identifiers.token(bytes: 12, using: &rng)
             let start: RefreshStart, row: Session
             do {
-                (start, row) = try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: trigger == .due ? 0 : lockTimeout) { row in
-                    let st = RefreshMachine.start(row, trigger, ctx, attemptID: attemptID)
-                    switch st {
-                    case .send(let w, _, _), .stop(let w?, _), .rest(let w): return (w, [], (st, row))
-                    default: return (nil, [], (st, row))
+                (start, row) = try (trigger == .due && starts == 1 ? startUnlocked(key, ctx, attemptID: attemptID) : nil)
+                    ?? store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: trigger == .due ? 0 : lockTimeout) { row in
+                        let st = RefreshMachine.start(row, trigger, ctx, attemptID: attemptID)
+                        switch st {
+                        case .send(let w, _, _), .stop(let w?, _), .rest(let w): return (w, [], (st, row))
+                        default: return (nil, [], (st, row))
+                        }
                     }
-                }
             } catch {
                 if probe { circuits.release(circuit) }
                 let e = Self.brokerError(error)
@@ -90,6 +92,27 @@ extension TokenService {
             }
         }
         return (.failure(.refreshBusy), nil)
+    }
+
+    /// A due session's start without the lock: decided on the row as read, and what it writes
+    /// (the attempt, or the rest of an idle session) written only if the row is still at that
+    /// version — the version-checked write is the compare-and-set that the lock would have
+    /// serialized, so two replicas deciding on the same row cannot both record an attempt. A
+    /// row that moved on between the read and the write means another replica acted on it:
+    /// `refreshBusy`, and its announcement reschedules the timer. One round trip less than the
+    /// lock's transaction when a refresh is sent, and one statement when there is nothing to do
+    /// (another replica refreshed it first: in a storm over three replicas, a third of the
+    /// starts). Stops and resolutions (a state change, evidence to weigh) are left to the lock: nil.
+    private func startUnlocked(_ key: SessionKey, _ ctx: RefreshContext, attemptID: String) throws -> (RefreshStart, Session)? {
+        guard let row = try store.session(tenant: key.tenant, id: key.id) else { throw BrokerError.notFound("session") }
+        let start = RefreshMachine.start(row, .due, ctx, attemptID: attemptID)
+        switch start {
+        case .serve, .wait, .stop(nil, _): return (start, row)
+        case .send(let w, _, _), .rest(let w):
+            guard try store.writeIfUnchanged(w, over: row) else { throw BrokerError.refreshBusy }
+            return (start, row)
+        case .stop, .resolve: return nil
+        }
     }
 
     /// Presents the refresh token once and checks the ID token that comes back.

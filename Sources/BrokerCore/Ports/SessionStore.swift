@@ -30,14 +30,16 @@ public protocol SessionStore: Sendable {
     func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
                                    _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T
 
-    /// Writes `write` over the row as `seen` — the one this caller itself wrote last, with no
-    /// lock taken and nothing re-read — if the row is still at `seen`'s version; true when it
+    /// Writes `write` over the row as `seen` — one the caller read or wrote, with no lock taken
+    /// and nothing re-read — if the row is still at `seen`'s version; true when it
     /// was written (announced like a write under the lock), false when the row moved on or the
     /// write would change the session's state, which are left to the lock. A writer holding the
     /// lock meanwhile is waited for, so the write is as if made under the lock right after.
     ///
     /// The refresh's second step uses it: the attempt it recorded is, almost always, still the
-    /// row's last write when the IdP answers.
+    /// row's last write when the IdP answers. So does a due session's first step, over the row
+    /// as read: the attempt is recorded only if nobody wrote the row since, so two replicas
+    /// cannot both record one.
     func writeIfUnchanged(_ write: Session, over seen: Session) throws -> Bool
 
     /// Records that sessions were used, in bulk (last_used_at).

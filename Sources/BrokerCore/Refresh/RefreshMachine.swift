@@ -7,7 +7,10 @@ import Foundation
 ///
 /// A flight is: `start` (under the lock; `.send` records an attempt, committed before the IdP is
 /// called) → the IdP call, outside any transaction → `finish` (under the lock again) →, when the
-/// outcome is ambiguous, `resolve` with evidence. Guarantees:
+/// outcome is ambiguous, `resolve` with evidence. "Under the lock" means on the row as it is
+/// when the step's write commits: the driver may instead decide on a row read without the lock
+/// and write only if the row's version has not moved since (a compare-and-set; every write
+/// bumps the version), which is the same thing when it succeeds. Guarantees:
 /// - A refresh token is presented only by `.send`, and `.send` is never returned while the row
 ///   records an unresolved attempt: nobody presents it twice, whatever died in between.
 /// - An attempt is resolved only by its owner, or by anyone once `patience + margin` has passed

@@ -220,6 +220,38 @@ public enum SessionStoreContract {
         try expect(try store.session(tenant: tenants.0, id: s.id)?.refreshToken == "holder", "the lock's holder lost its write")
     }
 
+    /// Writers that decided on the same row as read race their writes over it (a due refresh's
+    /// start on several replicas): exactly one lands, in its tenant only; what it did not change
+    /// stays as it was, and a use marked after the read survives it.
+    public static func writesOverOneReadLandOnce(_ store: any SessionStore, tenants: (String, String)) throws {
+        let s = sample(tenant: tenants.0)
+        try store.insert(s)
+        let other = sample(tenant: tenants.1, id: s.id)
+        try store.insert(other)
+        guard let read = try store.session(tenant: tenants.0, id: s.id) else { throw Contract.Violation(description: "row gone") }
+        let used = s.createdAt.addingTimeInterval(900)
+        try store.touch([SessionUse(tenant: tenants.0, id: s.id, at: used)])
+        let landed = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { i in
+            var w = read
+            w.version += 1
+            w.attempt = RefreshAttempt(id: "att-\(i)", startedAt: s.createdAt.addingTimeInterval(Double(i)))
+            w.nextRefreshAt = s.createdAt.addingTimeInterval(4_000)
+            w.lastUsedAt = s.createdAt.addingTimeInterval(100)   // older than the mark made since the read
+            if (try? store.writeIfUnchanged(w, over: read)) == true { landed.withLock { $0.append("att-\(i)") } }
+        }
+        let ids = landed.withLock { $0 }
+        try expect(ids.count == 1, "\(ids.count) writes over the same read landed")
+        guard let after = try store.session(tenant: tenants.0, id: s.id) else { throw Contract.Violation(description: "row gone") }
+        try expect(after.attempt?.id == ids.first && after.version == read.version + 1, "the landed write is not the row")
+        try expect(after.accessToken == read.accessToken && after.refreshToken == read.refreshToken && after.idToken == read.idToken
+                   && after.claims == read.claims && after.scopes == read.scopes && after.state == read.state,
+                   "a column the write did not change moved")
+        try expect(after.lastUsedAt.map { abs($0.timeIntervalSince(used)) < 0.001 } == true, "a use marked after the read was lost")
+        let untouched = try store.session(tenant: tenants.1, id: s.id)
+        try expect(untouched?.version == other.version && untouched?.attempt == nil, "the write reached another tenant's row")
+    }
+
     /// The loader sees active sessions due before the horizon, earliest first, in every tenant.
     public static func dueSessionsAreActiveAndOrdered(_ store: any SessionStore, tenants: (String, String)) throws {
         let far = Date(timeIntervalSince1970: 1_900_000_000)   // later than any other contract sample
@@ -254,7 +286,7 @@ public enum SessionStoreContract {
     public enum Case: String, CaseIterable, Sendable {
         case insertedSessionReadsBackOnlyInItsTenant, duplicateInsertConflicts, latestSessionPrefersNewestActive
         case refreshLockWritesAtomically, refreshLockIsExclusive, touchRecordsUse, tryLockFailsFastWhenHeld
-        case dueSessionsAreActiveAndOrdered, writeIfUnchangedIsVersionChecked
+        case dueSessionsAreActiveAndOrdered, writeIfUnchangedIsVersionChecked, writesOverOneReadLandOnce
 
         public func run(_ store: any SessionStore, tenants: (String, String)) throws {
             switch self {
@@ -267,6 +299,7 @@ public enum SessionStoreContract {
             case .tryLockFailsFastWhenHeld: try SessionStoreContract.tryLockFailsFastWhenHeld(store, tenants: tenants)
             case .dueSessionsAreActiveAndOrdered: try SessionStoreContract.dueSessionsAreActiveAndOrdered(store, tenants: tenants)
             case .writeIfUnchangedIsVersionChecked: try SessionStoreContract.writeIfUnchangedIsVersionChecked(store, tenants: tenants)
+            case .writesOverOneReadLandOnce: try SessionStoreContract.writesOverOneReadLandOnce(store, tenants: tenants)
             }
         }
     }
