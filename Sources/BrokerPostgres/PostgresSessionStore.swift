@@ -164,41 +164,68 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
-    /// The statement that writes every mutable column and announces the schedule, answering
-    /// one row when it wrote; `locked` is the row as read under the lock, and the version must
-    /// be its version plus one. A token equal to the locked row's is not sealed and sent again
-    /// (an attempt's own write changes none of them).
+    /// The statement that writes the columns a write changes, bumps the version and announces
+    /// the schedule, answering one row when it wrote; `locked` is the row as read under the lock
+    /// (or as this caller last wrote it), and the version must be its version plus one. The
+    /// version check makes the row equal to `locked` in every column a write bumps the version
+    /// for, so a column unchanged from `locked` is left alone: a refresh's attempt sets five
+    /// columns, not twenty-two, and a token equal to the locked row's is not sealed and sent
+    /// again. `last_used_at`, which marks move without a version, only ever moves forward.
     func update(_ s: Session, over locked: Session, now: Date) -> (sql: SQL, plan: PGConnection.Plan) {
         let expectedVersion = locked.version
+        precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
+        var q = SQL.Interpolation(literalCapacity: 1_024, interpolationCount: 24)
+        q.appendLiteral("WITH updated AS (UPDATE sessions SET ")
+        func set(_ column: String, _ changed: Bool, _ value: (inout SQL.Interpolation) -> Void) {
+            guard changed else { return }
+            q.appendLiteral(column + " = ")
+            value(&q)
+            q.appendLiteral(", ")
+        }
+        set("access_token", s.accessToken != locked.accessToken) { $0.appendInterpolation(seal(s.accessToken, s, "access_token")) }
+        set("refresh_token", s.refreshToken != locked.refreshToken) { $0.appendInterpolation(seal(s.refreshToken, s, "refresh_token")) }
+        set("id_token", s.idToken != locked.idToken) { $0.appendInterpolation(seal(s.idToken, s, "id_token")) }
+        set("scopes", s.scopes != locked.scopes) { $0.appendInterpolation(s.scopes) }
+        set("sid", s.claims.sid != locked.claims.sid) { $0.appendInterpolation(s.claims.sid) }
+        set("email", s.claims.email != locked.claims.email) { $0.appendInterpolation(s.claims.email) }
+        set("auth_time", s.claims.authTime != locked.claims.authTime) { $0.appendInterpolation(s.claims.authTime) }
+        set("access_expires_at", s.accessExpiresAt != locked.accessExpiresAt) { $0.appendInterpolation(s.accessExpiresAt) }
+        set("access_lifetime", s.accessLifetime != locked.accessLifetime) { $0.appendInterpolation(s.accessLifetime) }
+        set("access_token_type", s.accessTokenType != locked.accessTokenType) { $0.appendInterpolation(s.accessTokenType.rawValue) }
+        set("state", s.state != locked.state) { $0.appendInterpolation(s.state.rawValue) }
+        set("next_refresh_at", s.nextRefreshAt != locked.nextRefreshAt) { $0.appendInterpolation(s.nextRefreshAt) }
+        set("failure_count", s.failureCount != locked.failureCount) { $0.appendInterpolation(s.failureCount) }
+        set("last_error", s.lastError != locked.lastError) { $0.appendInterpolation(s.lastError) }
+        set("last_refreshed_at", s.lastRefreshedAt != locked.lastRefreshedAt) { $0.appendInterpolation(s.lastRefreshedAt) }
+        set("last_used_at", s.lastUsedAt != locked.lastUsedAt) { q in
+            q.appendLiteral("greatest(last_used_at, "); q.appendInterpolation(s.lastUsedAt); q.appendLiteral(")")
+        }
+        set("attempt_id", s.attempt?.id != locked.attempt?.id) { $0.appendInterpolation(s.attempt?.id) }
+        set("attempt_started_at", s.attempt?.startedAt != locked.attempt?.startedAt) { $0.appendInterpolation(s.attempt?.startedAt) }
+        set("backoff_until", s.backoffUntil != locked.backoffUntil) { $0.appendInterpolation(s.backoffUntil) }
+        set("reason", s.reason != locked.reason) { $0.appendInterpolation(s.reason) }
+        set("grant_expires_at", s.grantExpiresAt != locked.grantExpiresAt) { $0.appendInterpolation(s.grantExpiresAt) }
+        // A new grant lifetime is a new warning to give.
+        set("grant_expiry_notified_at", s.grantExpiresAt != locked.grantExpiresAt) { $0.appendLiteral("NULL") }
         // When the session ended (revoked or needs_reauth): retention counts from there.
         // coalesce: a session ended by a replica of a release before migration 010 has none yet.
-        let ended: SQL = s.state == .active ? "NULL" : "coalesce(ended_at, \(now))"
-        precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
-        func token(_ column: String, _ value: String?, _ held: String?) -> SQL {
-            value == held ? "" : "\(raw: column) = \(seal(value, s, column)), "
+        set("ended_at", s.state != locked.state || s.state != .active) { q in
+            if s.state == .active { q.appendLiteral("NULL") } else {
+                q.appendLiteral("coalesce(ended_at, "); q.appendInterpolation(now); q.appendLiteral(")")
+            }
         }
         // The schedule is announced in the same statement: NOTIFY is delivered at COMMIT, so
         // other replicas hear of exactly the writes that happened.
         let announcement = PostgresChangeFeed.encode(.scheduled(tenant: s.tenant, id: s.id, client: s.client,
                                                                  at: s.state == .active ? s.nextRefreshAt : nil, version: s.version))
-        return ("""
-            WITH updated AS (
-            UPDATE sessions SET \(token("access_token", s.accessToken, locked.accessToken))
-                \(token("refresh_token", s.refreshToken, locked.refreshToken))\(token("id_token", s.idToken, locked.idToken))
-                scopes = \(s.scopes), sid = \(s.claims.sid), email = \(s.claims.email), auth_time = \(s.claims.authTime),
-                access_expires_at = \(s.accessExpiresAt), access_lifetime = \(s.accessLifetime), access_token_type = \(s.accessTokenType.rawValue),
-                state = \(s.state.rawValue), next_refresh_at = \(s.nextRefreshAt), version = \(s.version),
-                failure_count = \(s.failureCount), last_error = \(s.lastError), last_refreshed_at = \(s.lastRefreshedAt),
-                last_used_at = greatest(last_used_at, \(s.lastUsedAt)),
-                attempt_id = \(s.attempt?.id), attempt_started_at = \(s.attempt?.startedAt), backoff_until = \(s.backoffUntil),
-                reason = \(s.reason), grant_expires_at = \(s.grantExpiresAt),
-                grant_expiry_notified_at = CASE WHEN grant_expires_at IS DISTINCT FROM \(s.grantExpiresAt) THEN NULL
-                                                ELSE grant_expiry_notified_at END,
-                ended_at = \(ended)
-            WHERE tenant_id = \(s.tenant) AND id = \(s.id) AND version = \(expectedVersion)
-            RETURNING 1)
-            SELECT pg_notify(\(PostgresChangeFeed.channel), \(announcement)) FROM updated
-            """, .keyLookup)
+        q.appendLiteral("version = "); q.appendInterpolation(s.version)
+        q.appendLiteral(" WHERE tenant_id = "); q.appendInterpolation(s.tenant)
+        q.appendLiteral(" AND id = "); q.appendInterpolation(s.id)
+        q.appendLiteral(" AND version = "); q.appendInterpolation(expectedVersion)
+        q.appendLiteral(" RETURNING 1) SELECT pg_notify(")
+        q.appendInterpolation(PostgresChangeFeed.channel); q.appendLiteral(", "); q.appendInterpolation(announcement)
+        q.appendLiteral(") FROM updated")
+        return (SQL(stringInterpolation: q), .keyLookup)
     }
 
     func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {
