@@ -63,14 +63,67 @@ struct DueRefreshTests {
         #expect(h.store.lockings.load(ordering: .relaxed) == 1)   // the other replica's
         #expect(try h.store.session(tenant: "t1", id: s.id)?.version == s.version + 1)
     }
+
+    @Test("a due refresh given its tick's row reads nothing more: the write over it, the IdP, the answer")
+    func tickRowSparesTheRead() throws {
+        let counted = Mutex<InterferingStore?>(nil)
+        let h = try TokenServiceHarness(wrap: { inner in
+            let store = InterferingStore(inner) { _ in }
+            counted.withLock { $0 = store }
+            return store
+        })
+        let s = try h.addSession(ttl: 10)
+        h.clock.advance(by: 3_300)
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        let outcome = h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app", read: DueRow(row, readAt: h.clock.now() - 1))
+        #expect(outcome == .next(try h.store.session(tenant: "t1", id: s.id)?.nextRefreshAt))
+        #expect(h.endpoint.spentTokens == ["rt-0"])
+        #expect(counted.withLock { $0?.reads.load(ordering: .relaxed) } == 0)
+    }
+
+    @Test("a tick's row older than DueRow.maxAge is read again")
+    func oldTickRowIsReadAgain() throws {
+        let counted = Mutex<InterferingStore?>(nil)
+        let h = try TokenServiceHarness(wrap: { inner in
+            let store = InterferingStore(inner) { _ in }
+            counted.withLock { $0 = store }
+            return store
+        })
+        let s = try h.addSession(ttl: 10)
+        h.clock.advance(by: 3_300)
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        _ = h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app",
+                                 read: DueRow(row, readAt: h.clock.now() - DueRow.maxAge - 0.5))
+        #expect(counted.withLock { $0?.reads.load(ordering: .relaxed) } == 1)
+        #expect(h.endpoint.spentTokens == ["rt-0"])
+    }
+
+    @Test("a tick's row that another replica refreshed since: the write over it is refused and nothing is presented")
+    func supersededTickRow() throws {
+        let h = try TokenServiceHarness()
+        let s = try h.addSession(ttl: 10)
+        h.clock.advance(by: 3_300)
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        _ = try h.store.withRefreshLock(tenant: "t1", id: s.id, timeout: 1) { locked -> (write: Session?, result: Int) in
+            var w = locked
+            w.version += 1
+            w.refreshToken = "rt-other"
+            w.nextRefreshAt = h.clock.now() + 3_300
+            return (w, 0)
+        }
+        #expect(h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app", read: DueRow(row, readAt: h.clock.now())) == .busy)
+        #expect(h.endpoint.spentTokens.isEmpty, "a superseded refresh token was presented")
+        #expect(try h.store.session(tenant: "t1", id: s.id)?.refreshToken == "rt-other")
+    }
 }
 
 /// A store that runs `interfere` with the row a caller is about to write over, once, before
-/// the write (what another replica does in between).
+/// the write (what another replica does in between), and counts single-row reads.
 private final class InterferingStore: SessionStore, @unchecked Sendable {
     let inner: InMemorySessionStore
     let interfere: (Session) -> Void
     let done = Atomic<Bool>(false)
+    let reads = Atomic<Int>(0)
 
     init(_ inner: InMemorySessionStore, _ interfere: @escaping (Session) -> Void) {
         self.inner = inner
@@ -82,7 +135,10 @@ private final class InterferingStore: SessionStore, @unchecked Sendable {
         return try inner.writeIfUnchanged(write, over: seen)
     }
 
-    func session(tenant: String, id: String) throws -> Session? { try inner.session(tenant: tenant, id: id) }
+    func session(tenant: String, id: String) throws -> Session? {
+        reads.add(1, ordering: .relaxed)
+        return try inner.session(tenant: tenant, id: id)
+    }
     func sessions(tenant: String, ids: [String]) throws -> [Session] { try inner.sessions(tenant: tenant, ids: ids) }
     func latestSession(tenant: String, client: String, subject: String) throws -> Session? {
         try inner.latestSession(tenant: tenant, client: client, subject: subject)

@@ -5,9 +5,11 @@ import Synchronization
 /// RefreshEngine refreshes sessions before their access tokens expire (spec §5). Every replica
 /// runs one: it loads the sessions due within `horizon` from the database (at start and every
 /// `loadInterval`), follows schedule changes published by any replica, keeps them in a timer
-/// wheel, and hands each due session to the refresh pool, which runs it through the same
-/// single-flight path as on-demand requests with only a try of the session's lock: when
-/// another replica holds it, this one checks back after `busyRetry`.
+/// wheel, reads the rows of the sessions each tick fires in one query per tenant, and hands
+/// each to the refresh pool, which runs it through the same single-flight path as on-demand
+/// requests, deciding on that row and writing its attempt only if the row is unchanged: when
+/// another replica acted on it meanwhile, this one follows its announcement, or checks back
+/// after `busyRetry`.
 ///
 /// Threading contract: the wheel, its handles and the in-flight table sit behind one mutex, so
 /// that a finished job or a notice schedules on its own thread: a hop onto a queue woke a
@@ -141,16 +143,40 @@ public final class RefreshEngine: @unchecked Sendable {
             }
             return fired
         }
-        for item in fired { dispatch(item) }
+        guard !fired.isEmpty else { return }
+        // The tick's rows are read together, off the queue (one round trip per tenant instead
+        // of one per session); each job then decides on its row and writes over it only if it
+        // is unchanged (DueRow). Unreadable now: each job reads its own.
+        DispatchQueue.global().async { [self] in
+            let rows = read(fired)
+            guard !state.withLock({ $0.stopped }) else { return }   // stop() came meanwhile: nothing new starts
+            for item in fired { dispatch(item, read: rows[item.key]) }
+        }
     }
 
-    private func dispatch(_ item: Item) {
+    /// The rows of `items`, one query per tenant, a thousand at most each.
+    private func read(_ items: [Item]) -> [SessionKey: DueRow] {
+        var rows: [SessionKey: DueRow] = [:]
+        for (tenant, keys) in Dictionary(grouping: items.map(\.key), by: \.tenant) {
+            var rest = keys[...]
+            while !rest.isEmpty {
+                let chunk = rest.prefix(1_000)
+                rest = rest.dropFirst(chunk.count)
+                let at = clock.now()   // the rows are at least this fresh
+                guard let found = try? store.sessions(tenant: tenant, ids: chunk.map(\.id)) else { continue }
+                for s in found { rows[SessionKey(tenant: tenant, id: s.id)] = DueRow(s, readAt: at) }
+            }
+        }
+        return rows
+    }
+
+    private func dispatch(_ item: Item, read: DueRow?) {
         let cap = registry.peekClient(tenant: item.key.tenant, id: item.client, now: clock.now())??.maxConcurrentRefreshes ?? 8
         pool.submit(RefreshPool.Job(client: item.key.tenant + "/" + item.client, cap: cap) { [self] in
             // While the job waited for a slot, another replica may have refreshed the session and
             // announced its new schedule: then there is nothing to try.
             let waited: Date?? = state.withLock { $0.announced[item.key] }
-            let outcome = waited.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key, client: item.client)
+            let outcome = waited.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key, client: item.client, read: read)
             let now = clock.now()
             update { s in
                 s.running.remove(item.key)

@@ -11,13 +11,13 @@ extension TokenService {
     /// over the row it was decided on by a version-checked statement, the IdP call outside any
     /// transaction (spec §5). The attempt is committed before the call, so that
     /// whatever dies in between, nobody presents the refresh token again.
-    func fly(_ key: SessionKey, client clientID: String, _ trigger: RefreshTrigger, actor: String) -> FlightEnd {
-        let end = run(key, clientID, trigger)
+    func fly(_ key: SessionKey, client clientID: String, _ trigger: RefreshTrigger, actor: String, read: DueRow? = nil) -> FlightEnd {
+        let end = run(key, clientID, trigger, read: read)
         afterFlight(key, end.result, actor: actor)
         return end
     }
 
-    private func run(_ key: SessionKey, _ clientID: String, _ trigger: RefreshTrigger) -> FlightEnd {
+    private func run(_ key: SessionKey, _ clientID: String, _ trigger: RefreshTrigger, read: DueRow?) -> FlightEnd {
         let deadline = clock.now().addingTimeInterval(trigger == .due ? 0 : lockTimeout)
         // An answer of ours still waiting for the database goes first: it is the truth.
         if let a = pending.take(key) {
@@ -41,7 +41,7 @@ extension TokenService {
             let attemptID = "att_" + Identifiers.token(bytes: 12, using: &rng)
             let start: RefreshStart, row: Session
             do {
-                (start, row) = try (trigger == .due && starts == 1 ? startUnlocked(key, ctx, attemptID: attemptID) : nil)
+                (start, row) = try (trigger == .due && starts == 1 ? startUnlocked(key, ctx, attemptID: attemptID, read: read?.fresh(now)) : nil)
                     ?? store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: trigger == .due ? 0 : lockTimeout) { row in
                         let st = RefreshMachine.start(row, trigger, ctx, attemptID: attemptID)
                         switch st {
@@ -103,8 +103,9 @@ extension TokenService {
     /// lock's transaction when a refresh is sent, and one statement when there is nothing to do
     /// (another replica refreshed it first: in a storm over three replicas, a third of the
     /// starts). Stops and resolutions (a state change, evidence to weigh) are left to the lock: nil.
-    private func startUnlocked(_ key: SessionKey, _ ctx: RefreshContext, attemptID: String) throws -> (RefreshStart, Session)? {
-        guard let row = try store.session(tenant: key.tenant, id: key.id) else { throw BrokerError.notFound("session") }
+    /// `read` is the row as read with the tick's other sessions (DueRow), which spares the read.
+    private func startUnlocked(_ key: SessionKey, _ ctx: RefreshContext, attemptID: String, read: Session?) throws -> (RefreshStart, Session)? {
+        guard let row = try read ?? store.session(tenant: key.tenant, id: key.id) else { throw BrokerError.notFound("session") }
         let start = RefreshMachine.start(row, .due, ctx, attemptID: attemptID)
         switch start {
         case .serve, .wait, .stop(nil, _): return (start, row)

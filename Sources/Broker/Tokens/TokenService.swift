@@ -142,11 +142,12 @@ public final class TokenService: Sendable {
 
     /// Runs a due session's refresh on the calling (engine worker) thread, sharing the flight
     /// with any on-demand request for it, and says when the session is next due (nil: never).
-    public func refreshDue(_ key: SessionKey, client: String) -> DueOutcome {
+    /// `read`: the row as read with its tick's others, if it was.
+    public func refreshDue(_ key: SessionKey, client: String, read: DueRow? = nil) -> DueOutcome {
         let done = DispatchSemaphore(value: 0)
         let joined = ResultBox()
         if flights.join(key, { joined.set($0); done.signal() }) {
-            let (result, retryAt) = fly(key, client: client, .due, actor: "engine")
+            let (result, retryAt) = fly(key, client: client, .due, actor: "engine", read: read)
             flights.finish(key, result)
             done.wait()
             switch result {
