@@ -64,37 +64,38 @@ struct DueRefreshTests {
         #expect(try h.store.session(tenant: "t1", id: s.id)?.version == s.version + 1)
     }
 
-    @Test("a due refresh given its tick's row reads nothing more: the write over it, the IdP, the answer")
-    func tickRowSparesTheRead() throws {
+    /// A harness whose service reads through a store that counts single-row reads.
+    static func counting() throws -> (TokenServiceHarness, InterferingStore) {
         let counted = Mutex<InterferingStore?>(nil)
         let h = try TokenServiceHarness(wrap: { inner in
             let store = InterferingStore(inner) { _ in }
             counted.withLock { $0 = store }
             return store
         })
+        return (h, counted.withLock { $0! })
+    }
+
+    @Test("a due refresh given its tick's row reads nothing more: the write over it, the IdP, the answer")
+    func tickRowSparesTheRead() throws {
+        let (h, counted) = try Self.counting()
         let s = try h.addSession(ttl: 10)
         h.clock.advance(by: 3_300)
         let row = try #require(try h.store.session(tenant: "t1", id: s.id))
         let outcome = h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app", read: DueRow(row, readAt: h.clock.now() - 1))
         #expect(outcome == .next(try h.store.session(tenant: "t1", id: s.id)?.nextRefreshAt))
         #expect(h.endpoint.spentTokens == ["rt-0"])
-        #expect(counted.withLock { $0?.reads.load(ordering: .relaxed) } == 0)
+        #expect(counted.reads.load(ordering: .relaxed) == 0)
     }
 
     @Test("a tick's row older than DueRow.maxAge is read again")
     func oldTickRowIsReadAgain() throws {
-        let counted = Mutex<InterferingStore?>(nil)
-        let h = try TokenServiceHarness(wrap: { inner in
-            let store = InterferingStore(inner) { _ in }
-            counted.withLock { $0 = store }
-            return store
-        })
+        let (h, counted) = try Self.counting()
         let s = try h.addSession(ttl: 10)
         h.clock.advance(by: 3_300)
         let row = try #require(try h.store.session(tenant: "t1", id: s.id))
         _ = h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app",
                                  read: DueRow(row, readAt: h.clock.now() - DueRow.maxAge - 0.5))
-        #expect(counted.withLock { $0?.reads.load(ordering: .relaxed) } == 1)
+        #expect(counted.reads.load(ordering: .relaxed) == 1)
         #expect(h.endpoint.spentTokens == ["rt-0"])
     }
 
@@ -119,7 +120,7 @@ struct DueRefreshTests {
 
 /// A store that runs `interfere` with the row a caller is about to write over, once, before
 /// the write (what another replica does in between), and counts single-row reads.
-private final class InterferingStore: SessionStore, @unchecked Sendable {
+final class InterferingStore: SessionStore, @unchecked Sendable {
     let inner: InMemorySessionStore
     let interfere: (Session) -> Void
     let done = Atomic<Bool>(false)
