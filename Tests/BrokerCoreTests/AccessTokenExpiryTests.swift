@@ -19,7 +19,7 @@ struct AccessTokenExpiryTests {
 
     @Test("what is not a JWT with a numeric exp leaves the computed expiry as it is")
     func notAJWT() {
-        for token in ["opaque-access-token", "a.b", jwt(#"{"exp":1}"#) + ".x", jwt(#"{"exp":"1"}"#), jwt(#"["exp",1]"#),
+        for token in ["opaque-access-token", "a.b", jwt(#"{"exp":1}"#) + ".x", jwt(#"{"exp":"1"}"#), jwt(#"{"exp":true}"#), jwt(#"{"exp":null}"#), jwt(#"["exp",1]"#),
                       jwt("not json"), "e30.!!!.c2ln", jwt(#"{"sub":"a"}"#), jwt(#"{"exp":1,"pad":""# + String(repeating: "a", count: 20_000) + #""}"#)] {
             #expect(AccessTokenExpiry.clamp(computed, token: token) == computed, "\(token.prefix(60))")
         }

@@ -38,19 +38,18 @@ public struct CompactJWS {
                           signingInput: Array(bytes[..<dots[1]]), signature: sig)
     }
 
-    /// The payload's claims alone, with nothing else decoded or checked (header, signature):
-    /// for a hint that can only make something safer, such as an access token's `exp`
-    /// shortening its expiry (AccessTokenExpiry), never for a decision about trust. Nil when
-    /// the token is not three dot-separated parts around a base64url JSON object.
-    public static func unverifiedClaims(_ token: String, maxBytes: Int = 16 * 1024) -> [String: Any]? {
+    /// The payload's bytes alone, with nothing else decoded or checked (header, signature): for
+    /// a hint that can only make something safer, such as an access token's `exp` shortening
+    /// its expiry (AccessTokenExpiry), never for a decision about trust. Nil when the token is
+    /// not three dot-separated parts, larger than `maxBytes`, or its payload not base64url.
+    public static func unverifiedPayload(_ token: String, maxBytes: Int = 16 * 1024) -> [UInt8]? {
         let utf8 = token.utf8
         guard utf8.count <= maxBytes, let first = utf8.firstIndex(of: UInt8(ascii: ".")) else { return nil }
         let rest = utf8[utf8.index(after: first)...]
         guard let second = rest.firstIndex(of: UInt8(ascii: ".")),
               !utf8[utf8.index(after: second)...].contains(UInt8(ascii: ".")) else { return nil }
         let payload = Array(utf8[utf8.index(after: first)..<second])
-        guard let bytes = payload.withUnsafeBytes({ Base64URL.decode($0) }) else { return nil }
-        return try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        return payload.withUnsafeBytes { Base64URL.decode($0) }
     }
 
     /// Serializes and signs: `sign` gets the signing input and returns the JWS signature bytes.
