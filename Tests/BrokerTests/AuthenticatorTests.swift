@@ -2,6 +2,7 @@
 import BrokerCore
 import BrokerTesting
 import Foundation
+import Synchronization
 import Testing
 
 @Suite("API keys (spec §6)")
@@ -109,6 +110,33 @@ struct AuthenticatorTests {
         _ = try auth.authenticate("Bearer " + keys[1].key, now: now.addingTimeInterval(200))
         store.onKeyRead(nil)
         #expect(auth.drainUsed() == [keys[1].id])
+    }
+
+    /// Counts the hashes it computes (the cost the verified bytes spare a cached key).
+    final class CountingHasher: SecretHasher, @unchecked Sendable {
+        let plain = PlainSecretHasher()
+        let hashes = Mutex(0)
+        func hash(_ secret: String) -> [UInt8] { hashes.withLock { $0 += 1 }; return plain.hash(secret) }
+        func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool { plain.equal(a, b) }
+    }
+
+    @Test("a key read from the store is checked against the bytes that matched: no hash per request; another secret for the same id is hashed and refused")
+    func verifiedBytesSpareTheHash() throws {
+        let counting = CountingHasher()
+        var rng = SystemRandomNumberGenerator()
+        let id = Authenticator.newID(using: &rng)
+        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        try store.createAPIKey(Principal(id: id, name: "k", roles: [.worker], tenants: ["t1"]), secretHash: hash, now: now)
+        let auth = Authenticator(store: store, hasher: counting, maxAge: 60)
+        #expect(try auth.authenticate("Bearer " + key, now: now).id == id)
+        let read = counting.hashes.withLock { $0 }
+        for _ in 0..<10 { #expect(try auth.cached("Bearer " + key, now: now)?.get().id == id) }
+        #expect(counting.hashes.withLock { $0 } == read, "a cached key's own secret is compared, not hashed")
+        let wrong = String(key.dropLast()) + (key.last == "A" ? "B" : "A")
+        #expect(auth.cached("Bearer " + wrong, now: now) == .failure(.unauthorized("missing, malformed, unknown or revoked API key")))
+        #expect(counting.hashes.withLock { $0 } == read + 1, "another secret is hashed as before")
+        #expect(try auth.cached("Bearer " + key, now: now)?.get().id == id)
+        #expect(!Authenticator.same(String(key.dropLast()), Array(key.utf8)), "a shorter secret is not the same")
     }
 
     @Test("a rotated key: the new secret works at once, the old one until the overlap ends, then only the new")
