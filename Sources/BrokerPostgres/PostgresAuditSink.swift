@@ -25,7 +25,8 @@ public final class PostgresAuditSink: AuditSink {
     }
 
     let pool: PGPool
-    private let buffer = PerThread { [Key: Tally]() }
+    /// Each thread's tallies; the event tallied last is found again without a hash.
+    private let buffer = PerThread { RecentDictionary<Key, Tally>() }
     /// Distinct events held, over every stripe (the bound is the buffer's, not a stripe's).
     private let held = Atomic<Int>(0)
     private let capacity: Int
@@ -48,26 +49,28 @@ public final class PostgresAuditSink: AuditSink {
     }
 
     /// Tallies `e` into its thread's buffer; false when the buffer is full and the event is dropped.
-    private static func add(_ e: AuditEvent, to b: inout [Key: Tally], held: borrowing Atomic<Int>, capacity: Int) -> Bool {
+    private static func add(_ e: AuditEvent, to b: inout RecentDictionary<Key, Tally>, held: borrowing Atomic<Int>, capacity: Int) -> Bool {
         let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome)
-        if let i = b.index(forKey: key) {   // one hash of the five strings, not two
-            b.values[i].count += 1
-            b.values[i].first = min(b.values[i].first, e.at)
-            b.values[i].last = max(b.values[i].last, e.at)
+        if let i = b.index(forKey: key) {   // one hash at most, not two
+            var t = b[at: i]
+            t.count += 1
+            t.first = min(t.first, e.at)
+            t.last = max(t.last, e.at)
+            b[at: i] = t
             return true
         }
         guard held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity else {
             held.wrappingSubtract(1, ordering: .relaxed)
             return false
         }
-        b[key] = Tally(first: e.at, last: e.at, count: 1)
+        b.set(key, Tally(first: e.at, last: e.at, count: 1))
         return true
     }
 
     public func flush() {
         var taken: [Key: Tally] = [:]
         buffer.forEach { b in
-            for (k, t) in b {
+            for (k, t) in b.storage {
                 guard let prior = taken[k] else { taken[k] = t; continue }
                 taken[k] = Tally(first: min(prior.first, t.first), last: max(prior.last, t.last), count: prior.count + t.count)
             }
@@ -93,13 +96,13 @@ public final class PostgresAuditSink: AuditSink {
                 // Put the events back for the next flush rather than lose them.
                 buffer.withLock { b in
                     for (k, t) in chunk {
-                        if var prior = b[k] {
+                        if var prior = b.value(forKey: k) {
                             prior.count += t.count
                             prior.first = min(prior.first, t.first)
                             prior.last = max(prior.last, t.last)
-                            b[k] = prior
+                            b.set(k, prior)
                         } else if held.wrappingAdd(1, ordering: .relaxed).newValue <= capacity {
-                            b[k] = t
+                            b.set(k, t)
                         } else {
                             held.wrappingSubtract(1, ordering: .relaxed)
                             dropped.add(t.count, ordering: .relaxed)

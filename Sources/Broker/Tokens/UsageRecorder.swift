@@ -6,7 +6,8 @@ import Synchronization
 /// write a second instead of one write per token hand-out. Marks are kept per thread
 /// (PerThread), so hand-outs on different HTTP threads never wait for each other.
 public final class UsageRecorder: Sendable {
-    private let pending = PerThread { [SessionKey: Date]() }
+    /// Each thread's marks; the session marked last is found again without a hash.
+    private let pending = PerThread { RecentDictionary<SessionKey, Date>() }
 
     public init() {}
 
@@ -22,11 +23,11 @@ public final class UsageRecorder: Sendable {
     }
 
     /// One hash per mark: a mark already held is moved on in place.
-    private static func mark(_ key: SessionKey, _ at: Date, in p: inout [SessionKey: Date]) {
+    private static func mark(_ key: SessionKey, _ at: Date, in p: inout RecentDictionary<SessionKey, Date>) {
         if let i = p.index(forKey: key) {
-            if p.values[i] < at { p.values[i] = at }
+            if p[at: i] < at { p[at: i] = at }
         } else {
-            p[key] = at
+            p.set(key, at)
         }
     }
 
@@ -34,7 +35,7 @@ public final class UsageRecorder: Sendable {
     public func drain() -> [SessionUse] {
         var latest: [SessionKey: Date] = [:]
         pending.forEach { p in
-            for (k, at) in p where latest[k].map({ $0 < at }) ?? true { latest[k] = at }
+            for (k, at) in p.storage where latest[k].map({ $0 < at }) ?? true { latest[k] = at }
             p.removeAll(keepingCapacity: true)
         }
         return latest.map { SessionUse(tenant: $0.key.tenant, id: $0.key.id, at: $0.value) }
