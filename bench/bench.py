@@ -68,16 +68,44 @@ def wait_ready(url):
     raise SystemExit(f"{url} did not come up")
 
 
-def wrk(url, script=None):
+def cpu_ticks(pids):
+    """User + system CPU of these processes so far, in clock ticks (/proc/<pid>/stat)."""
+    total = 0
+    for pid in pids:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def children(pid):
+    """The processes whose parent is `pid` (nginx's workers)."""
+    out = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(stat.parent.name))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def wrk(url, script=None, pids=None):
+    """Requests per second and p99 ms; with `pids`, also the server's CPU µs per request
+    (its processes' user + system time over the run, divided by the requests answered)."""
     args = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{DURATION}", "--latency"] + (["-s", script] if script else []) + [url]
+    before = cpu_ticks(pids) if pids else 0
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    used = cpu_ticks(pids) - before if pids else 0
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     m = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
     p99 = float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)]
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if non2xx:
         raise SystemExit(f"wrk saw {non2xx.group(1)} error responses from {url}")
-    return rps, p99
+    if not pids:
+        return rps, p99
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    return rps, p99, used / os.sysconf("SC_CLK_TCK") * 1e6 / max(requests, 1)
 
 
 def wrk_one(url, script, seconds=5):
@@ -130,7 +158,7 @@ def main():
     print(f"\n{'measure':34} {'value':>12}")
     for k in ["token_fetch_rps", "nginx_static_rps", "token_fetch_vs_nginx", "token_fetch_p99_ms", "nginx_static_p99_ms",
               "mhd_constant_vs_nginx", "mhd_constant_p99_ms", "http_layer_constant_vs_nginx", "token_fetch_vs_http_layer_constant",
-              "batch1000_ms", "batch1000_p90_ms", "batch1000_python_client_ms", "batch1000_unknown_ms", "dpop_proofs_per_s_http", "dpop_handout_vs_token_fetch",
+              "token_fetch_cpu_us_per_request", "nginx_cpu_us_per_request", "token_fetch_cpu_vs_nginx", "batch1000_ms", "batch1000_p90_ms", "batch1000_python_client_ms", "batch1000_unknown_ms", "dpop_proofs_per_s_http", "dpop_handout_vs_token_fetch",
               "dpop_proofs_per_s_in_process", "dpop_proofs_vs_openssl_speed_sign", "exchange_cached_rps", "exchange_cached_vs_token_fetch",
               "id_token_verify_per_s_es256", "id_token_verify_per_s_rs256",
               "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
@@ -150,8 +178,8 @@ def token_bench(env, op, idp, work):
     uses it); returns the figures, the broker's URL and its redirect URI."""
     broker_port = free_port()
     broker = f"http://127.0.0.1:{broker_port}"
-    start([BIN / "tokenbroker", "serve"], {**env, "TOKENBROKER_ACCESS_LOG": "false", "TOKENBROKER_LISTEN": f"127.0.0.1:{broker_port}"},
-          open(work / "broker.log", "w"))
+    served = start([BIN / "tokenbroker", "serve"], {**env, "TOKENBROKER_ACCESS_LOG": "false", "TOKENBROKER_LISTEN": f"127.0.0.1:{broker_port}"},
+                   open(work / "broker.log", "w"))
     wait_ready(broker + "/healthz")
 
     redirect = broker + "/v1/callback"
@@ -220,21 +248,23 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         wait_ready(f"http://127.0.0.1:{ngx_port}/token.json")
         for _, url in ceilings.values():
             wait_ready(url)
+        workers = children(int((work / "nginx.pid").read_text()))
         wrk(token_url, str(script))  # warm-up
         # Interleaved rounds, medians reported: the two cores are shared with wrk, and single
         # runs of either server vary by ±15% on this machine.
         rounds = []
         for _ in range(ROUNDS):
-            t = wrk(token_url, str(script))
-            n = wrk(f"http://127.0.0.1:{ngx_port}/token.json")
+            t = wrk(token_url, str(script), [served.pid])
+            n = wrk(f"http://127.0.0.1:{ngx_port}/token.json", None, workers)
             d = wrk(dpop_url, str(dpop_script))
             x = wrk(token_url, str(exchange_script))
-            m = wrk(ceilings["mhd-constant"][1], str(script))
-            h = wrk(ceilings["http-ceiling"][1], str(script))
+            m = wrk(ceilings["mhd-constant"][1], str(script), [ceilings["mhd-constant"][0].pid])
+            h = wrk(ceilings["http-ceiling"][1], str(script), [ceilings["http-ceiling"][0].pid])
             rounds.append((t, n, d, x, m, h))
             print(f"round: token {t[0]:.0f} req/s p99 {t[1]:.2f} ms | nginx {n[0]:.0f} req/s p99 {n[1]:.2f} ms | ratio {t[0] / n[0]:.3f}"
                   f" | token + DPoP proof {d[0]:.0f} req/s p99 {d[1]:.2f} ms | exchanged, cached {x[0]:.0f} req/s p99 {x[1]:.2f} ms"
-                  f" | libmicrohttpd constant {m[0]:.0f} req/s p99 {m[1]:.2f} ms | HTTP layer constant {h[0]:.0f} req/s p99 {h[1]:.2f} ms")
+                  f" | libmicrohttpd constant {m[0]:.0f} req/s p99 {m[1]:.2f} ms | HTTP layer constant {h[0]:.0f} req/s p99 {h[1]:.2f} ms"
+                  f" | CPU µs a request: token {t[2]:.1f}, nginx {n[2]:.1f}, libmicrohttpd constant {m[2]:.1f}, HTTP layer constant {h[2]:.1f}")
         token_rps = statistics.median(r[0][0] for r in rounds)
         token_p99 = statistics.median(r[0][1] for r in rounds)
         nginx_rps = statistics.median(r[1][0] for r in rounds)
@@ -253,6 +283,10 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         mhd_ratios = [r[4][0] / r[1][0] for r in rounds]
         layer_ratios = [r[5][0] / r[1][0] for r in rounds]
         token_vs_layer = [r[0][0] / r[5][0] for r in rounds]
+        # CPU per request: what each server spends answering, whatever share of the two cores
+        # the co-located wrk leaves it (throughput ratios depend on that share).
+        cpu = {name: statistics.median(r[i][2] for r in rounds) for name, i in (("token", 0), ("nginx", 1), ("mhd", 4), ("layer", 5))}
+        cpu_ratios = [r[1][2] / r[0][2] for r in rounds]
     finally:
         subprocess.run(["nginx", "-c", str(work / "nginx.conf"), "-p", str(work), "-s", "stop"], capture_output=True)
         for p, _ in ceilings.values():
@@ -307,6 +341,10 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         "http_layer_constant_rps": round(layer_rps), "http_layer_constant_p99_ms": round(layer_p99, 2),
         "http_layer_constant_vs_nginx": round(statistics.median(layer_ratios), 3),
         "token_fetch_vs_http_layer_constant": round(statistics.median(token_vs_layer), 3),
+        "token_fetch_cpu_us_per_request": round(cpu["token"], 1), "nginx_cpu_us_per_request": round(cpu["nginx"], 1),
+        "mhd_constant_cpu_us_per_request": round(cpu["mhd"], 1), "http_layer_constant_cpu_us_per_request": round(cpu["layer"], 1),
+        "token_fetch_cpu_vs_nginx": round(statistics.median(cpu_ratios), 3),
+        "token_fetch_cpu_vs_nginx_rounds": [round(r, 3) for r in cpu_ratios],
     }, broker, redirect
 
 
