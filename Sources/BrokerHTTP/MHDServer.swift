@@ -58,6 +58,8 @@ public final class MHDServer: Sendable {
         MHD_stop_daemon(d)
         forget(d)
     }
+    /// Requests suspended now, waiting for their `.later` answer.
+    public var suspendedRequests: Int { suspended.load(ordering: .acquiring) }
     /// Connections closed because their client was too slow (ConnectionDeadlines).
     public var slowClientsClosed: Int { deadlines.closed.load(ordering: .relaxed) }
     /// Connections accepted since the start (kept-alive ones count once).
