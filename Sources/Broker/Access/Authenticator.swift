@@ -159,7 +159,8 @@ public final class Authenticator: Sendable {
         }
         let hash = hasher.hash(secret)
         // The previous secret of a rotated key is accepted until its time (compared whatever
-        // the current one says, so timing tells nothing about which matched).
+        // the current one says). The verified bytes above answer sooner, but only for the
+        // secret that was presented and matched: timing tells a caller nothing they did not send.
         let previous = e.previous.map { hasher.equal(hash, $0.hash) && now < $0.until } ?? false
         guard hasher.equal(hash, e.hash) || previous else { throw Self.refused }
         if !e.used.load(ordering: .relaxed) { e.used.store(true, ordering: .relaxed) }
