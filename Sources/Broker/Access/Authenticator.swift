@@ -153,16 +153,14 @@ public final class Authenticator: Sendable {
     /// The key's principal if the secret matches and the key is neither revoked nor expired.
     private func check(_ e: Entry, secret: String, now: Date) throws(BrokerError) -> Principal {
         guard let principal = e.principal, principal.isValid(at: now), principal.certificateSHA256 == nil else { throw Self.refused }
-        if let v = e.verified, Self.same(secret, v) {
-            if !e.used.load(ordering: .relaxed) { e.used.store(true, ordering: .relaxed) }
-            return principal
+        if !(e.verified.map { Self.same(secret, $0) } ?? false) {
+            let hash = hasher.hash(secret)
+            // The previous secret of a rotated key is accepted until its time (compared whatever
+            // the current one says). The verified bytes above answer sooner, but only for the
+            // secret that was presented and matched: timing tells a caller nothing they did not send.
+            let previous = e.previous.map { hasher.equal(hash, $0.hash) && now < $0.until } ?? false
+            guard hasher.equal(hash, e.hash) || previous else { throw Self.refused }
         }
-        let hash = hasher.hash(secret)
-        // The previous secret of a rotated key is accepted until its time (compared whatever
-        // the current one says). The verified bytes above answer sooner, but only for the
-        // secret that was presented and matched: timing tells a caller nothing they did not send.
-        let previous = e.previous.map { hasher.equal(hash, $0.hash) && now < $0.until } ?? false
-        guard hasher.equal(hash, e.hash) || previous else { throw Self.refused }
         if !e.used.load(ordering: .relaxed) { e.used.store(true, ordering: .relaxed) }
         return principal
     }

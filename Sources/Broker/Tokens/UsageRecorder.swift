@@ -22,7 +22,8 @@ public final class UsageRecorder: Sendable {
         }
     }
 
-    /// One hash per mark: a mark already held is moved on in place.
+    /// One hash per mark at most (none for the session marked last): a mark already held is
+    /// moved on in place.
     private static func mark(_ key: SessionKey, _ at: Date, in p: inout RecentDictionary<SessionKey, Date>) {
         if let i = p.index(forKey: key) {
             if p[at: i] < at { p[at: i] = at }

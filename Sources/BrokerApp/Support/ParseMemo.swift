@@ -4,7 +4,8 @@ import BrokerCore
 /// same bytes sent again are not parsed again. Workers send the same few bodies over and over
 /// (`{"min_ttl":60}`): a parse allocates a document and reads the members one by one (with
 /// jansson it cost more than the rest of a cached hand-out's route), a hit is a hash of a few
-/// bytes, or none when they are the bytes found last (RecentDictionary). What comes back is exactly what parsing those bytes returned.
+/// bytes, or none when they are the bytes found last (RecentDictionary). What comes back is
+/// exactly what parsing those bytes returned.
 ///
 /// Bounded: each thread's stripe (PerThread) keeps at most `capacity` inputs, each at most
 /// `maxBytes` long, and starts over when full; bytes that failed to parse are never kept.
