@@ -6,6 +6,9 @@ public struct HTTPResponse: Sendable {
     /// What the request's log line says of this answer besides its status (an error's code):
     /// never sent, and never anything secret.
     public var logFields: [(String, String)] = []
+    /// Who made the request, for its log line (an API key's id, never a secret). Apart from
+    /// `logFields` so that naming the caller of every answer allocates nothing.
+    public var caller: String?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status

@@ -71,10 +71,16 @@ public struct Router: Sendable {
                 // cuts[k] is the slash before segment k; cuts[count] the end of the path.
                 cuts[0] = 0
                 var count = 0
-                for i in 1..<u.count where u[i] == UInt8(ascii: "/") {
+                // memchr jumps from slash to slash: a byte loop cost ten instructions a byte of
+                // the path, a twentieth of a cached hand-out (callgrind).
+                let base = u.baseAddress!
+                var at = 1
+                while at < u.count, let slash = memchr(base + at, Int32(UInt8(ascii: "/")), u.count - at) {
                     count += 1
                     guard count < most else { return .notFound }   // more segments than any route has
+                    let i = UnsafeRawPointer(slash) - UnsafeRawPointer(base)
                     cuts[count] = i
+                    at = i + 1
                 }
                 count += 1
                 cuts[count] = u.count

@@ -75,6 +75,7 @@ struct Dispatcher: Sendable {
         let span = req.trace
         let trace = [("trace_id", span.traceID), ("span_id", span.spanID)]
         logger.write(r.status >= 500 ? .warn : .info, "request", [("request_id", req.requestID), ("method", req.method), ("path", req.path)]
-                     + tenant + trace + [("status", String(r.status)), ("ms", String(format: "%.2f", ms))] + r.logFields)
+                     + tenant + trace + [("status", String(r.status)), ("ms", String(format: "%.2f", ms))] + r.logFields
+                     + (r.caller.map { [("key_id", $0)] } ?? []))
     }
 }

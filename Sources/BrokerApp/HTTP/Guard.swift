@@ -42,21 +42,21 @@ extension BrokerRuntime {
             if let refusal = p.authorize(role, tenant: tenant) { throw refusal }
             switch try body(p) {
             case .now(var r):
-                r.logFields.append(("key_id", p.id))
+                r.caller = p.id
                 return .now(r)
             case .later(let work):
                 let id = p.id
                 return .later { respond in
                     work { r in
                         var r = r
-                        r.logFields.append(("key_id", id))
+                        r.caller = id
                         respond(r)
                     }
                 }
             }
         } catch {
             var r = ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID)
-            r.logFields.append(("key_id", p.id))
+            r.caller = p.id
             return .now(r)
         }
     }
