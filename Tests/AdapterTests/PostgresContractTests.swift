@@ -214,7 +214,7 @@ struct PostgresContractTests {
         let pool = try TestDatabase.migrated()
         // The contract's keys are not keys: they must not outlive it in a database brokers use.
         try pool.withConnection { try $0.execute("DELETE FROM broker_keys") }
-        defer { try? pool.withConnection { try $0.execute("DELETE FROM broker_keys") } }
+        defer { _ = try? pool.withConnection { try $0.execute("DELETE FROM broker_keys") } }
         try BrokerKeyStoreContract.run(PostgresBrokerKeyStore(pool: pool, sealer: TestDatabase.sealer))
     }
 
