@@ -5,7 +5,7 @@ static file with the same wrk settings in the same run, times batches of 1,000, 
 bench/results.json. Figures are ratios against the reference measured alongside, since this
 machine (2 cores shared by load generator and server) moves absolute numbers around."""
 import base64, hashlib, json, os, pathlib, re, secrets, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
-import urllib.error, urllib.parse, urllib.request
+import http.client as http_client, urllib.error, urllib.parse, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -146,6 +146,7 @@ def main():
     results.update(wheel_bench())
     results.update(storm_rounds(env, op, idp))
     results.update(faults_bench(env, op, idp))
+    results.update(probe_bench(env, op, idp))
     results.update(policy_bench())
     results.update(scale_bench(env, op, idp))
     results.update(million_bench(env))
@@ -164,7 +165,8 @@ def main():
               "id_token_verify_per_s_ps256", "es256_vs_openssl_speed", "rs256_vs_openssl_speed", "callbacks_per_s",
               "login_flows_per_s", "wheel_ops_per_s", "wheel_bytes_per_timer", "refresh_storm_seconds",
               "refresh_storm_idp_calls", "refresh_storm_duplicates", "refresh_cpu_ms_per_refresh", "refresh_context_switches_per_refresh", "refresh_fault_reuse",
-              "refresh_fault_sessions_lost", "refresh_fault_seconds", "refresh_fault_cpu_ms_per_refresh", "ready_seconds_1m_sessions",
+              "refresh_fault_sessions_lost", "refresh_fault_seconds", "refresh_fault_cpu_ms_per_refresh", "handout_probe_idle_p99_ms",
+              "handout_probe_storm_p50_ms", "handout_probe_storm_p99_ms", "ready_seconds_1m_sessions",
               "ready_rss_mb_1m_sessions", "signout_sessions_per_s", "signout_vs_idp_direct", "idle_policy_idp_refreshes_per_hour",
               "always_policy_idp_refreshes_per_hour", "token_fetch_rps_stored"]:
         print(f"{k:34} {results[k]:>12}")
@@ -594,22 +596,25 @@ def pg_statements_reset():
         pass
 
 
-def storm_drain(env, idp, app, sessions, t0, during=None):
-    """Three replicas drain the storm (`during(t0)` runs alongside, e.g. a fault); returns the
+def storm_drain(env, idp, app, sessions, t0, during=None, drained_hook=None):
+    """Three replicas drain the storm (`during(t0, urls)` runs alongside, e.g. a fault;
+    `drained_hook()` when the last session is refreshed, before the replicas stop); returns the
     seconds until every session was refreshed at the IdP, the brokers' CPU ms, the IdP's stats
     and PostgreSQL's CPU ms over the same time."""
-    ps, _ = start_brokers(env, 3, {})
+    ps, urls = start_brokers(env, 3, {})
     before = {p.pid: cpu_ms(p.pid) for p in ps}
     switched = {p.pid: switches(p.pid) for p in ps}
     pg_before = pg_cpu()
     if during:
-        during(t0)
+        during(t0, urls)
     while time.time() - t0 < 240:
         stats = json.loads(http("GET", f"{idp}/stats?client_id={app}")[2])
         if stats["refreshes_ok"] >= sessions:
             break
         time.sleep(0.1)
     drained = time.time() - t0
+    if drained_hook:
+        drained_hook()
     time.sleep(1)   # let anything straggling show up in the counts
     cpu = sum(cpu_ms(p.pid) - before[p.pid] for p in ps)
     switched = sum(switches(p.pid) - switched[p.pid] for p in ps)
@@ -636,6 +641,80 @@ def storm_bench(env, op, idp, sessions=10_000, tag=""):
             "refresh_storm_refreshes_ok": stats["refreshes_ok"], "refresh_storm_duplicates": twice + stats["reuse_detected"],
             "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3), "refresh_pg_cpu_ms_per_refresh": round(stats["pg_cpu_ms"] / sessions, 3),
             "refresh_context_switches_per_refresh": round(stats["broker_switches"] / sessions, 2)}
+
+
+class Probe:
+    """One worker on one kept-alive connection asking a broker for the same cached token every
+    10 ms until stopped; the latency of every answer in ms (time.perf_counter around request and
+    read). Light on purpose (100 requests a second): it measures what a worker waits, not what the
+    broker can serve, and leaves the cores to what runs beside it."""
+
+    def __init__(self, url, key):
+        self.url, self.key, self.times, self.stop = urllib.parse.urlparse(url), key, [], threading.Event()
+
+    def run(self, until=None):
+        conn = http_client.HTTPConnection(self.url.hostname, self.url.port, timeout=30)
+        headers = {"Authorization": "Bearer " + self.key, "Content-Type": "application/json"}
+        conn.request("POST", self.url.path, body=b'{"min_ttl":60}', headers=headers)   # untimed: loads the key and the session
+        conn.getresponse().read()
+        nxt = time.perf_counter()
+        while not self.stop.is_set() and (until is None or time.time() < until):
+            start = time.perf_counter()
+            conn.request("POST", self.url.path, body=b'{"min_ttl":60}', headers=headers)
+            r = conn.getresponse()
+            r.read()
+            assert r.status == 200, r.status
+            self.times.append((time.perf_counter() - start) * 1e3)
+            nxt += 0.01
+            time.sleep(max(0.0, nxt - time.perf_counter()))
+        conn.close()
+
+    def percentiles(self):
+        t = sorted(self.times)
+        return round(t[len(t) // 2], 2), round(t[min(len(t) - 1, int(len(t) * 0.99))], 2), len(t)
+
+
+def probe_bench(env, op, idp):
+    """Hand-out latency while three replicas drain the 10,000-session storm: a worker asks one
+    replica for a cached token of another tenant 100 times a second from the storm's start to
+    its end (a round of its own: the probe's load stays out of the storm's headline figures);
+    the reference is the same probe for 8 s against one broker with nothing else to do."""
+    ps, urls = start_brokers(env, 1, {})
+    b = urls[0]
+    http("POST", idp + "/admin/clients", body={"client_id": "probe-app", "client_secret": "probe-secret",
+                                                "redirect_uris": [b + "/v1/callback"], "access_ttl": 3600})
+    http("PUT", f"{b}/v1/tenants/probe", op, {"name": "Probe"})
+    http("PUT", f"{b}/v1/tenants/probe/clients/app", op, {"issuer": idp, "client_id": "probe-app", "auth_method": "client_secret_basic",
+         "client_secret": "probe-secret", "redirect_uri": b + "/v1/callback", "scopes": ["openid", "offline_access"]})
+    key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "probe", "roles": ["worker", "admin"], "tenants": ["probe"]})[2])["key"]
+    refresh = json.loads(http("POST", idp + "/admin/grants", body={"client_id": "probe-app", "subjects": ["p"]})[2])["refresh_tokens"]["p"]
+    exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+    st, _, body = http("POST", f"{b}/v1/tenants/probe/sessions:import", key, {"client": "app", "subject": "p", "refresh_token": refresh,
+                       "access_token": "probe-" + secrets.token_urlsafe(24), "expires_at": exp})
+    assert st == 201, body
+    path = f"/v1/tenants/probe/sessions/{json.loads(body)['session_id']}/token"
+    idle = Probe(b + path, key)
+    idle.run(until=time.time() + 8)
+    for p in ps:
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+    tenant, app, t0 = storm_setup(env, op, idp, 10_000, "-probe")
+    busy = Probe("", key)
+
+    def during(start, urls):
+        busy.url = urllib.parse.urlparse(urls[0] + path)
+        time.sleep(max(0.0, start - time.time()))
+        threading.Thread(target=busy.run, daemon=True).start()
+
+    drained, cpu, stats = storm_drain(env, idp, app, 10_000, t0, during=during, drained_hook=busy.stop.set)
+    psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
+    i50, i99, n_idle = idle.percentiles()
+    b50, b99, n_busy = busy.percentiles()
+    print(f"probe: idle p50 {i50} ms p99 {i99} ms ({n_idle}); during the storm p50 {b50} ms p99 {b99} ms ({n_busy}); "
+          f"storm drained in {drained:.2f} s")
+    return {"handout_probe_idle_p50_ms": i50, "handout_probe_idle_p99_ms": i99,
+            "handout_probe_storm_p50_ms": b50, "handout_probe_storm_p99_ms": b99,
+            "handout_probe_storm_drain_seconds": round(drained, 2)}
 
 
 def fill_sessions(total):
@@ -741,7 +820,7 @@ def faults_bench(env, op, idp, sessions=int(os.environ.get("BENCH_FAULT_SESSIONS
     def stall(start):
         time.sleep(max(0, start + 4 - time.time()))
         http("POST", idp + "/admin/stall", body={"seconds": 20})
-    drained, cpu, stats = storm_drain(env, idp, app, sessions, t0, during=lambda start: threading.Thread(target=stall, args=(start,)).start())
+    drained, cpu, stats = storm_drain(env, idp, app, sessions, t0, during=lambda start, _: threading.Thread(target=stall, args=(start,)).start())
     lost = int(psql(f"SELECT count(*) FROM sessions WHERE tenant_id = '{tenant}' AND state <> 'active'"))
     pending = int(psql(f"SELECT count(*) FROM sessions WHERE tenant_id = '{tenant}' AND attempt_id IS NOT NULL"))
     psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
@@ -821,13 +900,18 @@ def dpop_only():
     OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
 
 
+def probe_only():
+    """`bench.py probe`: hand-out latency during a refresh storm alone, printed, not written."""
+    print(json.dumps(probe_bench(*standalone()), indent=2))
+
+
 def storm_only():
     """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
     print(json.dumps(storm_rounds(*standalone(), rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
 try:
-    {"storm": storm_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"storm": storm_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)
