@@ -2,25 +2,67 @@ import BrokerCore
 import BrokerHTTP
 
 extension BrokerRuntime {
+    /// What the request's credentials allow, when that is known without a lookup.
+    enum Access {
+        /// The key (or client certificate) is held in memory and may act in the tenant.
+        case allowed(Principal)
+        /// Refused (unknown, wrong or revoked key; another tenant; a role it lacks): the answer.
+        case refused(HTTPResponse)
+        /// Not held in memory: `guarded` looks it up on a worker thread.
+        case lookup
+    }
+
+    /// The request's principal if its API key (or verified client certificate) is held in
+    /// memory and has `role` in `tenant`. A hot route answers `.allowed` through `answer` with
+    /// no closure kept; `guarded` does the rest.
+    func access(_ req: HTTPRequest, _ role: Role, tenant: String?) -> Access {
+        let header = req.header("authorization")
+        // A bearer key when one is sent; else the verified client certificate of an mTLS listener.
+        let now = clock.now()
+        let known: Result<Principal, BrokerError>?
+        if header == nil, let certificate = req.clientCertificateSHA256 {
+            known = auth.cached(certificate: certificate, now: now)
+        } else {
+            known = auth.cached(header, now: now)   // no header: refused here, never looked up
+        }
+        switch known {
+        case nil: return .lookup
+        case .failure(let e)?: return .refused(ErrorResponse.response(e, requestID: req.requestID))
+        case .success(let p)?:
+            guard let refusal = p.authorize(role, tenant: tenant) else { return .allowed(p) }
+            var r = ErrorResponse.response(refusal, requestID: req.requestID)
+            r.caller = p.id
+            return .refused(r)
+        }
+    }
+
     /// Authenticates the request's API key and checks its role in `tenant` before running
     /// `body`; any error thrown on the way becomes its JSON response. A key the authenticator
     /// does not hold in memory is looked up on a worker thread, never on the HTTP thread.
     func guarded(_ req: HTTPRequest, _ role: Role, tenant: String?, _ body: @escaping @Sendable (Principal) throws -> HTTPReply) -> HTTPReply {
-        let header = req.header("authorization")
-        // A bearer key when one is sent; else the verified client certificate of an mTLS listener.
-        let certificate = header == nil ? req.clientCertificateSHA256 : nil
-        let now = clock.now()
-        if let certificate {
-            if let known = auth.cached(certificate: certificate, now: now) { return Self.run(req, role, tenant, known, body) }
-        } else if let known = auth.cached(header, now: now) {
-            return Self.run(req, role, tenant, known, body)
+        switch access(req, role, tenant: tenant) {
+        case .allowed(let p): return Self.answer(req, p, body)
+        case .refused(let r): return .now(r)
+        case .lookup: break
         }
+        let header = req.header("authorization")
+        let certificate = header == nil ? req.clientCertificateSHA256 : nil
         return .later { [executor, auth, clock] respond in
             executor.submit {
-                let known = Result {
-                    try certificate.map { try auth.authenticate(certificate: $0, now: clock.now()) } ?? auth.authenticate(header, now: clock.now())
-                }.mapError { ($0 as? BrokerError) ?? .internalError }
-                switch Self.run(req, role, tenant, known, body) {
+                let reply: HTTPReply
+                do {
+                    let p = try certificate.map { try auth.authenticate(certificate: $0, now: clock.now()) } ?? auth.authenticate(header, now: clock.now())
+                    if let refusal = p.authorize(role, tenant: tenant) {
+                        var r = ErrorResponse.response(refusal, requestID: req.requestID)
+                        r.caller = p.id
+                        reply = .now(r)
+                    } else {
+                        reply = Self.answer(req, p, body)
+                    }
+                } catch {
+                    reply = .now(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
+                }
+                switch reply {
                 case .now(let r): respond(r)
                 case .later(let answer): answer(respond)
                 }
@@ -28,18 +70,10 @@ extension BrokerRuntime {
         }
     }
 
-    /// Checks the key's role in `tenant` and runs `body` for it; any error thrown on the way
-    /// becomes its JSON response. The request's log line names the key that made it (its id,
-    /// never the key).
-    private static func run(_ req: HTTPRequest, _ role: Role, _ tenant: String?, _ known: borrowing Result<Principal, BrokerError>,
-                            _ body: @Sendable (Principal) throws -> HTTPReply) -> HTTPReply {
-        let p: Principal
-        switch known {
-        case .success(let found): p = found
-        case .failure(let e): return .now(ErrorResponse.response(e, requestID: req.requestID))
-        }
+    /// Runs `body` for an allowed principal; any error thrown becomes its JSON response. The
+    /// request's log line names the key that made it (its id, never the key).
+    static func answer(_ req: HTTPRequest, _ p: Principal, _ body: (Principal) throws -> HTTPReply) -> HTTPReply {
         do {
-            if let refusal = p.authorize(role, tenant: tenant) { throw refusal }
             switch try body(p) {
             case .now(var r):
                 r.caller = p.id

@@ -79,40 +79,44 @@ struct TokenRoutes {
     private let bySubject = ParseMemo<Ask>()
 
     func register(_ r: inout Router) {
-        r.add("POST", "/v1/tenants/{t}/sessions/{id}/token") { req in
-            serve(req, { try bySession.value(req.body) { try Ask($0, bySubject: false) } }, .session(req[param: "id"]))
-        }
-        r.add("POST", "/v1/tenants/{t}/token") { req in
-            serve(req, { try bySubject.value(req.body) { try Ask($0, bySubject: true) } }, nil)
-        }
+        r.add("POST", "/v1/tenants/{t}/sessions/{id}/token") { req in serve(req, bySubject: false) }
+        r.add("POST", "/v1/tenants/{t}/token") { req in serve(req, bySubject: true) }
         r.add("POST", "/v1/tenants/{t}/tokens:batch", batch)
     }
 
-    /// Answers one token request for the path's `session`, or for the body's lookup by subject;
-    /// `ask` is evaluated after the key is checked (a body is parsed for callers who may ask,
-    /// never for strangers).
-    private func serve(_ req: HTTPRequest, _ ask: @escaping @Sendable () throws -> Ask, _ session: TokenTarget?) -> HTTPReply {
+    /// Answers one token request for the path's session, or for the body's lookup by subject. A
+    /// key held in memory is answered here with no closure kept (the cached hand-out is the hot
+    /// path); the body is parsed after the key is checked (for callers who may ask, never for
+    /// strangers).
+    private func serve(_ req: HTTPRequest, bySubject: Bool) -> HTTPReply {
         let tenant = req[param: "t"]
-        return runtime.guarded(req, .worker, tenant: tenant) { principal in
-            let a = try ask()
-            let request = a.request
-            guard let t = a.lookup ?? session else { throw BrokerError.internalError }
-            if let x = a.exchange {
-                let exchanges = runtime.exchanges
-                return .later { respond in
-                    CurrentTrace.with(req.trace) {
-                        exchanges.exchange(by: principal, tenant: tenant, target: t, request: request, x) { respond(Render.tokenResult($0, requestID: req.requestID)) }
-                    }
-                }
-            }
-            let tokens = runtime.tokens
-            if let r = tokens.cachedToken(by: principal, tenant: tenant, target: t, request: request) {
-                return .now(Render.tokenResult(r, requestID: req.requestID))
-            }
+        switch runtime.access(req, .worker, tenant: tenant) {
+        case .allowed(let p): return BrokerRuntime.answer(req, p) { try handOut(req, tenant: tenant, bySubject: bySubject, $0) }
+        case .refused(let r): return .now(r)
+        case .lookup: return runtime.guarded(req, .worker, tenant: tenant) { [self] p in try handOut(req, tenant: tenant, bySubject: bySubject, p) }
+        }
+    }
+
+    private func handOut(_ req: HTTPRequest, tenant: String, bySubject: Bool, _ principal: Principal) throws -> HTTPReply {
+        let a = bySubject ? try self.bySubject.value(req.body) { try Ask($0, bySubject: true) }
+                          : try bySession.value(req.body) { try Ask($0, bySubject: false) }
+        let request = a.request
+        guard let t = a.lookup ?? (bySubject ? nil : .session(req[param: "id"])) else { throw BrokerError.internalError }
+        if let x = a.exchange {
+            let exchanges = runtime.exchanges
             return .later { respond in
-                CurrentTrace.with(req.trace) {   // the executor's hop carries it to the IdP call
-                    tokens.token(by: principal, tenant: tenant, target: t, request: request) { respond(Render.tokenResult($0, requestID: req.requestID)) }
+                CurrentTrace.with(req.trace) {
+                    exchanges.exchange(by: principal, tenant: tenant, target: t, request: request, x) { respond(Render.tokenResult($0, requestID: req.requestID)) }
                 }
+            }
+        }
+        let tokens = runtime.tokens
+        if let r = tokens.cachedToken(by: principal, tenant: tenant, target: t, request: request) {
+            return .now(Render.tokenResult(r, requestID: req.requestID))
+        }
+        return .later { respond in
+            CurrentTrace.with(req.trace) {   // the executor's hop carries it to the IdP call
+                tokens.token(by: principal, tenant: tenant, target: t, request: request) { respond(Render.tokenResult($0, requestID: req.requestID)) }
             }
         }
     }
