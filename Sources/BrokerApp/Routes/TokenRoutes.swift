@@ -79,8 +79,8 @@ struct TokenRoutes {
     private let bySubject = ParseMemo<Ask>()
 
     func register(_ r: inout Router) {
-        r.add("POST", "/v1/tenants/{t}/sessions/{id}/token") { req in serve(req, bySubject: false) }
-        r.add("POST", "/v1/tenants/{t}/token") { req in serve(req, bySubject: true) }
+        r.add("POST", "/v1/tenants/{t}/sessions/{id}/token") { req in serve(req, subjectInBody: false) }
+        r.add("POST", "/v1/tenants/{t}/token") { req in serve(req, subjectInBody: true) }
         r.add("POST", "/v1/tenants/{t}/tokens:batch", batch)
     }
 
@@ -88,20 +88,22 @@ struct TokenRoutes {
     /// key held in memory is answered here with no closure kept (the cached hand-out is the hot
     /// path); the body is parsed after the key is checked (for callers who may ask, never for
     /// strangers).
-    private func serve(_ req: HTTPRequest, bySubject: Bool) -> HTTPReply {
+    private func serve(_ req: HTTPRequest, subjectInBody: Bool) -> HTTPReply {
         let tenant = req[param: "t"]
         switch runtime.access(req, .worker, tenant: tenant) {
-        case .allowed(let p): return BrokerRuntime.answer(req, p) { try handOut(req, tenant: tenant, bySubject: bySubject, $0) }
+        case .allowed(let p): return BrokerRuntime.answer(req, p) { try handOut(req, tenant: tenant, subjectInBody: subjectInBody, $0) }
         case .refused(let r): return .now(r)
-        case .lookup: return runtime.guarded(req, .worker, tenant: tenant) { [self] p in try handOut(req, tenant: tenant, bySubject: bySubject, p) }
+        case .lookup: return runtime.guarded(req, .worker, tenant: tenant) { [self] p in try handOut(req, tenant: tenant, subjectInBody: subjectInBody, p) }
         }
     }
 
-    private func handOut(_ req: HTTPRequest, tenant: String, bySubject: Bool, _ principal: Principal) throws -> HTTPReply {
-        let a = bySubject ? try self.bySubject.value(req.body) { try Ask($0, bySubject: true) }
-                          : try bySession.value(req.body) { try Ask($0, bySubject: false) }
+    /// One token request answered for `principal`, whose key may act in `tenant`: from the
+    /// cache when it holds a token that serves, else later (a refresh, or an exchange).
+    private func handOut(_ req: HTTPRequest, tenant: String, subjectInBody: Bool, _ principal: Principal) throws -> HTTPReply {
+        let a = subjectInBody ? try bySubject.value(req.body) { try Ask($0, bySubject: true) }
+                              : try bySession.value(req.body) { try Ask($0, bySubject: false) }
         let request = a.request
-        guard let t = a.lookup ?? (bySubject ? nil : .session(req[param: "id"])) else { throw BrokerError.internalError }
+        guard let t = a.lookup ?? (subjectInBody ? nil : .session(req[param: "id"])) else { throw BrokerError.internalError }
         if let x = a.exchange {
             let exchanges = runtime.exchanges
             return .later { respond in
