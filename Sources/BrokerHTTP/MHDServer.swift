@@ -185,6 +185,9 @@ public final class MHDServer: Sendable {
         // leaves the old one serving as it was.
         let new = try launch(material, listenFD: fd)
         daemon.withLock { $0 = DaemonBox(pointer: new) }
+        // Quiescing hands the socket over. It can lose the libmicrohttpd race described at
+        // `stop` to a busy worker of the old daemon and abort: a reload under load is the one
+        // place left where it may (README, "Listeners and TLS").
         _ = MHD_quiesce_daemon(old.pointer)
         Thread.detachNewThread { [self] in retire(old.pointer, grace: grace, waitForConnections: true) }
     }
@@ -192,13 +195,15 @@ public final class MHDServer: Sendable {
     /// The bound port (the chosen one when configured with 0).
     public var port: UInt16 { daemon.withLock { $0.map { tb_mhd_port($0.pointer) } ?? 0 } }
 
-    /// Stops accepting, waits up to `grace` for suspended requests to be answered (kept-alive
-    /// clients are told to go), then answers new requests at once and stops after the last one.
+    /// Waits up to `grace` for suspended requests to be answered (every answer meanwhile tells
+    /// its client to go), then answers new requests at once with 503 and stops after the last
+    /// suspended one. Connections are accepted until the daemon stops: it is not quiesced, since
+    /// libmicrohttpd 0.9.75's `MHD_quiesce_daemon` and its epoll workers both take the listening
+    /// socket out of the workers' epoll sets unguarded, and the loser aborts the process
+    /// (daemon.c:5531, :4976; `HTTPServerTests.stopUnderLoad`).
     public func stop(grace: TimeInterval = 10) {
         guard let d = daemon.withLock({ b -> DaemonBox? in defer { b = nil }; return b }) else { return }
-        let fd = MHD_quiesce_daemon(d.pointer)
         retire(d.pointer, grace: grace, waitForConnections: false)
-        if fd >= 0 { close(fd) }
         deadlines.stop()
     }
 

@@ -1,5 +1,6 @@
 import BrokerHTTP
 import Foundation
+import Synchronization
 import Testing
 
 /// RawClient speaks HTTP/1.1 over one TCP connection, so that tests see exactly what the
@@ -47,7 +48,9 @@ final class RawClient {
     }
 }
 
-@Suite("HTTP server on libmicrohttpd")
+// Serialized: the stop stress keeps both cores busy, and the drain test's timings assume they
+// are not.
+@Suite("HTTP server on libmicrohttpd", .serialized)
 struct HTTPServerTests {
     static func server(maxBody: Int = 64, maxHeader: Int = 32 * 1024) throws -> MHDServer {
         var r = Router()
@@ -72,6 +75,51 @@ struct HTTPServerTests {
         }
         try s.start()
         return s
+    }
+
+    @Test("stopped again and again while clients connect and send: the process never aborts")
+    func stopUnderLoad() async throws {
+        // libmicrohttpd 0.9.75's MHD_quiesce_daemon and its epoll workers both take the listening
+        // socket out of the workers' epoll sets, unguarded; the loser gets ENOENT and MHD aborts
+        // the process (daemon.c:5531 on the stopping thread, :4976 on a worker). Seen once in a
+        // full test run, a broker stopped by SIGTERM right after a request. A stop must not
+        // quiesce. The race is narrow: with the quiesce put back, this test's drafts aborted
+        // the test process in 3 of 14 runs (this form: 1 of 4); without it, in none of 6.
+        // It blocks (stops, waits for its clients): on a thread of its own, not on one of the
+        // few threads that run the other tests' tasks.
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, Error>) in
+            Thread.detachNewThread {
+                do {
+                    for _ in 0..<300 { try Self.stopWhileBusy() }
+                    done.resume()
+                } catch {
+                    done.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// One server, six clients sending to it (half reconnecting for every request, half keeping
+    /// their connection), stopped 10 ms in; the clients end once the stop has returned.
+    static func stopWhileBusy() throws {
+        let s = try server()
+        let port = s.port
+        let stopping = Atomic<Bool>(false)
+        let clients = DispatchGroup()
+        for k in 0..<6 {
+            DispatchQueue.global().async(group: clients) {
+                while !stopping.load(ordering: .relaxed) {
+                    guard let c = try? RawClient(port: port) else { continue }
+                    repeat {
+                        c.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
+                    } while c.response() != nil && k % 2 == 0 && !stopping.load(ordering: .relaxed)
+                }
+            }
+        }
+        usleep(10_000)
+        s.stop(grace: 0)
+        stopping.store(true, ordering: .relaxed)
+        clients.wait()
     }
 
     @Test("connections are kept alive across requests, including ones answered later")
