@@ -28,12 +28,17 @@ extension BrokerRuntime {
         switch known {
         case nil: return .lookup
         case .failure(let e)?: return .refused(ErrorResponse.response(e, requestID: req.requestID))
-        case .success(let p)?:
-            guard let refusal = p.authorize(role, tenant: tenant) else { return .allowed(p) }
-            var r = ErrorResponse.response(refusal, requestID: req.requestID)
-            r.caller = p.id
-            return .refused(r)
+        case .success(let p)?: return Self.refusal(req, p, role, tenant: tenant).map { .refused($0) } ?? .allowed(p)
         }
+    }
+
+    /// The answer to a known principal that lacks `role` in `tenant` (its log line names the
+    /// key), or nil when it may act there.
+    private static func refusal(_ req: HTTPRequest, _ p: Principal, _ role: Role, tenant: String?) -> HTTPResponse? {
+        guard let refusal = p.authorize(role, tenant: tenant) else { return nil }
+        var r = ErrorResponse.response(refusal, requestID: req.requestID)
+        r.caller = p.id
+        return r
     }
 
     /// Authenticates the request's API key and checks its role in `tenant` before running
@@ -52,13 +57,7 @@ extension BrokerRuntime {
                 let reply: HTTPReply
                 do {
                     let p = try certificate.map { try auth.authenticate(certificate: $0, now: clock.now()) } ?? auth.authenticate(header, now: clock.now())
-                    if let refusal = p.authorize(role, tenant: tenant) {
-                        var r = ErrorResponse.response(refusal, requestID: req.requestID)
-                        r.caller = p.id
-                        reply = .now(r)
-                    } else {
-                        reply = Self.answer(req, p, body)
-                    }
+                    reply = Self.refusal(req, p, role, tenant: tenant).map { .now($0) } ?? Self.answer(req, p, body)
                 } catch {
                     reply = .now(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
                 }
