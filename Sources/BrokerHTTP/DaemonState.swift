@@ -12,6 +12,9 @@ import Synchronization
 final class DaemonState: Sendable {
     unowned let server: MHDServer
     let suspended = Atomic<Int>(0)
+    /// Connections handed to the daemon that it has not started serving yet (MHD counts them
+    /// only once a worker takes them up).
+    let adopting = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
     let refusing = Atomic<Bool>(false)
 

@@ -94,9 +94,11 @@ let uriLogHandler: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar
 /// A connection opened or closed: its deadline watch is kept in MHD's socket context.
 let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketContext, toe in
     guard let cls, let connection, let socketContext else { return }
-    let server = Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue().server
+    let daemon = Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue()
+    let server = daemon.server
     if toe == tb_MHD_CONNECTION_NOTIFY_STARTED {
-        let w = server.deadlines.opened(fd: tb_mhd_connection_fd(connection), daemon: Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue())
+        daemon.adopting.subtract(1, ordering: .releasing)
+        let w = server.deadlines.opened(fd: tb_mhd_connection_fd(connection), daemon: daemon)
         socketContext.pointee = Unmanaged.passRetained(w).toOpaque()
     } else if let raw = socketContext.pointee {
         let w = Unmanaged<ConnectionDeadlines.Watch>.fromOpaque(raw)

@@ -6,6 +6,9 @@ import Synchronization
 /// MHDServer serves HTTP/1.1 with libmicrohttpd: an epoll thread pool, keep-alive, header and
 /// body limits, idle timeouts. A handler answers at once (`.now`) or later (`.later`): the
 /// connection is then suspended, holds no thread, and is resumed when the answer is ready.
+/// Its Acceptor accepts the connections and hands them to the daemon serving now, so a reload
+/// (new TLS files) starts a second daemon and sends new connections there while the old one
+/// finishes its own.
 ///
 /// Keep-alive note: MHD closes the connection after any response queued on the *first* call of
 /// the access handler for a request, so requests are answered on a later call.
@@ -19,18 +22,13 @@ public final class MHDServer: Sendable {
     /// Takes the request over (consuming): the handler's changes to it (route parameters, trace
     /// seed) are made in place instead of on a copy of its fields.
     let handle: @Sendable (consuming HTTPRequest) -> HTTPReply
+    /// The daemon new connections go to (nil before the start and after the stop).
     private let daemon = Mutex<DaemonBox?>(nil)
+    private let acceptor = Mutex<Acceptor?>(nil)
+    /// True once stopped; held while a reload or the stop runs, so that they never overlap.
+    private let lifecycle = Mutex<Bool>(false)
     let suspended = Atomic<Int>(0)
     let deadlines: ConnectionDeadlines
-    /// Each daemon's state, by its pointer (two live during a reload).
-    private let daemons = Mutex<[Int: DaemonState]>([:])
-
-    /// The state a started daemon's callbacks get as `cls` (held here until it is stopped).
-    private func state(_ daemon: OpaquePointer) -> DaemonState? {
-        daemons.withLock { $0[Int(bitPattern: UnsafeRawPointer(daemon))] }
-    }
-
-    private func forget(_ daemon: OpaquePointer) { _ = daemons.withLock { $0.removeValue(forKey: Int(bitPattern: UnsafeRawPointer(daemon))) } }
 
     /// Waits until `check` holds or `seconds` pass; true when it held.
     private static func wait(_ seconds: TimeInterval, until check: () -> Bool) -> Bool {
@@ -44,19 +42,21 @@ public final class MHDServer: Sendable {
 
     /// Stops `d` once nothing of it is suspended: it tells clients to go, waits up to `grace`
     /// for its connections to end (or only for its suspended requests, `waitForConnections`
-    /// false), then answers new requests at once and stops after the last suspended one.
-    private func retire(_ d: OpaquePointer, grace: TimeInterval, waitForConnections: Bool) {
-        guard let s = state(d) else { return MHD_stop_daemon(d) }
+    /// false), then answers new requests at once, calls `release` after the last suspended one
+    /// (from then on no connection may be handed to `d`) and stops it.
+    private func retire(_ d: DaemonBox, grace: TimeInterval, waitForConnections: Bool, release: () -> Void = {}) {
+        let s = d.state
         s.draining.store(true, ordering: .releasing)
         _ = Self.wait(grace) {
-            s.suspended.load(ordering: .acquiring) == 0 && (!waitForConnections || tb_mhd_connections(d) == 0)
+            s.suspended.load(ordering: .acquiring) == 0
+                && (!waitForConnections || (s.adopting.load(ordering: .acquiring) == 0 && tb_mhd_connections(d.pointer) == 0))
         }
         s.refusing.store(true, ordering: .releasing)
         // A request suspended before `refusing` was seen is answered within the refresh patience.
         _ = Self.wait(180) { s.suspended.load(ordering: .acquiring) == 0 }
+        release()
         usleep(50_000)
-        MHD_stop_daemon(d)
-        forget(d)
+        MHD_stop_daemon(d.pointer)
     }
     /// Requests suspended now, waiting for their `.later` answer.
     public var suspendedRequests: Int { suspended.load(ordering: .acquiring) }
@@ -65,7 +65,12 @@ public final class MHDServer: Sendable {
     /// Connections accepted since the start (kept-alive ones count once).
     public var connectionsOpened: Int { deadlines.opened.load(ordering: .relaxed) }
 
-    struct DaemonBox: @unchecked Sendable { let pointer: OpaquePointer }
+    /// A started daemon and the state its callbacks get as `cls` (kept alive by this box until
+    /// the daemon is stopped).
+    struct DaemonBox: @unchecked Sendable {
+        let pointer: OpaquePointer
+        let state: DaemonState
+    }
 
     public struct StartError: Error, CustomStringConvertible {
         public let description: String
@@ -82,16 +87,11 @@ public final class MHDServer: Sendable {
     /// error before anything else has started (the refresh engine, the change feed).
     public func probe() throws {
         _ = try tlsMaterial()
-        var addr = try address()
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let rc = withUnsafePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        do {
+            try Acceptor(address: try address()).stop()
+        } catch let e as Acceptor.BindError {
+            throw startError(e.code)
         }
-        if rc != 0 { throw startError(errno) }
     }
 
     private func address() throws -> sockaddr_in {
@@ -128,83 +128,103 @@ public final class MHDServer: Sendable {
                            trust: try tls.clientCAFile.map { try read($0, "client CA") })
     }
 
-    /// Starts a daemon serving `listenFD` (a reload), or bound to the configured address.
-    private func launch(_ tls: TLSMaterial?, listenFD: Int32 = -1, port: UInt16? = nil) throws -> OpaquePointer {
-        var addr = try address()
-        if let port { addr.sin_port = port.bigEndian }
+    /// Starts a daemon with no socket of its own; a certificate or key it refuses is an error.
+    private func launch(_ tls: TLSMaterial?) throws -> DaemonBox {
         let state = DaemonState(server: self)
         let cls = Unmanaged.passUnretained(state).toOpaque()
         func with(_ s: String?, _ body: (UnsafePointer<CChar>?) -> OpaquePointer?) -> OpaquePointer? {
             guard let s else { return body(nil) }
             return s.withCString { body($0) }
         }
-        let d = withUnsafePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                with(tls?.key) { key in with(tls?.certificate) { cert in with(tls?.trust) { trust in
-                    var o = tb_mhd_options(addr: sa, threads: UInt32(config.threads), connection_timeout_s: UInt32(config.idleTimeout),
-                                           connection_memory_limit: config.maxHeaderBytes, connection_limit: UInt32(config.maxConnections),
-                                           per_ip_connection_limit: UInt32(config.maxConnectionsPerClient), handler: accessHandler,
-                                           completed: completedHandler, uri_log: uriLogHandler, notify_connection: connectionHandler, cls: cls,
-                                           tls_key: key, tls_cert: cert, tls_trust: trust, listen_fd: listenFD)
-                    return tb_mhd_start(&o)
-                } } }
-            }
-        }
+        let d = with(tls?.key) { key in with(tls?.certificate) { cert in with(tls?.trust) { trust in
+            var o = tb_mhd_options(threads: UInt32(config.threads), connection_timeout_s: UInt32(config.idleTimeout),
+                                   connection_memory_limit: config.maxHeaderBytes, connection_limit: UInt32(config.maxConnections),
+                                   per_ip_connection_limit: UInt32(config.maxConnectionsPerClient), handler: accessHandler,
+                                   completed: completedHandler, uri_log: uriLogHandler, notify_connection: connectionHandler, cls: cls,
+                                   tls_key: key, tls_cert: cert, tls_trust: trust)
+            return tb_mhd_start(&o)
+        } } }
         guard let d else {
-            // No SO_REUSEPORT: a second instance on a port in use fails here instead of quietly
-            // taking half of the first one's connections.
-            if tls != nil && errno != EADDRINUSE && errno != EACCES {
-                throw StartError(description: "cannot listen on \(config.host):\(config.port): the TLS certificate or key was refused (a PEM chain and its private key?)")
-            }
-            throw startError(errno)
+            throw StartError(description: tls == nil ? "cannot start the HTTP server for \(config.host):\(config.port)"
+                : "cannot listen on \(config.host):\(config.port): the TLS certificate or key was refused (a PEM chain and its private key?)")
         }
-        daemons.withLock { $0[Int(bitPattern: UnsafeRawPointer(d))] = state }
-        return d
+        return DaemonBox(pointer: d, state: state)
+    }
+
+    /// Hands an accepted connection to the daemon serving now, which owns it from then on (MHD
+    /// closes one it cannot take: over the per-client cap, for one).
+    private func adopt(_ fd: Int32, _ address: sockaddr_in) {
+        daemon.withLock { box in
+            guard let box else {
+                close(fd)
+                return
+            }
+            box.state.adopting.add(1, ordering: .releasing)
+            var addr = address
+            let taken = withUnsafePointer(to: &addr) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { MHD_add_connection(box.pointer, fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            if taken != tb_MHD_YES { box.state.adopting.subtract(1, ordering: .releasing) }
+        }
+    }
+
+    /// Room for one more connection on the daemon serving now.
+    private var room: Bool {
+        daemon.withLock { box in box.map { tb_mhd_connections($0.pointer) < UInt32(config.maxConnections) } ?? true }
     }
 
     /// Binds and starts serving; throws with a clear message when the address or the TLS files
     /// are unusable.
     public func start() throws {
-        let d = try launch(try tlsMaterial())
-        daemon.withLock { $0 = DaemonBox(pointer: d) }
+        let material = try tlsMaterial()
+        let a: Acceptor
+        do {
+            a = try Acceptor(address: try address())
+        } catch let e as Acceptor.BindError {
+            throw startError(e.code)
+        }
+        let d: DaemonBox
+        do {
+            d = try launch(material)
+        } catch {
+            a.stop()
+            throw error
+        }
+        daemon.withLock { $0 = d }
+        acceptor.withLock { $0 = a }
+        a.run(room: { [self] in room }, hand: { [self] in adopt($0, $1) })
         deadlines.start()
     }
 
     /// Reads the TLS files again and serves new connections with them; connections already open
-    /// finish on the old daemon, which stops once they are done (at most `grace` later). The new
-    /// files are tried on a scratch port first: bad ones leave the listener as it was.
+    /// finish on the old daemon, which stops once they are done (at most `grace` later). Files
+    /// the new daemon refuses leave the listener as it was.
     public func reload(grace: TimeInterval = 30) throws {
-        let material = try tlsMaterial()
-        let scratch = try launch(material, port: 0)
-        MHD_stop_daemon(scratch)
-        forget(scratch)
-        guard let old = daemon.withLock({ $0 }) else { return }
-        let fd = tb_mhd_listen_fd(old.pointer)
-        guard fd >= 0 else { throw StartError(description: "cannot find the listening socket to hand over") }
-        // The new daemon serves the socket before the old one lets go of it: a failed start
-        // leaves the old one serving as it was.
-        let new = try launch(material, listenFD: fd)
-        daemon.withLock { $0 = DaemonBox(pointer: new) }
-        // Quiescing hands the socket over. It can lose the libmicrohttpd race described at
-        // `stop` to a busy worker of the old daemon and abort: a reload under load is the one
-        // place left where it may (README, "Listeners and TLS").
-        _ = MHD_quiesce_daemon(old.pointer)
-        Thread.detachNewThread { [self] in retire(old.pointer, grace: grace, waitForConnections: true) }
+        try lifecycle.withLock { stopped in
+            guard !stopped, daemon.withLock({ $0 }) != nil else { return }
+            let new = try launch(try tlsMaterial())
+            guard let old = daemon.withLock({ b -> DaemonBox? in defer { b = new }; return b }) else { return }
+            Thread.detachNewThread { [self] in retire(old, grace: grace, waitForConnections: true) }
+        }
     }
 
     /// The bound port (the chosen one when configured with 0).
-    public var port: UInt16 { daemon.withLock { $0.map { tb_mhd_port($0.pointer) } ?? 0 } }
+    public var port: UInt16 { acceptor.withLock { $0?.port ?? 0 } }
 
     /// Waits up to `grace` for suspended requests to be answered (every answer meanwhile tells
     /// its client to go), then answers new requests at once with 503 and stops after the last
-    /// suspended one. Connections are accepted until the daemon stops: it is not quiesced, since
-    /// libmicrohttpd 0.9.75's `MHD_quiesce_daemon` and its epoll workers both take the listening
-    /// socket out of the workers' epoll sets unguarded, and the loser aborts the process
-    /// (daemon.c:5531, :4976; `HTTPServerTests.stopUnderLoad`).
+    /// suspended one. Connections are accepted until then: a client that reconnects at once is
+    /// answered (503 once refusing) rather than refused at the socket.
     public func stop(grace: TimeInterval = 10) {
-        guard let d = daemon.withLock({ b -> DaemonBox? in defer { b = nil }; return b }) else { return }
-        retire(d.pointer, grace: grace, waitForConnections: false)
-        deadlines.stop()
+        lifecycle.withLock { stopped in
+            guard !stopped, let d = daemon.withLock({ $0 }) else { return }
+            stopped = true
+            retire(d, grace: grace, waitForConnections: false) {
+                acceptor.withLock { a in a?.stop() }
+                daemon.withLock { $0 = nil }
+            }
+            deadlines.stop()
+        }
     }
 
     /// Queues `response`, or for `HTTPResponse.drop` answers MHD_NO, on which MHD closes the

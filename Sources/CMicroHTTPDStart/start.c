@@ -4,14 +4,12 @@
 #include <gnutls/x509.h>
 
 struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o) {
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    /* No listening socket: the Acceptor (BrokerHTTP) accepts and hands connections over; ITC
+     * wakes a worker for each one. */
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO
+        | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
     struct MHD_OptionItem extra[8];
     int n = 0;
-    if (o->listen_fd >= 0) {
-        extra[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, o->listen_fd, NULL};
-    } else {
-        extra[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)o->addr};
-    }
     if (o->tls_cert != NULL) {
         flags |= MHD_USE_TLS;
         extra[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)o->tls_key};
@@ -34,11 +32,6 @@ struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o) {
                             MHD_OPTION_NOTIFY_CONNECTION, o->notify_connection, o->cls,
                             MHD_OPTION_ARRAY, extra,
                             MHD_OPTION_END);
-}
-
-uint16_t tb_mhd_port(struct MHD_Daemon *daemon) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    return info ? info->port : 0;
 }
 
 int tb_mhd_connection_fd(struct MHD_Connection *connection) {
@@ -70,9 +63,4 @@ int tb_mhd_client_certificate(struct MHD_Connection *connection, unsigned char s
 unsigned int tb_mhd_connections(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info ? info->num_connections : 0;
-}
-
-int tb_mhd_listen_fd(struct MHD_Daemon *daemon) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_LISTEN_FD);
-    return info ? info->listen_fd : -1;
 }

@@ -8,7 +8,7 @@ import Testing
 final class RawClient {
     let fd: Int32
 
-    init(port: UInt16) throws {
+    init(port: UInt16, timeout: Int = 5) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
@@ -16,7 +16,7 @@ final class RawClient {
         addr.sin_addr.s_addr = inet_addr("127.0.0.1")
         let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         guard rc == 0 else { throw POSIXError(.ECONNREFUSED) }
-        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        var tv = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
 
@@ -52,7 +52,7 @@ final class RawClient {
 // are not.
 @Suite("HTTP server on libmicrohttpd", .serialized)
 struct HTTPServerTests {
-    static func server(maxBody: Int = 64, maxHeader: Int = 32 * 1024) throws -> MHDServer {
+    static func server(maxBody: Int = 64, maxHeader: Int = 32 * 1024, maxConnections: Int = 4096) throws -> MHDServer {
         var r = Router()
         r.add("GET", "/now") { _ in .now(.json(200, "{\"ok\":true}")) }
         r.add("POST", "/echo/{id}") { req in .now(.json(200, "{\"id\":\"\(req[param: "id"])\",\"n\":\(req.body.count),\"big\":\(req.bodyTooLarge)}")) }
@@ -62,7 +62,8 @@ struct HTTPServerTests {
         r.add("GET", "/later") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { respond(.json(202, "{}")) } } }
         r.add("GET", "/slow") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { respond(.json(200, "{}")) } } }
         let router = r
-        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2, maxBodyBytes: maxBody, maxHeaderBytes: maxHeader)) { req in
+        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2, maxBodyBytes: maxBody, maxHeaderBytes: maxHeader,
+                                                       maxConnections: maxConnections)) { req in
             switch router.match(method: req.method, path: req.path) {
             case .found(let h, let p, _):
                 var r = req
@@ -120,6 +121,82 @@ struct HTTPServerTests {
         s.stop(grace: 0)
         stopping.store(true, ordering: .relaxed)
         clients.wait()
+    }
+
+    @Test("reloaded again and again while clients connect and send: every request is answered, by the old daemon or the new")
+    func reloadUnderLoad() async throws {
+        // A reload used to take the listening socket from the old daemon with MHD_quiesce_daemon,
+        // which races libmicrohttpd 0.9.75's epoll workers and can abort the process (see
+        // stopUnderLoad); the Acceptor now only sends new connections to the new daemon.
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, Error>) in
+            Thread.detachNewThread {
+                do {
+                    let (answered, lost) = try Self.reloadWhileBusy(times: 300)
+                    #expect(lost == 0, "\(lost) requests unanswered, \(answered) answered")
+                    #expect(answered > 300, "the clients were not busy: \(answered) answers")
+                    done.resume()
+                } catch {
+                    done.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// One server, six clients sending to it (half reconnecting for every request, half keeping
+    /// their connection until an answer says `Connection: close`), reloaded `times` times 5 ms
+    /// apart: the requests answered, and those that got no answer or a refused connection.
+    static func reloadWhileBusy(times: Int) throws -> (answered: Int, lost: Int) {
+        let s = try server()
+        defer { s.stop() }
+        let port = s.port
+        let stopping = Atomic<Bool>(false), answered = Atomic<Int>(0), lost = Atomic<Int>(0)
+        let clients = DispatchGroup()
+        for k in 0..<6 {
+            DispatchQueue.global().async(group: clients) {
+                while !stopping.load(ordering: .relaxed) {
+                    guard let c = try? RawClient(port: port) else {
+                        lost.add(1, ordering: .relaxed)
+                        continue
+                    }
+                    while true {
+                        c.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
+                        guard let r = c.response(), r.status == 200 else {
+                            lost.add(1, ordering: .relaxed)
+                            break
+                        }
+                        answered.add(1, ordering: .relaxed)
+                        if k % 2 == 1 || r.headers.contains("Connection: close") || stopping.load(ordering: .relaxed) { break }
+                    }
+                }
+            }
+        }
+        for _ in 0..<times {
+            try s.reload(grace: 5)
+            usleep(5_000)
+        }
+        stopping.store(true, ordering: .relaxed)
+        clients.wait()
+        return (answered.load(ordering: .relaxed), lost.load(ordering: .relaxed))
+    }
+
+    @Test("at the connection limit a new connection waits in the backlog, unanswered but not closed, and is served once a slot frees")
+    func connectionLimit() throws {
+        let s = try Self.server(maxConnections: 2)
+        defer { s.stop() }
+        var held: [RawClient] = []
+        for _ in 0..<2 {
+            let c = try RawClient(port: s.port)
+            c.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(c.response()?.status == 200)
+            held.append(c)
+        }
+        let waiting = try RawClient(port: s.port, timeout: 1)   // connected: the kernel's backlog
+        waiting.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(waiting.response() == nil, "answered beyond the limit")
+        held.removeFirst()   // closes one
+        var tv = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(waiting.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        #expect(waiting.response()?.status == 200, "closed instead of waiting, or never served")
     }
 
     @Test("connections are kept alive across requests, including ones answered later")

@@ -25,7 +25,7 @@ struct ListenerTests {
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
     }
 
-    @Test("TLS on every listener, mTLS on the internal one: a certificate principal reaches only its tenants, a bearer key still works, other certificates are 401; audiences only on their listener; SIGHUP reloads a certificate")
+    @Test("TLS on every listener, mTLS on the internal one: a certificate principal reaches only its tenants, a bearer key still works, other certificates are 401; audiences only on their listener; SIGHUP reloads a certificate, and refuses one that does not match its key")
     func listeners() async throws {
         let w = try await World()
         defer { w.stop() }
@@ -105,6 +105,16 @@ struct ListenerTests {
         #expect(now.contains("public-2"), "\(now)")
         #expect(curl("\(pub)/v1/callback?state=x&code=y", ca: ca.certificate).status == 400)
         #expect(p.output.contains("certificates reloaded"))
+
+        // A certificate whose key is another's: the reload is refused, the listener keeps serving public-2.
+        let third = try ca.issue("public-3", server: true)
+        try FileManager.default.removeItem(atPath: publicCert.cert)
+        try FileManager.default.copyItem(atPath: third.cert, toPath: publicCert.cert)
+        kill(p.process.processIdentifier, SIGHUP)
+        for _ in 0..<40 where !p.output.contains("certificate reload failed") { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(p.output.contains("certificate reload failed") && p.output.contains("refused"), "\(p.output.suffix(2000))")
+        #expect(try served().contains("public-2"))
+        #expect(curl("\(pub)/v1/callback?state=x&code=y", ca: ca.certificate).status == 400)
     }
 
     @Test("TLS configuration errors are exit 2 naming the variable or file; client certificates with shared public routes are refused")

@@ -8,7 +8,6 @@
 /* What tb_mhd_start passes to MHD_start_daemon (C-variadic, which Swift cannot call). Every
  * callback gets `cls`. */
 struct tb_mhd_options {
-    const struct sockaddr *addr;
     unsigned int threads;
     unsigned int connection_timeout_s;
     size_t connection_memory_limit;
@@ -25,18 +24,11 @@ struct tb_mhd_options {
     const char *tls_key;
     const char *tls_cert;
     const char *tls_trust;
-    /* An already listening socket to serve (a reload), or -1 to bind `addr`. */
-    int listen_fd;
 };
 
-/* Starts an MHD daemon: an epoll thread pool, suspend/resume allowed, bound to `addr`. */
+/* Starts an MHD daemon: an epoll thread pool, suspend/resume allowed, no listening socket of
+ * its own (connections are given to it with MHD_add_connection). */
 struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o);
-
-/* The port a daemon is bound to (useful with port 0). */
-uint16_t tb_mhd_port(struct MHD_Daemon *daemon);
-
-/* The listening socket a daemon serves (-1 when none). */
-int tb_mhd_listen_fd(struct MHD_Daemon *daemon);
 
 /* The connections a daemon has open now. */
 unsigned int tb_mhd_connections(struct MHD_Daemon *daemon);
