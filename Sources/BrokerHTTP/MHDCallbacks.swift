@@ -23,8 +23,7 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
             // This daemon is stopping: answer now, never suspend.
             ctx.dispatched = true
             ctx.requestID = MHDServer.requestID(nil)
-            return server.queue(.json(503, "{\"error\":\"shutting_down\",\"message\":\"this listener is closing; retry\",\"request_id\":\"\(ctx.requestID)\"}"),
-                                requestID: ctx.requestID, on: connection)
+            return shuttingDown(server, ctx.requestID, connection)
         }
         var pass = HeaderPass(wanted: server.wantedHeaders)
         withUnsafeMutablePointer(to: &pass) { p in _ = MHD_get_connection_values_n(connection, tb_MHD_HEADER_KIND, walkHeader, p) }
@@ -141,8 +140,17 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
     case .later(let work):
         let conn = MHDConnection(pointer: connection)
         let daemon = watch(connection)?.daemon
-        server.suspended.add(1, ordering: .acquiringAndReleasing)
-        daemon?.suspended.add(1, ordering: .acquiringAndReleasing)
+        server.suspended.add(1, ordering: .sequentiallyConsistent)
+        daemon?.suspended.add(1, ordering: .sequentiallyConsistent)
+        // A stop may have begun since the headers came (a long body): counted first, then
+        // checked, against its store of `refusing` then read of `suspended` (all sequentially
+        // consistent), so either it waits for this request or this request is refused here.
+        // Suspending after it saw none would have MHD_stop_daemon abort the process.
+        if daemon?.refusing.load(ordering: .sequentiallyConsistent) == true {
+            daemon?.suspended.subtract(1, ordering: .sequentiallyConsistent)
+            server.suspended.subtract(1, ordering: .sequentiallyConsistent)
+            return shuttingDown(server, requestID, connection)
+        }
         MHD_suspend_connection(connection)
         work { response in
             ctx.ready.withLock { $0 = response }
@@ -152,6 +160,12 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
         }
         return tb_MHD_YES
     }
+}
+
+/// The answer of a daemon that is stopping, to a request it will not suspend for.
+private func shuttingDown(_ server: MHDServer, _ requestID: String, _ connection: OpaquePointer) -> MHD_Result {
+    server.queue(.json(503, "{\"error\":\"shutting_down\",\"message\":\"this listener is closing; retry\",\"request_id\":\"\(requestID)\"}"),
+                 requestID: requestID, on: connection)
 }
 
 private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in

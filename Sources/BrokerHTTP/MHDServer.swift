@@ -27,6 +27,10 @@ public final class MHDServer: Sendable {
     private let acceptor = Mutex<Acceptor?>(nil)
     /// True once stopped; held while a reload or the stop runs, so that they never overlap.
     private let lifecycle = Mutex<Bool>(false)
+    /// The old daemons of reloads, still finishing: the stop waits for them.
+    private let retiring = DispatchGroup()
+    /// Set when the stop begins: old daemons stop waiting for idle connections to end.
+    private let closing = Atomic<Bool>(false)
     let suspended = Atomic<Int>(0)
     let deadlines: ConnectionDeadlines
 
@@ -49,11 +53,14 @@ public final class MHDServer: Sendable {
         s.draining.store(true, ordering: .releasing)
         _ = Self.wait(grace) {
             s.suspended.load(ordering: .acquiring) == 0
-                && (!waitForConnections || (s.adopting.load(ordering: .acquiring) == 0 && tb_mhd_connections(d.pointer) == 0))
+                && (!waitForConnections || closing.load(ordering: .acquiring)
+                    || (s.adopting.load(ordering: .acquiring) == 0 && tb_mhd_connections(d.pointer) == 0))
         }
-        s.refusing.store(true, ordering: .releasing)
+        // Sequentially consistent, as the suspend in MHDCallbacks: a request either sees
+        // `refusing` or is counted in `suspended` here.
+        s.refusing.store(true, ordering: .sequentiallyConsistent)
         // A request suspended before `refusing` was seen is answered within the refresh patience.
-        _ = Self.wait(180) { s.suspended.load(ordering: .acquiring) == 0 }
+        _ = Self.wait(180) { s.suspended.load(ordering: .sequentiallyConsistent) == 0 }
         release()
         usleep(50_000)
         MHD_stop_daemon(d.pointer)
@@ -168,9 +175,12 @@ public final class MHDServer: Sendable {
         }
     }
 
-    /// Room for one more connection on the daemon serving now.
+    /// Room for one more connection on the daemon serving now, counting those handed to it that
+    /// no worker has taken up yet (a burst would otherwise be admitted past the limit and closed).
     private var room: Bool {
-        daemon.withLock { box in box.map { tb_mhd_connections($0.pointer) < UInt32(config.maxConnections) } ?? true }
+        daemon.withLock { box in
+            box.map { Int(tb_mhd_connections($0.pointer)) + $0.state.adopting.load(ordering: .acquiring) < config.maxConnections } ?? true
+        }
     }
 
     /// Binds and starts serving; throws with a clear message when the address or the TLS files
@@ -204,7 +214,11 @@ public final class MHDServer: Sendable {
             guard !stopped, daemon.withLock({ $0 }) != nil else { return }
             let new = try launch(try tlsMaterial())
             guard let old = daemon.withLock({ b -> DaemonBox? in defer { b = new }; return b }) else { return }
-            Thread.detachNewThread { [self] in retire(old, grace: grace, waitForConnections: true) }
+            retiring.enter()
+            Thread.detachNewThread { [self] in
+                retire(old, grace: grace, waitForConnections: true)
+                retiring.leave()
+            }
         }
     }
 
@@ -214,15 +228,18 @@ public final class MHDServer: Sendable {
     /// Waits up to `grace` for suspended requests to be answered (every answer meanwhile tells
     /// its client to go), then answers new requests at once with 503 and stops after the last
     /// suspended one. Connections are accepted until then: a client that reconnects at once is
-    /// answered (503 once refusing) rather than refused at the socket.
+    /// answered (503 once refusing) rather than refused at the socket. The old daemons of recent
+    /// reloads stop the same way: it returns when every daemon has stopped.
     public func stop(grace: TimeInterval = 10) {
         lifecycle.withLock { stopped in
             guard !stopped, let d = daemon.withLock({ $0 }) else { return }
             stopped = true
+            closing.store(true, ordering: .releasing)
             retire(d, grace: grace, waitForConnections: false) {
                 acceptor.withLock { a in a?.stop() }
                 daemon.withLock { $0 = nil }
             }
+            retiring.wait()
             deadlines.stop()
         }
     }
