@@ -13,9 +13,9 @@ final class DaemonState: Sendable {
     unowned let server: MHDServer
     let suspended = Atomic<Int>(0)
     /// Connections handed to the daemon that it has not started serving yet (MHD counts them
-    /// only once a worker takes them up). One MHD drops before starting it (out of memory, or a
-    /// worker over its share of the connection limit) is never counted down: the old daemon of
-    /// a reload then waits out its grace before it stops, which costs nothing but the wait.
+    /// only once a worker takes them up). One MHD drops before starting it (out of memory) is
+    /// never counted down: the old daemon of a reload then waits out its grace before it stops,
+    /// which costs nothing but the wait.
     let adopting = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
     let refusing = Atomic<Bool>(false)

@@ -143,9 +143,16 @@ public final class MHDServer: Sendable {
             guard let s else { return body(nil) }
             return s.withCString { body($0) }
         }
+        // The connection limit is the Acceptor's (`room`). MHD gets one no worker can reach: each
+        // worker's share of MHD's limit is the whole of ours. A worker handed a connection past
+        // its share closes it in new_connection_process_'s "firm check", which in 0.9.75 leaves
+        // cleanup_connection_mutex locked (daemon.c:2783-2796 never unlock it), and the worker
+        // hangs for good at its next connection's close; MHD's own accept never gets there, but
+        // connections handed over and queued can, since workers take them up later.
+        let mhdLimit = UInt32(clamping: config.maxConnections * max(config.threads, 1))
         let d = with(tls?.key) { key in with(tls?.certificate) { cert in with(tls?.trust) { trust in
             var o = tb_mhd_options(threads: UInt32(config.threads), connection_timeout_s: UInt32(config.idleTimeout),
-                                   connection_memory_limit: config.maxHeaderBytes, connection_limit: UInt32(config.maxConnections),
+                                   connection_memory_limit: config.maxHeaderBytes, connection_limit: mhdLimit,
                                    per_ip_connection_limit: UInt32(config.maxConnectionsPerClient), handler: accessHandler,
                                    completed: completedHandler, uri_log: uriLogHandler, notify_connection: connectionHandler, cls: cls,
                                    tls_key: key, tls_cert: cert, tls_trust: trust)

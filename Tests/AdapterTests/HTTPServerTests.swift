@@ -52,7 +52,7 @@ final class RawClient {
 // are not.
 @Suite("HTTP server on libmicrohttpd", .serialized)
 struct HTTPServerTests {
-    static func server(maxBody: Int = 64, maxHeader: Int = 32 * 1024, maxConnections: Int = 4096, threads: Int = 2) throws -> MHDServer {
+    static func server(maxBody: Int = 64, maxHeader: Int = 32 * 1024, maxConnections: Int = 4096) throws -> MHDServer {
         var r = Router()
         r.add("GET", "/now") { _ in .now(.json(200, "{\"ok\":true}")) }
         r.add("POST", "/echo/{id}") { req in .now(.json(200, "{\"id\":\"\(req[param: "id"])\",\"n\":\(req.body.count),\"big\":\(req.bodyTooLarge)}")) }
@@ -63,7 +63,7 @@ struct HTTPServerTests {
         r.add("GET", "/slow") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) { respond(.json(200, "{}")) } } }
         r.add("POST", "/later") { _ in .later { respond in DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { respond(.json(202, "{}")) } } }
         let router = r
-        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: threads, maxBodyBytes: maxBody, maxHeaderBytes: maxHeader,
+        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2, maxBodyBytes: maxBody, maxHeaderBytes: maxHeader,
                                                        maxConnections: maxConnections)) { req in
             switch router.match(method: req.method, path: req.path) {
             case .found(let h, let p, _):
@@ -188,9 +188,7 @@ struct HTTPServerTests {
 
     @Test("at the connection limit new connections, a burst of them, wait in the backlog, unanswered but not closed, and are served as slots free")
     func connectionLimit() throws {
-        // One MHD thread: with a pool, each worker takes its share of the limit, and connections
-        // handed to one worker beyond its share are MHD's to close (DaemonState.adopting).
-        let s = try Self.server(maxConnections: 2, threads: 1)
+        let s = try Self.server(maxConnections: 2)
         defer { s.stop() }
         func get(_ c: RawClient) -> Int? {
             c.send("GET /now HTTP/1.1\r\nHost: x\r\n\r\n")
