@@ -312,7 +312,7 @@ struct HTTPServerTests {
         #expect(await stopped.value >= 0.3, "stop returned before the suspended request was answered (0.5 s after it was suspended)")
     }
 
-    @Test("a request whose body arrives after the stop began is answered 503 rather than suspended (a suspended connection at MHD_stop_daemon aborts the process)")
+    @Test("a request whose body arrives while a stop begins is answered, 503 once the stop refuses, or closed with the daemon, never left suspended (a suspended connection at MHD_stop_daemon aborts the process)")
     func stopMeetsLateBody() async throws {
         for _ in 0..<20 {
             let s = try Self.server()
@@ -322,8 +322,9 @@ struct HTTPServerTests {
             let stopped = Task.detached { s.stop(grace: 0) }   // nothing suspended: refusing at once, stopped 50 ms later
             try await Task.sleep(for: .milliseconds(10))
             c.send("x")   // the body, then the handler answers later
+            // 202: the body came before the stop refused (a loaded machine), and the stop waited for it.
             let r = c.response()
-            #expect(r == nil || r?.status == 503, "\(String(describing: r))")
+            #expect(r == nil || r?.status == 503 || r?.status == 202, "\(String(describing: r))")
             await stopped.value
         }
     }
