@@ -94,8 +94,13 @@ public final class MHDServer: Sendable {
     /// error before anything else has started (the refresh engine, the change feed).
     public func probe() throws {
         _ = try tlsMaterial()
+        try bind().stop()
+    }
+
+    /// The configured address, bound and listening (not yet accepting).
+    private func bind() throws -> Acceptor {
         do {
-            try Acceptor(address: try address()).stop()
+            return try Acceptor(address: try address())
         } catch let e as Acceptor.BindError {
             throw startError(e.code)
         }
@@ -194,12 +199,7 @@ public final class MHDServer: Sendable {
     /// are unusable.
     public func start() throws {
         let material = try tlsMaterial()
-        let a: Acceptor
-        do {
-            a = try Acceptor(address: try address())
-        } catch let e as Acceptor.BindError {
-            throw startError(e.code)
-        }
+        let a = try bind()
         let d: DaemonBox
         do {
             d = try launch(material)

@@ -5,10 +5,10 @@ import Foundation
 import Synchronization
 
 /// Serve runs the HTTP API until SIGTERM or SIGINT, then shuts down gracefully: answer what is
-/// in flight (telling clients to go, then 503 to late arrivals), finish queued refreshes (their transactions commit or roll back,
-/// releasing their locks), flush audit and usage. A second signal during that exits at once
-/// (status 1), as a SIGKILL would: what is in flight is then left to the refresh machine's
-/// recovery, which is built for a replica that dies mid-call.
+/// in flight (telling clients to go, then 503 to late arrivals), finish queued refreshes (their
+/// transactions commit or roll back, releasing their locks), flush audit and usage. A second
+/// signal during that exits at once (status 1), as a SIGKILL would: what is in flight is then
+/// left to the refresh machine's recovery, which is built for a replica that dies mid-call.
 enum Serve {
     static func run(_ rt: BrokerRuntime) throws -> Int32 {
         let log = rt.logger

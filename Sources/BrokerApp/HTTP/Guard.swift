@@ -48,8 +48,13 @@ extension BrokerRuntime {
         switch access(req, role, tenant: tenant) {
         case .allowed(let p): return Self.answer(req, p, body)
         case .refused(let r): return .now(r)
-        case .lookup: break
+        case .lookup: return lookUp(req, role, tenant: tenant, body)
         }
+    }
+
+    /// For `.lookup` (a key `access` found no trace of in memory): authenticates on a worker
+    /// thread, then checks the role and runs `body` as `guarded` does.
+    func lookUp(_ req: HTTPRequest, _ role: Role, tenant: String?, _ body: @escaping @Sendable (Principal) throws -> HTTPReply) -> HTTPReply {
         let header = req.header("authorization")
         let certificate = header == nil ? req.clientCertificateSHA256 : nil
         return .later { [executor, auth, clock] respond in

@@ -93,7 +93,7 @@ struct TokenRoutes {
         switch runtime.access(req, .worker, tenant: tenant) {
         case .allowed(let p): return BrokerRuntime.answer(req, p) { try handOut(req, tenant: tenant, subjectInBody: subjectInBody, $0) }
         case .refused(let r): return .now(r)
-        case .lookup: return runtime.guarded(req, .worker, tenant: tenant) { [self] p in try handOut(req, tenant: tenant, subjectInBody: subjectInBody, p) }
+        case .lookup: return runtime.lookUp(req, .worker, tenant: tenant) { [self] p in try handOut(req, tenant: tenant, subjectInBody: subjectInBody, p) }
         }
     }
 
