@@ -46,10 +46,10 @@ public final class Authenticator: Sendable {
     private let store: any RegistryStore
     private let hasher: any SecretHasher
     private let maxAge: TimeInterval
-    private let entries: Mutex<LRUCache<String, Entry>>
+    private let entries: ReadMostly<LRUCache<String, Entry>>
     private let unknown: Mutex<LRUCache<String, Date>>
     /// Principals of client certificates, by fingerprint (nil principal: it stands for none).
-    private let certificates: Mutex<LRUCache<String, Entry>>
+    private let certificates: ReadMostly<LRUCache<String, Entry>>
     /// Bumped by every `forget`: a store read that a change overtook is answered but not cached,
     /// so a notice that arrived before the read's result cannot be undone by it.
     private let generation = Atomic<Int>(0)
@@ -63,9 +63,9 @@ public final class Authenticator: Sendable {
         self.store = store
         self.hasher = hasher
         self.maxAge = maxAge
-        entries = Mutex(LRUCache(capacity: capacity))
+        entries = ReadMostly(LRUCache(capacity: capacity))
         unknown = Mutex(LRUCache(capacity: unknownCapacity))
-        certificates = Mutex(LRUCache(capacity: unknownCapacity))
+        certificates = ReadMostly(LRUCache(capacity: unknownCapacity))
     }
 
     static let unknownCertificate = BrokerError.unauthorized("the client certificate stands for no usable key")
@@ -73,7 +73,7 @@ public final class Authenticator: Sendable {
     /// The principal a verified client certificate stands for (mTLS), from memory, or nil when
     /// only the store can tell.
     public func cached(certificate sha256: String, now: Date) -> Result<Principal, BrokerError>? {
-        guard let e = certificates.withLock({ $0.get(sha256) }), now.timeIntervalSince(e.at) < maxAge else { return nil }
+        guard let e = certificates.write({ $0.get(sha256) }), now.timeIntervalSince(e.at) < maxAge else { return nil }
         return Result { () throws(BrokerError) in try check(certificate: e, now: now) }
     }
 
@@ -83,7 +83,7 @@ public final class Authenticator: Sendable {
         let before = generation.load(ordering: .acquiring)
         let e = Entry(principal: try store.apiKey(certificateSHA256: sha256), hash: [], at: now)
         let current = generation.load(ordering: .acquiring) == before
-        if current { keepUse(certificates.withLock { $0.set(sha256, e) }?.value) }
+        if current { keepUse(certificates.write { $0.set(sha256, e) }?.value) }
         let principal = try check(certificate: e, now: now)
         if !current { keepUse(e) }   // not cached: its use would never be drained
         return principal
@@ -125,7 +125,7 @@ public final class Authenticator: Sendable {
         let matches = hasher.equal(hasher.hash(parts.secret), found.secretHash)
         let e = Entry(principal: found.0, hash: found.secretHash, previous: found.previous, at: now,
                       verified: matches ? Array(parts.secret.utf8) : nil)
-        if current { keepUse(entries.withLock { $0.set(parts.id, e) }?.value) }
+        if current { keepUse(entries.write { $0.set(parts.id, e) }?.value) }
         let principal = try check(e, secret: parts.secret, now: now)
         if !current { keepUse(e) }   // not cached: its use would never be drained
         return principal
@@ -139,10 +139,10 @@ public final class Authenticator: Sendable {
     }
 
     private func fromMemory(_ parts: (id: String, secret: String), now: Date) -> Result<Principal, BrokerError>? {
-        if let e = entries.withLock({ $0.peek(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
+        if let e = entries.read({ $0.peek(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
             let second = Int(now.timeIntervalSince1970)
             if e.touched.load(ordering: .relaxed) != second, e.touched.exchange(second, ordering: .relaxed) != second {
-                _ = entries.withLock { $0.get(parts.id) }
+                _ = entries.write { $0.get(parts.id) }
             }
             return Result { () throws(BrokerError) in try check(e, secret: parts.secret, now: now) }
         }
@@ -205,8 +205,8 @@ public final class Authenticator: Sendable {
         return ids.sorted()
     }
 
-    private static func drain(_ cache: borrowing Mutex<LRUCache<String, Entry>>) -> [String] {
-        cache.withLock { m in m.entries.compactMap { _, e in e.used.exchange(false, ordering: .relaxed) ? e.principal?.id : nil } }
+    private static func drain(_ cache: ReadMostly<LRUCache<String, Entry>>) -> [String] {
+        cache.read { m in m.entries.compactMap { _, e in e.used.exchange(false, ordering: .relaxed) ? e.principal?.id : nil } }
     }
 
     /// Keeps the undrained use of an entry that left a cache.
@@ -216,8 +216,8 @@ public final class Authenticator: Sendable {
     }
 
     /// Empties a cache, keeping its entries' undrained uses.
-    private func clear(_ cache: borrowing Mutex<LRUCache<String, Entry>>) {
-        let gone: [Entry] = cache.withLock { m in
+    private func clear(_ cache: ReadMostly<LRUCache<String, Entry>>) {
+        let gone: [Entry] = cache.write { m in
             let all = m.entries.map(\.value)
             m.removeAll()
             return all
@@ -232,7 +232,7 @@ public final class Authenticator: Sendable {
         }
         switch change {
         case .apiKey(let id):
-            keepUse(entries.withLock { $0.remove(id) })
+            keepUse(entries.write { $0.remove(id) })
             unknown.withLock { _ = $0.remove(id) }
             clear(certificates)   // a key made or revoked: rare, and the cache is keyed by fingerprint
         case .resync:

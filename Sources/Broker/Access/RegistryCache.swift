@@ -1,6 +1,5 @@
 import Foundation
 import BrokerCore
-import Synchronization
 
 /// RegistryCache fronts the RegistryStore for the hot path: tenants and client registrations are
 /// read on every request and change rarely. Entries live `maxAge` at most and are dropped at
@@ -29,10 +28,11 @@ public final class RegistryCache: Sendable {
 
     public let store: any RegistryStore
     private let maxAge: TimeInterval
-    private let tenants = Mutex<[String: Timed<Tenant?>]>([:])
-    private let clients = Mutex<[ClientKey: Timed<ClientRegistration?>]>([:])
-    private let secrets = Mutex<[ClientKey: Timed<String?>]>([:])
-    private let assertionKeys = Mutex<[ClientKey: Timed<[UInt8]?>]>([:])
+    // Read on every request, changed rarely: readers share the lock (ReadMostly).
+    private let tenants = ReadMostly<[String: Timed<Tenant?>]>([:])
+    private let clients = ReadMostly<[ClientKey: Timed<ClientRegistration?>]>([:])
+    private let secrets = ReadMostly<[ClientKey: Timed<String?>]>([:])
+    private let assertionKeys = ReadMostly<[ClientKey: Timed<[UInt8]?>]>([:])
 
     public init(store: any RegistryStore, maxAge: TimeInterval) {
         self.store = store
@@ -46,13 +46,13 @@ public final class RegistryCache: Sendable {
 
     /// The cached tenant without loading: `.some(nil)` is a cached absence, nil a miss.
     public func peekTenant(_ id: String, now: Date) -> Tenant?? {
-        guard let hit = tenants.withLock({ $0[id] }), now.timeIntervalSince(hit.at) < maxAge else { return nil }
+        guard let hit = tenants.read({ $0[id] }), now.timeIntervalSince(hit.at) < maxAge else { return nil }
         return .some(hit.value)
     }
 
     /// The cached client without loading: `.some(nil)` is a cached absence, nil a miss.
     public func peekClient(tenant: String, id: String, now: Date) -> ClientRegistration?? {
-        guard let hit = clients.withLock({ $0[ClientKey(tenant: tenant, id: id)] }),
+        guard let hit = clients.read({ $0[ClientKey(tenant: tenant, id: id)] }),
               now.timeIntervalSince(hit.at) < maxAge else { return nil }
         return .some(hit.value)
     }
@@ -60,7 +60,7 @@ public final class RegistryCache: Sendable {
     /// The cached client's refresh policy without copying the registration: nil on a miss or a
     /// cached absence.
     public func peekPolicy(tenant: String, client: String, now: Date) -> RefreshPolicy? {
-        clients.withLock { c in
+        clients.read { c in
             guard let hit = c[ClientKey(tenant: tenant, id: client)], now.timeIntervalSince(hit.at) < maxAge else { return nil }
             return hit.value?.refreshPolicy
         }
@@ -87,11 +87,11 @@ public final class RegistryCache: Sendable {
     }
 
     /// The entry of `map` younger than maxAge, else loaded (outside the lock) and kept.
-    private func cached<K: Hashable & Sendable, V: Sendable>(_ map: borrowing Mutex<[K: Timed<V>]>, _ key: K, now: Date,
+    private func cached<K: Hashable & Sendable, V: Sendable>(_ map: ReadMostly<[K: Timed<V>]>, _ key: K, now: Date,
                                                    load: () throws -> V) rethrows -> V {
-        if let hit = map.withLock({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
+        if let hit = map.read({ $0[key] }), now.timeIntervalSince(hit.at) < maxAge { return hit.value }
         let value = try load()
-        map.withLock { $0[key] = Timed(value: value, at: now) }
+        map.write { $0[key] = Timed(value: value, at: now) }
         return value
     }
 
@@ -99,19 +99,19 @@ public final class RegistryCache: Sendable {
     public func forget(_ change: Change) {
         switch change {
         case .tenant(let id):
-            _ = tenants.withLock { $0.removeValue(forKey: id) }
-            clients.withLock { c in c = c.filter { $0.key.tenant != id } }
-            secrets.withLock { c in c = c.filter { $0.key.tenant != id } }
-            assertionKeys.withLock { c in c = c.filter { $0.key.tenant != id } }
+            _ = tenants.write { $0.removeValue(forKey: id) }
+            clients.write { c in c = c.filter { $0.key.tenant != id } }
+            secrets.write { c in c = c.filter { $0.key.tenant != id } }
+            assertionKeys.write { c in c = c.filter { $0.key.tenant != id } }
         case .client(let tenant, let id):
-            _ = clients.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
-            _ = secrets.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
-            _ = assertionKeys.withLock { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = clients.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = secrets.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = assertionKeys.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
         case .resync:
-            tenants.withLock { $0.removeAll() }
-            clients.withLock { $0.removeAll() }
-            secrets.withLock { $0.removeAll() }
-            assertionKeys.withLock { $0.removeAll() }
+            tenants.write { $0.removeAll() }
+            clients.write { $0.removeAll() }
+            secrets.write { $0.removeAll() }
+            assertionKeys.write { $0.removeAll() }
         default:
             break
         }

@@ -1,6 +1,5 @@
 import Foundation
 import BrokerCore
-import Synchronization
 
 /// SessionCache holds recently used sessions, tokens unsealed, so that a cached token is handed
 /// out without touching PostgreSQL. An entry is trusted for `maxAge` at most: changes from other
@@ -26,8 +25,9 @@ public final class SessionCache: Sendable {
         let tenant: String, client: String, subject: String
     }
 
-    private let entries = Mutex<[SessionKey: Entry]>([:])
-    private let subjects = Mutex<[SubjectKey: String]>([:])
+    // Read on every hand-out, changed on loads and notices: readers share the lock.
+    private let entries = ReadMostly<[SessionKey: Entry]>([:])
+    private let subjects = ReadMostly<[SubjectKey: String]>([:])
     private let maxAge: TimeInterval
     private let capacity: Int
 
@@ -41,7 +41,7 @@ public final class SessionCache: Sendable {
 
     /// The same, without copying the session out.
     public func entry(_ key: SessionKey, now: Date) -> Entry? {
-        entries.withLock { e in
+        entries.read { e in
             guard let entry = e[key], now.timeIntervalSince(entry.loadedAt) < maxAge else { return nil }
             return entry
         }
@@ -50,7 +50,7 @@ public final class SessionCache: Sendable {
     /// Caches `session` unless a newer version is already held.
     public func put(_ session: Session, now: Date) {
         let key = SessionKey(tenant: session.tenant, id: session.id)
-        entries.withLock { e in
+        entries.write { e in
             if let held = e[key], held.session.version > session.version { return }
             if e.count >= capacity, e[key] == nil, let victim = e.keys.first { e[victim] = nil }
             e[key] = Entry(session: session, loadedAt: now)
@@ -59,7 +59,7 @@ public final class SessionCache: Sendable {
 
     /// Drops the cached copy when it is older than `version` (nil: whatever it is).
     public func remove(_ key: SessionKey, olderThan version: Int64?) {
-        entries.withLock { e in
+        entries.write { e in
             guard let held = e[key] else { return }
             if let v = version, held.session.version >= v { return }
             e[key] = nil
@@ -67,35 +67,35 @@ public final class SessionCache: Sendable {
     }
 
     public func remove(_ key: SessionKey) {
-        _ = entries.withLock { $0.removeValue(forKey: key) }
+        _ = entries.write { $0.removeValue(forKey: key) }
     }
 
     /// The session id last resolved for a subject at a client.
     public func sessionID(tenant: String, client: String, subject: String) -> String? {
-        subjects.withLock { $0[SubjectKey(tenant: tenant, client: client, subject: subject)] }
+        subjects.read { $0[SubjectKey(tenant: tenant, client: client, subject: subject)] }
     }
 
     public func setSessionID(_ id: String, tenant: String, client: String, subject: String) {
-        subjects.withLock { s in
+        subjects.write { s in
             if s.count >= capacity { s.removeAll(keepingCapacity: true) }
             s[SubjectKey(tenant: tenant, client: client, subject: subject)] = id
         }
     }
 
     public func forgetSubject(tenant: String, client: String, subject: String) {
-        _ = subjects.withLock { $0.removeValue(forKey: SubjectKey(tenant: tenant, client: client, subject: subject)) }
+        _ = subjects.write { $0.removeValue(forKey: SubjectKey(tenant: tenant, client: client, subject: subject)) }
     }
 
     /// Drops everything of `tenant` (tenant disabled or changed).
     public func removeTenant(_ tenant: String) {
-        entries.withLock { e in e = e.filter { $0.key.tenant != tenant } }
-        subjects.withLock { s in s = s.filter { $0.key.tenant != tenant } }
+        entries.write { e in e = e.filter { $0.key.tenant != tenant } }
+        subjects.write { s in s = s.filter { $0.key.tenant != tenant } }
     }
 
     public func removeAll() {
-        entries.withLock { $0.removeAll() }
-        subjects.withLock { $0.removeAll() }
+        entries.write { $0.removeAll() }
+        subjects.write { $0.removeAll() }
     }
 
-    public var count: Int { entries.withLock { $0.count } }
+    public var count: Int { entries.read { $0.count } }
 }
