@@ -278,6 +278,34 @@ struct OperationsTests {
         w.stop()
     }
 
+    @Test("SIGTERM drains every listener at once: the ops listener stops while the internal one still waits for a refresh in flight")
+    func listenersDrainTogether() async throws {
+        let opsPort = TestEnv.freePort()
+        let w = try await World(extraEnv: ["TOKENBROKER_OPS_LISTEN": "127.0.0.1:\(opsPort)"])
+        defer { w.stop() }
+        let health = "http://127.0.0.1:\(opsPort)/healthz"
+        #expect(try await HTTP.get(health).status == 200)
+        let id = try await w.importSession(subject: "drained", expiresIn: 30)
+        try await w.idp.refreshFault("late", delayMS: 5_000)
+        let waiting = Task { try? await w.token(id, body: ["min_ttl": 60]) }   // suspended: the IdP answers late
+        while try await w.idp.presentations(client: w.idpClientID).presented == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        let broker = w.brokers[0].process
+        kill(broker.process.processIdentifier, SIGTERM)
+        // The ops listener has nothing suspended: it stops at once (503, then refused). Stopped one
+        // after another, it went on answering 200 until the internal listener's request was done.
+        let sent = Date()
+        var status = 200
+        while status == 200, Date().timeIntervalSince(sent) < 3 {
+            status = (try? await HTTP.get(health).status) ?? 0
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(status != 200, "the ops listener still answered 3 s into the shutdown")
+        #expect(broker.isRunning, "the shutdown did not wait for the request in flight")
+        #expect(await waiting.value?.status == 200, "the request in flight was answered")
+        broker.process.waitUntilExit()
+        #expect(broker.process.terminationStatus == 0)
+    }
+
     @Test("a second signal while the shutdown waits for a refresh in flight exits at once with status 1, running the shutdown only once")
     func secondSignalExits() async throws {
         let w = try await World(extraEnv: ["TOKENBROKER_LOCK_TIMEOUT_SECONDS": "9"])

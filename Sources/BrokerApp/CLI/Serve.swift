@@ -49,7 +49,18 @@ enum Serve {
                 _exit(1)
             }
             log.info("shutting down", ("signal", String(sig)))
-            for (_, s) in servers { s.stop() }
+            // Every listener drains at once, each on a thread of its own: one after another,
+            // each waited out its own grace and its requests' refreshes while the next still
+            // took new work (internal, public and ops: up to three times grace + patience).
+            let drained = DispatchGroup()
+            for (_, s) in servers {
+                drained.enter()
+                Thread.detachNewThread {
+                    s.stop()
+                    drained.leave()
+                }
+            }
+            drained.wait()
             rt.shutdown()
             log.info("stopped")
             // _exit, not exit: exit() runs every library's destructors (OpenSSL's cleanup,
