@@ -73,7 +73,7 @@ public final class Authenticator: Sendable {
     /// The principal a verified client certificate stands for (mTLS), from memory, or nil when
     /// only the store can tell.
     public func cached(certificate sha256: String, now: Date) -> Result<Principal, BrokerError>? {
-        guard let e = certificates.write({ $0.get(sha256) }), now.timeIntervalSince(e.at) < maxAge else { return nil }
+        guard let e = Self.peek(certificates, sha256, now: now), now.timeIntervalSince(e.at) < maxAge else { return nil }
         return Result { () throws(BrokerError) in try check(certificate: e, now: now) }
     }
 
@@ -139,11 +139,7 @@ public final class Authenticator: Sendable {
     }
 
     private func fromMemory(_ parts: (id: String, secret: String), now: Date) -> Result<Principal, BrokerError>? {
-        if let e = entries.read({ $0.peek(parts.id) }), now.timeIntervalSince(e.at) < maxAge {
-            let second = Int(now.timeIntervalSince1970)
-            if e.touched.load(ordering: .relaxed) != second, e.touched.exchange(second, ordering: .relaxed) != second {
-                _ = entries.write { $0.get(parts.id) }
-            }
+        if let e = Self.peek(entries, parts.id, now: now), now.timeIntervalSince(e.at) < maxAge {
             return Result { () throws(BrokerError) in try check(e, secret: parts.secret, now: now) }
         }
         if let at = unknown.withLock({ $0.get(parts.id) }), now.timeIntervalSince(at) < maxAge { return .failure(Self.refused) }
@@ -203,6 +199,17 @@ public final class Authenticator: Sendable {
         ids.formUnion(Self.drain(entries))
         ids.formUnion(Self.drain(certificates))
         return ids.sorted()
+    }
+
+    /// The entry under `key`, read alongside other threads; moved up in the LRU order (a write)
+    /// at most once a second.
+    private static func peek(_ cache: ReadMostly<LRUCache<String, Entry>>, _ key: String, now: Date) -> Entry? {
+        guard let e = cache.read({ $0.peek(key) }) else { return nil }
+        let second = Int(now.timeIntervalSince1970)
+        if e.touched.load(ordering: .relaxed) != second, e.touched.exchange(second, ordering: .relaxed) != second {
+            _ = cache.write { $0.get(key) }
+        }
+        return e
     }
 
     private static func drain(_ cache: ReadMostly<LRUCache<String, Entry>>) -> [String] {
