@@ -90,10 +90,7 @@ public struct BrokerConfig: Sendable {
             do { keys = try SealingKeys.parse(keysText) } catch { throw Invalid(description: "sealing keys: \(error.reason)") }
         }
 
-        // Four HTTP threads a core (at most 64): with the hand-out's lookups no longer waiting
-        // for each other (ReadMostly), 8 threads on 2 cores spent 0.885 - 0.905 of the CPU a
-        // hand-out that 2 did, and kept their tail when a thread was descheduled (README).
-        let httpThreads = try int("TOKENBROKER_HTTP_THREADS", min(64, 4 * max(1, ProcessInfo.processInfo.activeProcessorCount)), 1...256)
+        let httpThreads = try int("TOKENBROKER_HTTP_THREADS", max(2, ProcessInfo.processInfo.activeProcessorCount), 1...256)
         let workers = try int("TOKENBROKER_WORKER_THREADS", 32, 1...1024)
         var http = HTTPServerConfig(host: "127.0.0.1", port: 8080, threads: httpThreads)
         http.maxBodyBytes = try int("TOKENBROKER_MAX_BODY_BYTES", 256 * 1024, 1024...(16 << 20))
