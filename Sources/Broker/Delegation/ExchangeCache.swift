@@ -1,6 +1,5 @@
 import BrokerCore
 import Foundation
-import Synchronization
 
 /// ExchangeCache keeps exchanged tokens per (tenant, session, exchange, actor) until they expire,
 /// so that a second identical ask costs no IdP call. Bounded: forgetting costs one exchange.
@@ -15,17 +14,18 @@ final class ExchangeCache: Sendable {
         let actor: String?
     }
 
-    private let held = Mutex<[Key: IssuedToken]>([:])
+    /// Read on every exchanged hand-out (the key hashed under the lock): readers share it.
+    private let held = ReadMostly<[Key: IssuedToken]>([:])
     private static let limit = 100_000
 
     /// The token held for `key` that still lives `minTTL` at `now`.
     func get(_ key: Key, now: Date, minTTL: TimeInterval) -> IssuedToken? {
-        guard let t = held.withLock({ $0[key] }), t.expiresAt.timeIntervalSince(now) >= max(1, minTTL) else { return nil }
+        guard let t = held.read({ $0[key] }), t.expiresAt.timeIntervalSince(now) >= max(1, minTTL) else { return nil }
         return t
     }
 
     func put(_ key: Key, _ token: IssuedToken) {
-        held.withLock { h in
+        held.write { h in
             if h.count >= Self.limit { h.removeAll() }
             h[key] = token
         }

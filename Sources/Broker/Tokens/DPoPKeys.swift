@@ -1,6 +1,5 @@
 import BrokerCore
 import Foundation
-import Synchronization
 
 /// DPoPKeys makes the sessions' DPoP keys (RFC 9449) and proves with them: a key is loaded once
 /// and kept (bounded), so that a worker's proof costs one signature, not a key parse. The keys
@@ -8,7 +7,8 @@ import Synchronization
 public final class DPoPKeys: Sendable {
     let keys: any PrivateKeys
     let digest: any Digest
-    private let loaded = Mutex<[[UInt8]: DPoPProof]>([:])
+    /// Read on every DPoP hand-out (the key's DER hashed under the lock): readers share it.
+    private let loaded = ReadMostly<[[UInt8]: DPoPProof]>([:])
     private static let limit = 50_000
 
     public init(keys: any PrivateKeys, digest: any Digest) {
@@ -31,10 +31,10 @@ public final class DPoPKeys: Sendable {
 
     /// The key ready to make proofs; nil when the material is not a key of its algorithm.
     func prover(_ m: DPoPKeyMaterial) -> DPoPProof? {
-        if let p = loaded.withLock({ $0[m.der] }) { return p }
+        if let p = loaded.read({ $0[m.der] }) { return p }
         guard let signer = keys.signer(der: m.der, alg: m.algorithm) else { return nil }
         let p = DPoPProof(key: signer, digest: digest)
-        loaded.withLock { held in
+        loaded.write { held in
             if held.count >= Self.limit { held.removeAll() }
             held[m.der] = p
         }
