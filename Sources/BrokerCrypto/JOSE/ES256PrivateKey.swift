@@ -1,6 +1,5 @@
 import BrokerCore
 import COpenSSL
-import Synchronization
 
 /// ES256PrivateKey is an ECDSA P-256 key that signs JWS values (RFC 7518 §3.4): the signature
 /// is the raw `r || s` (64 bytes) JOSE expects, converted from OpenSSL's DER.
@@ -12,7 +11,8 @@ public final class ES256PrivateKey: @unchecked Sendable {
     private let pkey: OpaquePointer
     /// A prepared EVP_PKEY_CTX; used by one thread at a time (the pool hands it out).
     private struct Context: @unchecked Sendable { let pointer: OpaquePointer }
-    private let contexts = Mutex<[Context]>([])
+    /// A PlainMutex, not a Mutex: every proof takes it twice, on every HTTP thread (see PlainMutex).
+    private let contexts = PlainMutex<[Context]>([])
 
     /// A new random key.
     public init() {
