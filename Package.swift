@@ -35,7 +35,7 @@ let package = Package(
         // Adapters.
         .target(name: "BrokerCrypto", dependencies: ["BrokerCore", "COpenSSL"]),
         .target(name: "BrokerPostgres", dependencies: ["BrokerCore", "CLibPQ"]),
-        .target(name: "BrokerHTTP", dependencies: ["CMicroHTTPD", "CMicroHTTPDStart"]),
+        .target(name: "BrokerHTTP", dependencies: ["BrokerCore", "CMicroHTTPD", "CMicroHTTPDStart"]),
         .target(name: "BrokerOIDC", dependencies: ["BrokerCore", "CCurlShim"]),
         .target(name: "BrokerJSON", dependencies: ["BrokerCore", "CSimdJSONShim"]),
 

@@ -1,3 +1,4 @@
+import BrokerCore
 import Foundation
 import Synchronization
 
@@ -28,7 +29,11 @@ final class ConnectionDeadlines: @unchecked Sendable {
     }
 
     let headers: UInt64, body: UInt64, idle: UInt64
-    private let watched = Mutex<[ObjectIdentifier: Watch]>([:])
+    /// Taken by every HTTP thread as its connections open and close: a PlainMutex, since under
+    /// Swift's Mutex (a priority-inheritance futex) these convoyed with more HTTP threads than
+    /// cores (PlainMutex; with a new connection per request, 8 threads on 2 cores spent 16% of
+    /// the broker's CPU in `Mutex._lockSlow` here).
+    private let watched = PlainMutex<[ObjectIdentifier: Watch]>([:])
     private let stopped = Atomic<Bool>(false)
     /// Connections closed for being slow.
     let closed = Atomic<Int>(0)
