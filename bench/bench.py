@@ -77,6 +77,11 @@ def cpu_ticks(pids):
     return total
 
 
+def http_threads(pid):
+    """The HTTP threads a broker runs: libmicrohttpd's workers, named MHD-worker (one listener)."""
+    return sum(1 for c in pathlib.Path(f"/proc/{pid}/task").glob("*/comm") if c.read_text().strip() == "MHD-worker")
+
+
 def children(pid):
     """The processes whose parent is `pid` (nginx's workers)."""
     out = []
@@ -241,7 +246,7 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
     # The server's own ceilings, sent the very request the broker gets (POST, body, API key) and
     # answering its bytes with its headers on as many threads: libmicrohttpd alone (C), and the
     # broker's HTTP layer (MHDServer, front door, header pass) with a constant handler.
-    threads = env.get("TOKENBROKER_HTTP_THREADS", str(min(64, 4 * (os.cpu_count() or 1))))   # the broker's default
+    threads = str(http_threads(served.pid))   # as many as the broker runs (its default, or as set)
     ceilings = {}
     for name in ("mhd-constant", "http-ceiling"):
         port = free_port()
