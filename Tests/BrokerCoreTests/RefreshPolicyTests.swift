@@ -42,4 +42,30 @@ struct RefreshPolicyTests {
         #expect(RefreshPolicy(jitterSeconds: -1).problem != nil)
         #expect(RefreshPolicy().problem == nil)
     }
+
+    @Test("a request naming no min_ttl needs at most half the life the timer refreshes at: 60-s tokens 6 s, an hour's 60 s")
+    func defaultMinTTLFollowsTheLead() {
+        let p = RefreshPolicy()
+        #expect(p.defaultMinTTL(lifetime: 60) == 6)
+        #expect(p.defaultMinTTL(lifetime: 300) == 30)
+        #expect(p.defaultMinTTL(lifetime: 3600) == 60)
+        #expect(p.defaultMinTTL(lifetime: nil) == 60)
+        #expect(RefreshPolicy(jitterSeconds: 4).defaultMinTTL(lifetime: 60) == 4)
+        #expect(RefreshPolicy(leadSeconds: 20).defaultMinTTL(lifetime: 60) == 10)
+    }
+
+    @Test("whatever the lifetime, lead and jitter draw, the timer refreshes while a default request is still served")
+    func timerComesFirst() {
+        for p in [RefreshPolicy(), RefreshPolicy(jitterSeconds: 5), RefreshPolicy(leadSeconds: 30, jitterSeconds: 10),
+                  RefreshPolicy(leadFraction: 0.5, minTTL: 600)] {
+            for lifetime in [2.0, 10, 60, 61, 300, 3600, 86_400] {
+                for jitter in [-1.0, -0.5, 0, 0.5, 1] {
+                    let next = p.nextRefresh(issuedAt: t0, expiresAt: t0 + lifetime, jitter: jitter)
+                    let leftAtRefresh = (t0 + lifetime).timeIntervalSince(next)
+                    #expect(leftAtRefresh >= 2 * p.defaultMinTTL(lifetime: lifetime) - 0.001,
+                            "lifetime \(lifetime), jitter \(jitter): refreshed with \(leftAtRefresh) s left")
+                }
+            }
+        }
+    }
 }

@@ -14,7 +14,7 @@ struct DueRefreshTests {
         let h = try TokenServiceHarness()
         let s = try h.addSession(ttl: 10)
         h.clock.advance(by: 3_300)   // its next_refresh_at
-        let outcome = h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app")
+        let outcome = h.refresher.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app")
         let row = try #require(try h.store.session(tenant: "t1", id: s.id))
         #expect(outcome == .next(row.nextRefreshAt))
         #expect(row.version == s.version + 2 && row.attempt == nil && row.refreshToken == "rt-1")
@@ -39,7 +39,7 @@ struct DueRefreshTests {
         })
         let s = try h.addSession(ttl: 10)
         h.clock.advance(by: 3_300)
-        #expect(h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app") == .busy)
+        #expect(h.refresher.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app") == .busy)
         #expect(h.endpoint.spentTokens.isEmpty, "a refresh token was presented over another replica's attempt")
         let row = try #require(try h.store.session(tenant: "t1", id: s.id))
         #expect(row.attempt?.id == "att_other" && row.version == competitor.withLock { $0 })
@@ -57,7 +57,7 @@ struct DueRefreshTests {
             w.nextRefreshAt = later
             return (w, 0)
         }
-        let outcome = h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app")
+        let outcome = h.refresher.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app")
         #expect(outcome == .next(later))
         #expect(h.endpoint.spentTokens.isEmpty)
         #expect(h.store.lockings.load(ordering: .relaxed) == 1)   // the other replica's
@@ -81,7 +81,7 @@ struct DueRefreshTests {
         let s = try h.addSession(ttl: 10)
         h.clock.advance(by: 3_300)
         let row = try #require(try h.store.session(tenant: "t1", id: s.id))
-        let outcome = h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app", read: DueRow(row, readAt: h.clock.now() - 1))
+        let outcome = h.refresher.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app", read: DueRow(row, readAt: h.clock.now() - 1))
         #expect(outcome == .next(try h.store.session(tenant: "t1", id: s.id)?.nextRefreshAt))
         #expect(h.endpoint.spentTokens == ["rt-0"])
         #expect(counted.reads.load(ordering: .relaxed) == 0)
@@ -93,7 +93,7 @@ struct DueRefreshTests {
         let s = try h.addSession(ttl: 10)
         h.clock.advance(by: 3_300)
         let row = try #require(try h.store.session(tenant: "t1", id: s.id))
-        _ = h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app",
+        _ = h.refresher.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app",
                                  read: DueRow(row, readAt: h.clock.now() - DueRow.maxAge - 0.5))
         #expect(counted.reads.load(ordering: .relaxed) == 1)
         #expect(h.endpoint.spentTokens == ["rt-0"])
@@ -112,7 +112,7 @@ struct DueRefreshTests {
             w.nextRefreshAt = h.clock.now() + 3_300
             return (w, 0)
         }
-        #expect(h.service.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app", read: DueRow(row, readAt: h.clock.now())) == .busy)
+        #expect(h.refresher.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app", read: DueRow(row, readAt: h.clock.now())) == .busy)
         #expect(h.endpoint.spentTokens.isEmpty, "a superseded refresh token was presented")
         #expect(try h.store.session(tenant: "t1", id: s.id)?.refreshToken == "rt-other")
     }

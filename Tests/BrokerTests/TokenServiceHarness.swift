@@ -12,6 +12,7 @@ struct TokenServiceHarness {
     let feed = LocalChangeFeed()
     let endpoint: ScriptedTokenEndpoint
     let service: TokenService
+    let refresher: RefreshDriver
     let worker = Principal(id: "worker-key", name: "w", roles: [.worker], tenants: ["t1"])
 
     /// `wrap` puts something between the service and the store (a test's interference).
@@ -25,9 +26,12 @@ struct TokenServiceHarness {
                                                           authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"]),
                                        secret: "s", assertionKey: nil, now: clock.now())
         }
-        service = TokenService(store: wrap(store), registry: RegistryCache(store: registry, maxAge: 60), endpoint: endpoint, audit: audit,
-                               feed: feed, clock: clock, executor: BlockingExecutor(threads: 8, name: "test"),
-                               cache: SessionCache(maxAge: 60, capacity: 1000), lockTimeout: lockTimeout, jitter: { 0 })
+        let sessions = wrap(store), registryCache = RegistryCache(store: registry, maxAge: 60)
+        let executor = BlockingExecutor(threads: 8, name: "test"), cache = SessionCache(maxAge: 60, capacity: 1000)
+        refresher = RefreshDriver(store: sessions, registry: registryCache, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
+                                  executor: executor, cache: cache, lockTimeout: lockTimeout, jitter: { 0 })
+        service = TokenService(store: sessions, registry: registryCache, audit: audit, clock: clock, executor: executor, cache: cache,
+                               refresher: refresher, lockTimeout: lockTimeout)
     }
 
     /// Stores a session whose access token lives `ttl` seconds from now.
@@ -44,5 +48,11 @@ struct TokenServiceHarness {
         await withCheckedContinuation { c in
             service.token(by: worker, tenant: tenant, target: target, request: request) { c.resume(returning: $0) }
         }
+    }
+
+    /// The answer from memory, or nil when it would come later.
+    func cached(_ target: TokenTarget, _ request: TokenRequest = TokenRequest(minTTL: 60)) -> Result<IssuedToken, BrokerError>? {
+        if case .now(let r) = service.handOut(by: worker, tenant: "t1", target: target, request: request) { return r }
+        return nil
     }
 }

@@ -13,7 +13,7 @@ struct TokenServiceTests {
         let s = try h.addSession(ttl: 3000)
         let first = try await h.token(.session(s.id)).get()
         #expect(first.accessToken == "at-0" && first.expiresIn == 3000)
-        let fast = h.service.cachedToken(by: h.worker, tenant: "t1", target: .session(s.id), request: TokenRequest(minTTL: 60))
+        let fast = h.cached(.session(s.id))
         #expect(try fast?.get().accessToken == "at-0")
         #expect(h.endpoint.spentTokens.isEmpty)
     }
@@ -24,7 +24,7 @@ struct TokenServiceTests {
         let s = try h.addSession(ttl: 3000)
         _ = try await h.token(.session(s.id)).get()
         func cached() throws -> IssuedToken? {
-            try h.service.cachedToken(by: h.worker, tenant: "t1", target: .session(s.id), request: TokenRequest(minTTL: 60))?.get()
+            try h.cached(.session(s.id))?.get()
         }
         let a = try cached(), b = try cached()
         #expect(a?.memo != nil && a?.memo === b?.memo)

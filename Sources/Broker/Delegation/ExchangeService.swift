@@ -77,8 +77,10 @@ public final class ExchangeService: Sendable {
                 }
             }
         }
-        if let r = tokens.cachedToken(by: principal, tenant: tenant, target: target, request: subjectAsk) { return run(r) }
-        tokens.token(by: principal, tenant: tenant, target: target, request: subjectAsk, completion: run)
+        switch tokens.handOut(by: principal, tenant: tenant, target: target, request: subjectAsk) {
+        case .now(let r): run(r)
+        case .later(let start): start(run)
+        }
     }
 
     /// The exchanged token with a proof per target the worker named, made with the session's key.

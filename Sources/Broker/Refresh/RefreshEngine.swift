@@ -58,7 +58,7 @@ public final class RefreshEngine: @unchecked Sendable {
     }
 
     let config: Config
-    let tokens: TokenService
+    let refresher: RefreshDriver
     let store: any SessionStore
     let registry: RegistryCache
     let clock: any Clock
@@ -73,9 +73,9 @@ public final class RefreshEngine: @unchecked Sendable {
     /// Whether the first load has been scheduled (readiness waits for it).
     public let loaded = Atomic<Bool>(false)
 
-    public init(config: Config, tokens: TokenService, store: any SessionStore, registry: RegistryCache, clock: any Clock, pool: RefreshPool) {
+    public init(config: Config, refresher: RefreshDriver, store: any SessionStore, registry: RegistryCache, clock: any Clock, pool: RefreshPool) {
         self.config = config
-        self.tokens = tokens
+        self.refresher = refresher
         self.store = store
         self.registry = registry
         self.clock = clock
@@ -176,7 +176,7 @@ public final class RefreshEngine: @unchecked Sendable {
             // While the job waited for a slot, another replica may have refreshed the session and
             // announced its new schedule: then there is nothing to try.
             let waited: Date?? = state.withLock { $0.announced[item.key] }
-            let outcome = waited.map { DueOutcome.next($0) } ?? tokens.refreshDue(item.key, client: item.client, read: read)
+            let outcome = waited.map { DueOutcome.next($0) } ?? refresher.refreshDue(item.key, client: item.client, read: read)
             let now = clock.now()
             update { s in
                 s.running.remove(item.key)
@@ -195,7 +195,7 @@ public final class RefreshEngine: @unchecked Sendable {
         DispatchQueue.global().async { [self] in
             let due: [DueSession]
             do { due = try store.dueSessions(before: now.addingTimeInterval(config.horizon), limit: config.loadLimit) } catch {
-                tokens.events(LogLine(tenant: "", client: "", session: nil, event: RefreshEvent(
+                refresher.events(LogLine(tenant: "", client: "", session: nil, event: RefreshEvent(
                     .warn, "engine_load_failed", "loading due sessions failed (\(error)); the timers already armed run, the next load retries")))
                 return
             }

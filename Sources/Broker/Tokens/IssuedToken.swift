@@ -6,7 +6,7 @@ public struct IssuedToken: Sendable, Equatable {
     public let accessToken: String
     public let tokenType: TokenType
     public let expiresAt: Date
-    public let expiresIn: Int
+    public var expiresIn: Int
     public let scope: [String]
     public let sessionID: String
     public let subject: String
@@ -17,10 +17,22 @@ public struct IssuedToken: Sendable, Equatable {
     /// Where the rendered document of a plain token handed out from the cache is kept (nil
     /// otherwise). Not part of the token: equality ignores it.
     public var memo: TokenDocumentMemo? = nil
+    /// The life it was handed out with (the request's min_ttl): it is never written with less.
+    public var promised: TimeInterval = 0
 
     public static func == (a: IssuedToken, b: IssuedToken) -> Bool {
         a.accessToken == b.accessToken && a.tokenType == b.tokenType && a.expiresAt == b.expiresAt && a.expiresIn == b.expiresIn
             && a.scope == b.scope && a.sessionID == b.sessionID && a.subject == b.subject && a.dpopProofs == b.dpopProofs
             && a.issuedTokenType == b.issuedTokenType
+    }
+
+    /// The token as written at `now`: `expires_in` counted again, or nil when less life is left
+    /// than was promised (an answer that waited — a batch's slowest item — must not carry it).
+    public func rechecked(at now: Date) -> IssuedToken? {
+        let left = expiresAt.timeIntervalSince(now)
+        guard left >= max(promised, 1) else { return nil }
+        var t = self
+        t.expiresIn = Int(left.rounded(.down))
+        return t
     }
 }

@@ -20,10 +20,10 @@ public struct TokenRequest: Sendable, Equatable {
         self.dpop = dpop
     }
 
-    /// Without a min_ttl of its own, the request gets the client's — never more than half the
-    /// session's token lifetime, so that a worker that names none always gets a token.
+    /// Without a min_ttl of its own, the request gets the client's policy's default
+    /// (RefreshPolicy.defaultMinTTL): never more than half the refresh lead, so that a worker
+    /// that names none always gets a token, and gets it from a session the timer keeps fresh.
     public func requirement(policy: RefreshPolicy, lifetime: TimeInterval?) -> TokenRequirement {
-        let fallback = lifetime.map { min(policy.minTTL, $0 / 2) } ?? policy.minTTL
-        return TokenRequirement(minTTL: minTTL ?? fallback, scopes: scopes, forceRefresh: forceRefresh)
+        TokenRequirement(minTTL: minTTL ?? policy.defaultMinTTL(lifetime: lifetime), scopes: scopes, forceRefresh: forceRefresh)
     }
 }

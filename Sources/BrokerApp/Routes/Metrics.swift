@@ -37,9 +37,9 @@ enum Metrics {
             for (k, v) in sealed.sorted(by: { $0.key < $1.key }) { out += "tokenbroker_sealed_values{key=\"\(label(k))\"} \(v)\n" }
         }
         out += "# HELP tokenbroker_refresh_answers_pending IdP answers kept in memory until the database takes them.\n# TYPE tokenbroker_refresh_answers_pending gauge\n"
-        out += "tokenbroker_refresh_answers_pending \(runtime.tokens.pendingAnswers)\n"
+        out += "tokenbroker_refresh_answers_pending \(runtime.refresher.pendingAnswers)\n"
         out += "# HELP tokenbroker_client_circuits_open Clients whose IdP is not called now after failures.\n# TYPE tokenbroker_client_circuits_open gauge\n"
-        out += "tokenbroker_client_circuits_open \(runtime.tokens.circuits.open(now: runtime.clock.now()))\n"
+        out += "tokenbroker_client_circuits_open \(runtime.refresher.circuits.open(now: runtime.clock.now()))\n"
         out += "# HELP tokenbroker_cache_hits_total Tokens served from memory.\n# TYPE tokenbroker_cache_hits_total counter\n"
         out += "tokenbroker_cache_hits_total \(m.cacheHits.count)\n"
         out += "# HELP tokenbroker_lock_contention_total Callers whose wait for another holder of the session (its lock, or an attempt elsewhere) ran out.\n# TYPE tokenbroker_lock_contention_total counter\n"

@@ -112,13 +112,14 @@ struct TokenRoutes {
                 }
             }
         }
-        let tokens = runtime.tokens
-        if let r = tokens.cachedToken(by: principal, tenant: tenant, target: t, request: request) {
+        switch runtime.tokens.handOut(by: principal, tenant: tenant, target: t, request: request) {
+        case .now(let r):
             return .now(Render.tokenResult(r, requestID: req.requestID))
-        }
-        return .later { respond in
-            CurrentTrace.with(req.trace) {   // the executor's hop carries it to the IdP call
-                tokens.token(by: principal, tenant: tenant, target: t, request: request) { respond(Render.tokenResult($0, requestID: req.requestID)) }
+        case .later(let start):
+            return .later { respond in
+                CurrentTrace.with(req.trace) {   // the executor's hop carries it to the IdP call
+                    start { respond(Render.tokenResult($0, requestID: req.requestID)) }
+                }
             }
         }
     }

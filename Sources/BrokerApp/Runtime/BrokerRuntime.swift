@@ -24,6 +24,8 @@ public final class BrokerRuntime: Sendable {
     /// Request durations by route and status class.
     public let requests = RequestMetrics()
     public let tokens: TokenService
+    /// Refresh flights, for the token service and the timer engine alike.
+    public let refresher: RefreshDriver
     /// Delegated tokens (RFC 8693), and the broker's own keys that sign their actor tokens.
     public let exchanges: ExchangeService
     public let actors: ActorTokens
@@ -75,10 +77,12 @@ public final class BrokerRuntime: Sendable {
         jwks = JWKSCache(http: http, directory: directory)
         let idTokens = JWTVerifier(keys: jwks, signatures: OpenSSLSignatureVerifier())
         let dpopKeys = DPoPKeys(keys: OpenSSLPrivateKeys(), digest: digest)
-        tokens = TokenService(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
-                              executor: executor, cache: SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity),
-                              idTokens: idTokens, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout, patience: config.refreshPatience,
-                              events: Self.eventLog(logger))
+        let cache = SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity)
+        refresher = RefreshDriver(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
+                                  executor: executor, cache: cache, idTokens: idTokens, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout,
+                                  patience: config.refreshPatience, events: Self.eventLog(logger))
+        tokens = TokenService(store: sessions, registry: registry, audit: audit, clock: clock, executor: executor, cache: cache,
+                              refresher: refresher, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout)
         actors = ActorTokens(store: PostgresBrokerKeyStore(pool: pool, sealer: sealer), keys: OpenSSLPrivateKeys(), digest: digest, clock: clock,
                              issuer: config.issuer)
         exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,
@@ -103,7 +107,7 @@ public final class BrokerRuntime: Sendable {
                               clock: clock, dpopKeys: dpopKeys, events: Self.eventLog(logger))
         sealing = ResealService(store: PostgresSealedValues(pool: pool, sealer: sealer), current: sealer.sealingKeyID)
         retention = RetentionService(store: PostgresRetentionStore(pool: pool), registry: registryStore, clock: clock, ages: config.retention)
-        engine = RefreshEngine(config: config.refresh, tokens: tokens, store: sessions, registry: registry, clock: clock,
+        engine = RefreshEngine(config: config.refresh, refresher: refresher, store: sessions, registry: registry, clock: clock,
                                pool: RefreshPool(globalCap: config.refreshConcurrency))
         backlog = BacklogGauge(store: PostgresBacklogStore(pool: pool))
         webhooks = WebhookService(store: PostgresWebhookStore(pool: pool, sealer: sealer), registry: registry,
@@ -157,7 +161,7 @@ public final class BrokerRuntime: Sendable {
         }
         let flush = rt.flushBuffers, logins = rt.logins, replays = rt.replays, clock = rt.clock, retention = rt.retention
         let sealing = rt.sealing, revocations = rt.revocations, tokens = rt.tokens, signouts = rt.signouts, backlog = rt.backlog
-        let webhooks = rt.webhooks
+        let webhooks = rt.webhooks, refresher = rt.refresher
         return [
             // Audit events, last_used_at marks and key usage, four times a second.
             loop("flush", every: 0.25, "flushing failed") { flush(); return false },
@@ -177,7 +181,7 @@ public final class BrokerRuntime: Sendable {
             // Revocations the IdP has not confirmed yet, from every replica's outbox share.
             loop("revoker", every: 1, "delivering revocations failed") { revocations.deliverDue() > 0 },
             // IdP answers whose write the database did not take: written as soon as it is back.
-            loop("pending-answers", every: 0.5, "writing kept IdP answers failed") { tokens.retryPendingAnswers(); return false },
+            loop("pending-answers", every: 0.5, "writing kept IdP answers failed") { refresher.retryPendingAnswers(); return false },
             // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
             loop("signout", every: 0.5, "bulk sign-out pass failed") { try signouts.work() > 0 },
             // Webhook deliveries from the outbox every replica shares; grants nearing their end.

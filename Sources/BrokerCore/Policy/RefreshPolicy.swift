@@ -17,7 +17,7 @@ public struct RefreshPolicy: Sendable, Equatable, Codable {
     public var leadCap: TimeInterval
     /// Refreshes are spread by up to ± this many seconds.
     public var jitterSeconds: TimeInterval
-    /// The min_ttl a token request gets when it names none.
+    /// The min_ttl a token request gets when it names none (at most half the lead: `defaultMinTTL`).
     public var minTTL: TimeInterval
     /// Not handed out for this long, a session is idle. Nil: three access-token lifetimes, at
     /// least `minimumIdleAfter` (10 min); 0: never idle (refreshed ahead of every expiry, used or not).
@@ -105,12 +105,27 @@ public struct RefreshPolicy: Sendable, Equatable, Codable {
         (grantLifetimeRolling ? refreshedAt ?? grantedAt : grantedAt).addingTimeInterval(grantLifetime)
     }
 
+    /// How long before expiry a session in use is refreshed, for tokens living `lifetime`: the
+    /// lead, never more than half the lifetime (a refresh never comes before half of it passed).
+    public func lead(lifetime: TimeInterval) -> TimeInterval {
+        min(leadSeconds ?? min(lifetime * leadFraction, leadCap), lifetime / 2)
+    }
+
+    /// The min_ttl of a request that names none, for tokens living `lifetime`: `minTTL`, never
+    /// more than half the shortest lead the jitter leaves. The one rule for "fresh enough": the
+    /// timer refreshes a session in use while its token still has twice the life such a request
+    /// needs, so that request never waits for an on-demand refresh (60-s tokens: a 12-s lead and
+    /// a default min_ttl of 6 s; an hour: 300 s and 60 s).
+    public func defaultMinTTL(lifetime: TimeInterval?) -> TimeInterval {
+        guard let lifetime else { return minTTL }
+        return min(minTTL, max(0, lead(lifetime: lifetime) - jitterSeconds) / 2)
+    }
+
     /// The instant a token issued at `issuedAt` and expiring at `expiresAt` should be refreshed.
     /// `jitter` is a uniform draw in -1...1 (an argument, so that tests choose it).
     public func nextRefresh(issuedAt: Date, expiresAt: Date, jitter: Double) -> Date {
         let lifetime = max(0, expiresAt.timeIntervalSince(issuedAt))
-        let lead = leadSeconds ?? min(lifetime * leadFraction, leadCap)
-        let wanted = expiresAt.addingTimeInterval(-lead + jitterSeconds * jitter)
+        let wanted = expiresAt.addingTimeInterval(-lead(lifetime: lifetime) + jitterSeconds * jitter)
         let earliest = issuedAt.addingTimeInterval(lifetime / 2)
         return min(max(wanted, earliest), expiresAt)
     }

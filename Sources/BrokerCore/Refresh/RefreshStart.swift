@@ -18,3 +18,32 @@ public enum RefreshStart: Sendable, Equatable {
     /// Commit `write` (it records `attempt`), then present `refreshToken` once.
     case send(write: Session, attempt: RefreshAttempt, refreshToken: String)
 }
+
+extension RefreshStart {
+    /// The row this start writes, if any.
+    public var write: Session? {
+        switch self {
+        case .send(let w, _, _), .stop(let w?, _), .rest(let w): w
+        case .serve, .stop(nil, _), .wait, .resolve: nil
+        }
+    }
+
+    /// How a start decided without the lock is written.
+    public enum CompareAndSet: Sendable, Equatable {
+        /// Nothing to write: it stands as decided.
+        case nothing
+        /// Write this row only if the row it was decided on has not moved (an attempt, a rest).
+        case write(Session)
+        /// A state change or a resolution (evidence to weigh): decided under the lock instead.
+        case declined
+    }
+
+    /// Whether this start may be written by a compare-and-set over the row it was decided on.
+    public var compareAndSet: CompareAndSet {
+        switch self {
+        case .serve, .wait, .stop(nil, _): .nothing
+        case .send(let w, _, _), .rest(let w): .write(w)
+        case .stop, .resolve: .declined
+        }
+    }
+}
