@@ -45,6 +45,7 @@ struct ContentionTests {
                         let r = try await HTTP.post(w.brokers[caller % 3].url + "/v1/tenants/\(w.tenant)/tokens:batch", key: w.workerKey,
                                                     json: ["items": items])
                         try expectStatus(r, 200)
+                        for item in r["results"] as? [[String: Any]] ?? [] where item["status"] as? Int == 200 { HandOutLife.check(item, minTTL: nil) }
                         count += 1
                     }
                     return count

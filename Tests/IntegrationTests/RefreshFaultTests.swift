@@ -44,6 +44,36 @@ struct RefreshFaultTests {
         #expect(p.presented == 1 && p.reuse == 0)
     }
 
+    @Test("a batch while the IdP holds refreshes for 20 s: fresh items come by the deadline with the life they promise, the others are refresh_busy with retry_after")
+    func batchWithHeldRefreshes() async throws {
+        let w = try await World(extraEnv: ["TOKENBROKER_LOCK_TIMEOUT_SECONDS": "3"])
+        defer { w.stop() }
+        var fresh: [String] = [], expiring: [String] = []
+        for i in 0..<3 { fresh.append(try await w.importSession(subject: "fresh\(i)", expiresIn: 3000)) }
+        for i in 0..<3 { expiring.append(try await w.importSession(subject: "expiring\(i)", expiresIn: 30)) }
+        try await w.idp.stall(seconds: 20)
+        let started = Date()
+        let r = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/tokens:batch", key: w.workerKey,
+                                    json: ["min_ttl": 60, "items": (fresh + expiring).map { ["session_id": $0] }])
+        let waited = Date().timeIntervalSince(started)
+        try expectStatus(r, 200)
+        let items = try #require(r["results"] as? [[String: Any]])
+        #expect(waited < 4.5, "the batch waited \(waited) s")
+        for item in items.prefix(3) {
+            #expect(item["status"] as? Int == 200)
+            if let at = item["access_token"] as? String { TestEnv.secret(at) }
+            HandOutLife.check(item, minTTL: 60)
+        }
+        for item in items.suffix(3) {
+            #expect(item["status"] as? Int == 503 && item["error"] as? String == "refresh_busy" && item["retry_after"] as? Int == 1)
+        }
+        // The held refreshes finish after the stall, each presented once.
+        try await Task.sleep(for: .seconds(18))
+        for id in expiring { try expectStatus(try await w.token(id, body: ["min_ttl": 60]), 200) }
+        let p = try await w.idp.presentations(client: w.idpClientID)
+        #expect(p.presented == 3 && p.reuse == 0)
+    }
+
     @Test("the IdP rotates and drops the connection: never presented again; introspection says inactive, so refresh_outcome_lost")
     func droppedAfterActing() async throws {
         let w = try await World()

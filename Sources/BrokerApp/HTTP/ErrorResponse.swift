@@ -33,12 +33,18 @@ enum ErrorResponse {
         var r = HTTPResponse.json(status(e), JSONText.object(members(e) + [("request_id", JSONText.quote(requestID))]))
         // The log line carries the code, and for a 5xx the message (generic by construction).
         r.logFields = [("error", e.code)] + (r.status >= 500 ? [("message", e.message)] : [])
-        switch e {
-        case .unauthorized: r.headers.append(("WWW-Authenticate", "Bearer"))
-        case .idpUnavailable(let after?): r.headers.append(("Retry-After", String(after)))
-        case .refreshBusy: r.headers.append(("Retry-After", "1"))
-        default: break
-        }
+        if case .unauthorized = e { r.headers.append(("WWW-Authenticate", "Bearer")) }
+        if let after = retryAfter(e) { r.headers.append(("Retry-After", String(after))) }
         return r
+    }
+
+    /// Seconds after which asking again may succeed (the `Retry-After` header; a batch item's
+    /// `retry_after`), for the errors that pass.
+    static func retryAfter(_ e: BrokerError) -> Int? {
+        switch e {
+        case .idpUnavailable(let after): after
+        case .refreshBusy: 1
+        default: nil
+        }
     }
 }

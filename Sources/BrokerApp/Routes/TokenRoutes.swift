@@ -175,6 +175,7 @@ struct TokenRoutes {
                 func refusal(_ e: BrokerError) {
                     w.int("status", ErrorResponse.status(e))
                     for (k, v) in ErrorResponse.members(e) { w.member(k, json: v) }
+                    if let after = ErrorResponse.retryAfter(e) { w.int("retry_after", after) }
                 }
                 for i in 0..<count {
                     w.beginObject()

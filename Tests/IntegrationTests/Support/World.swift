@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// World is one test's whole installation: the development IdP, broker replicas sharing one
 /// database and sealing key, a fresh tenant with a client registered at the IdP, and keys:
@@ -70,7 +71,10 @@ final class World: @unchecked Sendable {
 
     func token(_ session: String, replica: Int = 0, body: [String: Any] = ["min_ttl": 60], key: String? = nil) async throws -> HTTP.Reply {
         let r = try await HTTP.post(brokers[replica].url + "/v1/tenants/\(tenant)/sessions/\(session)/token", key: key ?? workerKey, json: body)
-        if let at = r["access_token"] as? String { TestEnv.secret(at) }
+        if let at = r["access_token"] as? String {
+            TestEnv.secret(at)
+            if r.status == 200 { HandOutLife.check(r.json, minTTL: (body["min_ttl"] as? NSNumber)?.doubleValue) }
+        }
         return r
     }
 
