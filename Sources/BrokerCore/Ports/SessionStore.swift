@@ -20,8 +20,9 @@ public protocol SessionStore: Sendable {
     /// the release of the lock commit together. When `body` throws, nothing is written and the
     /// lock is released.
     ///
-    /// This is the only way a refresh token may be spent: one holder at a time, across every
-    /// replica, each seeing the previous holder's write. A store shared by several replicas
+    /// One holder at a time, across every replica, each seeing the previous holder's write: one
+    /// of the two guards of a refresh's steps, with `writeIfUnchanged` (RefreshFlight says which
+    /// guards what, and when each is used). A store shared by several replicas
     /// announces a written session's schedule (`Change.scheduled`) atomically with the write,
     /// so that a write rolled back is never announced.
     ///
@@ -36,10 +37,9 @@ public protocol SessionStore: Sendable {
     /// write would change the session's state, which are left to the lock. A writer holding the
     /// lock meanwhile is waited for, so the write is as if made under the lock right after.
     ///
-    /// The refresh's second step uses it: the attempt it recorded is, almost always, still the
-    /// row's last write when the IdP answers. So does a due session's first step, over the row
-    /// as read: the attempt is recorded only if nobody wrote the row since, so two replicas
-    /// cannot both record one.
+    /// The other guard of a refresh's steps (RefreshFlight): an attempt's outcome over the row
+    /// that recorded it, and a due session's start over the row as read — two replicas deciding
+    /// on the same row cannot both write.
     func writeIfUnchanged(_ write: Session, over seen: Session) throws -> Bool
 
     /// Records that sessions were used, in bulk (last_used_at).

@@ -2,15 +2,14 @@ import Foundation
 
 /// RefreshMachine is the one place where a refresh is decided (spec §5, §8). It does no I/O: its
 /// steps take the row read under the session's lock and what is known, and return what to write
-/// and what callers get; the driver (TokenService) performs that, the timer engine and on-demand
-/// requests alike.
+/// and what callers get; the driver (RefreshDriver, whose loop is RefreshFlight) performs that,
+/// for the timer engine and on-demand requests alike.
 ///
 /// A flight is: `start` (under the lock; `.send` records an attempt, committed before the IdP is
 /// called) → the IdP call, outside any transaction → `finish` (under the lock again) →, when the
 /// outcome is ambiguous, `resolve` with evidence. "Under the lock" means on the row as it is
-/// when the step's write commits: the driver may instead decide on a row read without the lock
-/// and write only if the row's version has not moved since (a compare-and-set; every write
-/// bumps the version), which is the same thing when it succeeds. Guarantees:
+/// when the step's write commits: the advisory lock, or a compare-and-set over the row as read,
+/// which is the same thing when it succeeds (RefreshFlight says which is used when). Guarantees:
 /// - A refresh token is presented only by `.send`, and `.send` is never returned while the row
 ///   records an unresolved attempt: nobody presents it twice, whatever died in between.
 /// - An attempt is resolved only by its owner, or by anyone once `patience + margin` has passed
