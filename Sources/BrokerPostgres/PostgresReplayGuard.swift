@@ -17,6 +17,10 @@ public final class PostgresReplayGuard: ReplayGuard {
         }
     }
 
+    public func seen(issuer: String, jti: String) throws -> Bool {
+        try pool.run { c in try c.execute("SELECT 1 FROM seen_token_ids WHERE issuer = \(issuer) AND jti = \(jti)").count == 1 }
+    }
+
     public func purge(before: Date) throws {
         try pool.run { c in try c.execute("DELETE FROM seen_token_ids WHERE expires_at < \(before)") }
     }

@@ -24,20 +24,3 @@ public final class InMemoryLoginStore: LoginStore {
         }
     }
 }
-
-/// InMemoryReplayGuard is the ReplayGuard for unit tests; it honours ReplayGuardContract.
-public final class InMemoryReplayGuard: ReplayGuard {
-    private let seen = Mutex<[String: Date]>([:])
-    public init() {}
-
-    public func firstUse(issuer: String, jti: String, until: Date) throws -> Bool {
-        seen.withLock { s in
-            let k = issuer + "\u{0}" + jti
-            guard s[k] == nil else { return false }
-            s[k] = until
-            return true
-        }
-    }
-
-    public func purge(before: Date) throws { seen.withLock { s in s = s.filter { $0.value >= before } } }
-}

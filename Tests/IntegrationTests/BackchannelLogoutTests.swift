@@ -75,6 +75,46 @@ struct BackchannelLogoutTests {
         }
     }
 
+    @Test("a logout that cannot revoke a session (its row held past the lock timeout, then the database down) answers 503 and spends nothing; the IdP's retry of the same token revokes them, and the log says what happened",
+          .enabled(if: pgControl != nil))
+    func incompleteLogoutIsRetried() async throws {
+        let w = try await World(extraEnv: ["TOKENBROKER_LOCK_TIMEOUT_SECONDS": "1"])
+        defer { w.stop() }
+        let a = try await w.importSession(subject: "gina"), b = try await w.importSession(subject: "gina")
+        let token = try await logoutToken(w, ["sub": "gina"])
+        // Another transaction holds b's row for 3 s: its revocation waits the lock timeout, then gives up.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        holder.arguments = [try TestEnv.databaseURL(), "-qc",
+                            "BEGIN; SELECT 1 FROM sessions WHERE id = '\(b)' FOR UPDATE; SELECT pg_sleep(3); COMMIT;"]
+        holder.standardOutput = FileHandle.nullDevice
+        try holder.run()
+        try await Task.sleep(for: .milliseconds(500))
+        let held = try await deliver(w, token)
+        #expect(held.status == 503 && held["error"] as? String == "refresh_busy" && held.headers["retry-after"] != nil)
+        #expect(try state(w, a) == "revoked" && state(w, b) == "active")
+        holder.waitUntilExit()
+        // The database down: the same token is answered an error again, and still not spent.
+        let control = try #require(pgControl)
+        #expect(try shell(control, "stop") == 0)
+        let down = try await deliver(w, token)
+        #expect(try shell(control, "start") == 0)
+        #expect(down.status == 503)
+        // The IdP sends it again once the database is back: accepted, b revoked; then it is spent.
+        var again = down
+        let deadline = Date().addingTimeInterval(10)
+        repeat {
+            try await Task.sleep(for: .milliseconds(250))
+            again = try await deliver(w, token)
+        } while again.status == 503 && Date() < deadline
+        try expectStatus(again, 200)
+        #expect(try state(w, b) == "revoked")
+        try expectStatus(try await deliver(w, token), 400)
+        #expect(w.brokers[0].process.output.contains("backchannel_logout_incomplete"))
+        let metrics = try await HTTP.get(w.brokers[0].url + "/metrics")
+        #expect(String(decoding: metrics.data, as: UTF8.self).contains("tokenbroker_backchannel_logouts_total{outcome=\"incomplete\"} 1"))
+    }
+
     @Test("malformed bodies and unknown clients are refused")
     func malformed() async throws {
         let w = try await World()

@@ -7,7 +7,6 @@ import Testing
 /// workers are handed meanwhile — with real processes and bounded timelines.
 @Suite("Refresh faults of processes (spec §5)", .serialized)
 struct RefreshProcessFaultTests {
-    static let pgControl = ProcessInfo.processInfo.environment["TOKENBROKER_TEST_PG_CONTROL"]
 
     /// Counts shared by the polling tasks.
     final class Tally: Sendable {
@@ -68,7 +67,7 @@ struct RefreshProcessFaultTests {
             try await g.waitForAll()
         } }
         try await Task.sleep(for: .milliseconds(1_000))   // attempts committed, calls out
-        let control = try #require(Self.pgControl)
+        let control = try #require(pgControl)
         #expect(try shell(control, "stop") == 0)
         try await Task.sleep(for: .milliseconds(3_500))   // the IdP answered; the writes fail
         #expect(try shell(control, "start") == 0)
@@ -185,21 +184,5 @@ struct RefreshProcessFaultTests {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return f.date(from: s)?.timeIntervalSince1970
-    }
-
-    /// Runs `bash script arg` and waits for it with waitpid (Foundation's Process can miss the
-    /// exit of a script whose child daemonizes, as pg_ctl start does).
-    func shell(_ script: String, _ arg: String) throws -> Int32 {
-        var pid: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/bash"), strdup(script), strdup(arg), nil]
-        defer { for a in argv { free(a) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        guard posix_spawn(&pid, "/bin/bash", &actions, nil, argv, environ) == 0 else { throw TestEnv.Missing(description: "cannot run \(script)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        return (status >> 8) & 0xff
     }
 }

@@ -101,7 +101,7 @@ public final class BrokerRuntime: Sendable {
                                   clock: clock, ratePerClient: Double(config.signoutRatePerClient), lease: config.signoutLease)
         replays = PostgresReplayGuard(pool: pool)
         backchannel = BackchannelLogoutService(verifier: idTokens, replays: replays, catalog: sessions, revocations: revocations,
-                                               registry: registry, audit: audit, clock: clock)
+                                               registry: registry, audit: audit, clock: clock, events: Self.eventLog(logger))
         logins = LoginService(logins: PostgresLoginStore(pool: pool, sealer: sealer), sessions: sessions, registry: registry,
                               directory: directory, endpoint: endpoint, idTokens: idTokens, digest: digest, feed: feed, audit: audit,
                               clock: clock, dpopKeys: dpopKeys, events: Self.eventLog(logger))
