@@ -16,10 +16,12 @@ public struct SessionAdmin: Sendable {
     let clock: any Clock
     /// Writes what this replica buffered (audit tallies), so that the trail it reads includes it.
     let flush: @Sendable () -> Void
+    /// Lines for errors answered as `internal_error` (their cause).
+    let events: @Sendable (LogLine) -> Void
 
     public init(store: any SessionStore, catalog: any SessionCatalog, auditLog: any AuditLog, registry: RegistryCache,
                 revocations: RevocationService, tokens: TokenService, feed: any ChangeFeed, audit: any AuditSink, clock: any Clock,
-                flush: @escaping @Sendable () -> Void) {
+                flush: @escaping @Sendable () -> Void, events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.store = store
         self.catalog = catalog
         self.auditLog = auditLog
@@ -30,6 +32,7 @@ public struct SessionAdmin: Sendable {
         self.audit = audit
         self.clock = clock
         self.flush = flush
+        self.events = events
     }
 
     private func active(_ tenant: String) throws { _ = try registry.activeTenant(tenant, now: clock.now()) }
@@ -73,7 +76,9 @@ public struct SessionAdmin: Sendable {
             try active(tenant)
             s = try importSession(i, tenant: tenant, actor: principal.id)
         } catch {
-            return completion(.failure((error as? BrokerError) ?? .internalError))
+            return completion(.failure(BrokerError.answering(error) { cause in
+                events(.unexpected(tenant: tenant, client: i.client, session: nil, doing: "importing a session", cause: cause))
+            }))
         }
         guard s.accessToken == nil else { return completion(.success(s)) }
         tokens.token(by: principal, tenant: tenant, target: .session(s.id), request: TokenRequest(minTTL: 0)) { [store] _ in

@@ -88,7 +88,11 @@ public final class ExchangeService: Sendable {
         guard case .success(var t) = r, !targets.isEmpty else { return r }
         guard let keys = dpopKeys else { return .failure(.internalError) }
         let key: DPoPKeyMaterial?
-        do { key = try session(tenant: tenant, id: t.sessionID).dpopKey } catch { return .failure((error as? BrokerError) ?? .internalError) }
+        do { key = try session(tenant: tenant, id: t.sessionID).dpopKey } catch {
+            return .failure(BrokerError.answering(error) { cause in
+                events(.unexpected(tenant: tenant, client: "", session: t.sessionID, doing: "reading the session's DPoP key", cause: cause))
+            })
+        }
         return keys.proofs(targets, token: t.accessToken, type: t.tokenType, key: key, now: clock.now()).map { proofs in
             t.dpopProofs = proofs
             return t
@@ -125,7 +129,9 @@ public final class ExchangeService: Sendable {
             cache.put(key, t)
             return .success(Self.rebased(t, now: clock.now()))
         } catch {
-            return .failure((error as? BrokerError) ?? .internalError)
+            return .failure(BrokerError.answering(error) { cause in
+                events(.unexpected(tenant: key.tenant, client: "", session: key.session, doing: "a token exchange", cause: cause))
+            })
         }
     }
 

@@ -66,7 +66,9 @@ public struct BackchannelLogoutService: Sendable {
                 } catch BrokerError.notFound {
                     continue   // deleted meanwhile: nothing left to revoke
                 } catch {
-                    failures.append((s.id, (error as? BrokerError) ?? .internalError))
+                    failures.append((s.id, BrokerError.answering(error) { cause in
+                        events(.unexpected(tenant: tenant, client: client.id, session: s.id, doing: "a back-channel logout's revocation", cause: cause))
+                    }))
                 }
             }
             query.after = next

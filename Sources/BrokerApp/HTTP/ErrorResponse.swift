@@ -38,6 +38,15 @@ enum ErrorResponse {
         return r
     }
 
+    /// The response to any error a route threw: a BrokerError's own, otherwise a 500 whose
+    /// request log line names the cause (`cause`), which the answer never shows.
+    static func response(to error: any Error, requestID: String) -> HTTPResponse {
+        var cause: String?
+        var r = response(BrokerError.answering(error) { cause = $0 }, requestID: requestID)
+        if let c = cause { r.logFields.append(("cause", c)) }
+        return r
+    }
+
     /// Seconds after which asking again may succeed (the `Retry-After` header; a batch item's
     /// `retry_after`), for the errors that pass.
     static func retryAfter(_ e: BrokerError) -> Int? {

@@ -96,7 +96,7 @@ public final class BrokerRuntime: Sendable {
         let flushBuffers = Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
                                         logger: logger)
         admin = SessionAdmin(store: sessions, catalog: sessions, auditLog: audit, registry: registry, revocations: revocations, tokens: tokens,
-                             feed: feed, audit: audit, clock: clock, flush: flushBuffers)
+                             feed: feed, audit: audit, clock: clock, flush: flushBuffers, events: Self.eventLog(logger))
         signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
                                   clock: clock, ratePerClient: Double(config.signoutRatePerClient), lease: config.signoutLease)
         replays = PostgresReplayGuard(pool: pool)
@@ -251,6 +251,7 @@ public final class BrokerRuntime: Sendable {
         let fm = FileManager.default
         var candidates = [URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("sql"),
                           URL(fileURLWithPath: "/usr/share/tokenbroker/sql")]
+        // No /proc: the other places are still tried, and a missing sql/ is reported by the caller.
         if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
             for _ in 0..<4 {
