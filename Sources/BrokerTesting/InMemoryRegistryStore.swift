@@ -17,9 +17,13 @@ public final class InMemoryRegistryStore: RegistryStore {
     /// Runs before each read of an API key by id: a test's stand-in for whatever happens while
     /// a real store is being asked (a change notice arriving, say).
     private let beforeKeyRead = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// Thrown by the next reads of a client, as many as counted: a test's stand-in for a
+    /// database that did not answer for a moment.
+    private let clientReadFailures = Mutex<(error: BrokerError, count: Int)?>(nil)
     public init() {}
 
     public func onKeyRead(_ hook: (@Sendable (String) -> Void)?) { beforeKeyRead.withLock { $0 = hook } }
+    public func failClientReads(_ count: Int, with error: BrokerError) { clientReadFailures.withLock { $0 = (error, count) } }
 
     public func tenant(_ id: String) throws -> Tenant? { state.withLock { $0.tenants[id] } }
     public func tenants() throws -> [Tenant] { state.withLock { $0.tenants.values.sorted { $0.id < $1.id } } }
@@ -37,7 +41,15 @@ public final class InMemoryRegistryStore: RegistryStore {
         }
     }
 
-    public func client(tenant: String, id: String) throws -> ClientRegistration? { state.withLock { $0.clients[tenant + "/" + id]?.0 } }
+    public func client(tenant: String, id: String) throws -> ClientRegistration? {
+        let failure = clientReadFailures.withLock { f -> BrokerError? in
+            guard let (error, count) = f, count > 0 else { return nil }
+            f = (error, count - 1)
+            return error
+        }
+        if let failure { throw failure }
+        return state.withLock { $0.clients[tenant + "/" + id]?.0 }
+    }
     public func clientSecret(tenant: String, id: String) throws -> String? { state.withLock { $0.clients[tenant + "/" + id]?.1 } }
 
     public func assertionKey(tenant: String, id: String) throws -> [UInt8]? { state.withLock { $0.assertionKeys[tenant + "/" + id] } }

@@ -38,10 +38,18 @@ extension LoginService {
         let now = clock.now()
         guard login.expiresAt > now else { return try refuse(login, "invalid_state", "the login expired; start a new one", now) }
         let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: login.issuer, now: now) }
+        // Read before the iss check, which depends on the client's profile: a read that fails
+        // refuses the login (fails closed) rather than skip the check.
+        let registered: ClientRegistration?
+        do { registered = try registry.client(tenant: login.tenant, id: login.client, now: now) } catch {
+            return try self.refuse(login, BrokerError.answering(error) { cause in
+                events(.unexpected(tenant: login.tenant, client: login.client, session: nil, doing: "reading the login's client", cause: cause))
+            }, now)
+        }
         // RFC 9207 §2.4: compare before anything else, errors included; required when advertised.
         if let iss = cb.iss {
             guard iss == login.issuer else { return try refuse(login, "issuer_mismatch", "the iss parameter is not the login's issuer", now) }
-        } else if (try? registry.client(tenant: login.tenant, id: login.client, now: now))??.profile == .fapi2 {
+        } else if registered?.profile == .fapi2 {
             return try refuse(login, "issuer_mismatch", "a FAPI 2.0 client needs iss in the authorization response (RFC 9207)", now)
         } else if meta.issParameterSupported {
             // The IdP may have stopped advertising it: read its metadata again (rate-limited), so
@@ -59,7 +67,7 @@ extension LoginService {
         guard let code = cb.code, !code.isEmpty, code.utf8.count <= 2048 else {
             return try refuse(login, "invalid_request", "the callback has neither code nor error", now)
         }
-        guard let client = try registry.client(tenant: login.tenant, id: login.client, now: now), client.issuer == login.issuer else {
+        guard let client = registered, client.issuer == login.issuer else {
             return try refuse(login, "invalid_state", "the login's client changed since it started", now)
         }
         var proof: DPoPProof?
