@@ -20,6 +20,9 @@ public struct RevocationService: Sendable {
     let retry: RetryPolicy
     /// One line per revocation the IdP did not confirm (the outbox tries it again).
     let events: @Sendable (LogLine) -> Void
+    /// Outbox writes that failed after a call to the IdP (a confirmation or a failure not
+    /// recorded): each is logged, and the entry is revoked again when its lease runs out.
+    public let unrecorded = Counter()
 
     public init(store: any RevocationStore, registry: RegistryCache, endpoint: any TokenEndpoint, tokens: TokenService,
                 audit: any AuditSink, clock: any Clock, lockTimeout: TimeInterval, retry: RetryPolicy = RetryPolicy(base: 2, cap: 600),
@@ -144,8 +147,13 @@ public struct RevocationService: Sendable {
         let now = clock.now()
         var forgotten = Set<String>()
         for (tenant, done) in Dictionary(grouping: confirmed, by: \.tenant) {
-            // Not forgotten: revoked again when due, which changes nothing at the IdP (RFC 7009 §2.2).
-            guard (try? store.revocationsDelivered(tenant: tenant, ids: done.map(\.id))) != nil else { continue }
+            do { try store.revocationsDelivered(tenant: tenant, ids: done.map(\.id)) } catch {
+                // Not forgotten: revoked again when due, which changes nothing at the IdP (RFC 7009 §2.2).
+                unrecorded.add(done.count)
+                events(LogLine(tenant: tenant, client: "", session: nil, event: RefreshEvent(.warn, "revocation_unrecorded",
+                    "the IdP confirmed \(done.count) revocation(s), but removing them from the outbox failed (\(BrokerError.cause(of: error))); they are sent again when due")))
+                continue
+            }
             for p in done {
                 forgotten.insert(p.id)
                 audit.record(AuditEvent(at: now, actor: "broker", action: .sessionRevokeAtIdP, tenant: p.tenant, session: p.session, outcome: p.hint))
@@ -175,8 +183,12 @@ public struct RevocationService: Sendable {
             let next = retry.nextAttempt(after: p.attempts + 1, retryAfter: retryAfter, now: now, draw: Double.random(in: 0.5...1))
             events(LogLine(tenant: p.tenant, client: p.client, session: p.session, event: RefreshEvent(
                 .warn, "revocation_unconfirmed", "the IdP did not confirm revoking the session's \(p.hint) (\(reason)); tried again in \(Int(next.timeIntervalSince(now))) s")))
-            // Not written: the lease runs out and the entry is claimed again, sooner than planned.
-            try? store.revocationFailed(tenant: p.tenant, id: p.id, next: next, reason: reason)
+            do { try store.revocationFailed(tenant: p.tenant, id: p.id, next: next, reason: reason) } catch {
+                // Not written: the lease runs out and the entry is claimed again, sooner than planned.
+                unrecorded.add()
+                events(LogLine(tenant: p.tenant, client: p.client, session: p.session, event: RefreshEvent(.warn, "revocation_unrecorded",
+                    "recording the unconfirmed revocation failed (\(BrokerError.cause(of: error))); it is claimed again when its lease runs out")))
+            }
             return false
         }
     }

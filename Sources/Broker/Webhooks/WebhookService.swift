@@ -22,6 +22,9 @@ public struct WebhookService: Sendable {
     let events: @Sendable (LogLine) -> Void
     /// Delivery attempts by outcome: delivered, failed (retried), given_up.
     public let outcomes: LabeledCounter<String>
+    /// Outbox writes that failed after a delivery attempt (its success or its failure not
+    /// recorded): each is logged, and the delivery is claimed again when its lease runs out.
+    public let unrecorded = Counter()
 
     public init(store: any WebhookStore, registry: RegistryCache, sender: any WebhookSender, mac: @escaping StandardWebhooks.MAC,
                 audit: any AuditSink, clock: any Clock, allowHTTP: Bool, retry: RetryPolicy = RetryPolicy(base: 1, cap: 600),
@@ -123,7 +126,8 @@ public struct WebhookService: Sendable {
                     outcomes.add("delivered")
                 } catch {
                     // Delivered but not recorded: the lease runs out and it is sent again (at least once).
-                    log(d, .warn, "webhook_unrecorded", "delivered, but recording it failed; it will be sent again")
+                    unrecorded.add()
+                    log(d, .warn, "webhook_unrecorded", "delivered, but recording it failed (\(BrokerError.cause(of: error))); it will be sent again")
                 }
                 return
             }
@@ -137,8 +141,11 @@ public struct WebhookService: Sendable {
         log(d, givingUp ? .error : .warn, givingUp ? "webhook_given_up" : "webhook_failed",
             givingUp ? "\(d.type.rawValue) to \(d.endpoint) not delivered after \(d.attempts + 1) attempts (\(why)); given up"
                      : "\(d.type.rawValue) to \(d.endpoint) failed (\(why)); tried again in \(Int(next!.timeIntervalSince(clock.now()))) s")
-        // Not written: the lease runs out and the delivery is claimed again, sooner than planned.
-        try? store.failed(d, status: status, error: why, next: next)
+        do { try store.failed(d, status: status, error: why, next: next) } catch {
+            // Not written: the lease runs out and the delivery is claimed again, sooner than planned.
+            unrecorded.add()
+            log(d, .warn, "webhook_unrecorded", "recording the failed attempt failed (\(BrokerError.cause(of: error))); it is claimed again when its lease runs out")
+        }
     }
 
     private func log(_ d: WebhookDelivery, _ level: RefreshEvent.Level, _ code: String, _ message: String) {

@@ -51,6 +51,8 @@ enum Metrics {
                   runtime.requests.series.map { ("method=\"\($0.method)\",route=\"\(label($0.route))\",status=\"\($0.status)\"", $0.histogram) })
         counter("tokenbroker_webhook_deliveries_total", "Webhook delivery attempts, by outcome (delivered, failed and retried, given_up).",
                 ["delivered": 0, "failed": 0, "given_up": 0].merging(runtime.webhooks.outcomes.counts) { $1 }, label: "outcome")
+        counter("tokenbroker_outbox_unrecorded_total", "Outbox writes that failed after a delivery attempt (logged; the entry is tried again when its lease runs out), by outbox.",
+                ["webhooks": runtime.webhooks.unrecorded.count, "revocations": runtime.revocations.unrecorded.count], label: "outbox")
         counter("tokenbroker_backchannel_logouts_total", "Back-channel logout tokens received, by outcome (revoked; refused; incomplete: a session could not be revoked, the IdP was answered an error and may send it again).",
                 ["revoked": 0, "refused": 0, "incomplete": 0].merging(runtime.backchannel.outcomes.counts) { $1 }, label: "outcome")
         counter("tokenbroker_jwks_fetches_total", "Fetches of issuers' JWK Sets, by outcome.",
