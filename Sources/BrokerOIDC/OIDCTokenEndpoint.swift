@@ -148,18 +148,20 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
                       once: Bool = false, dpop: DPoPProof? = nil) throws(TokenEndpointError) -> BlockingHTTP.Reply {
         guard let dpop else { return try post(client, endpoint, fields, timeout: timeout, once: once, proof: nil) }
         let target = endpoint.absoluteString
-        var sent = nonces[target]
-        for attempt in 0..<2 {
+        func send(_ nonce: String?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
             let reply = try post(client, endpoint, fields, timeout: timeout, once: once,
-                                 proof: dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: sent))
+                                 proof: dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: nonce))
             if let n = reply.dpopNonce { nonces[target] = n }
-            guard attempt == 0, reply.status == 400, let n = reply.dpopNonce, n != sent,
-                  (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["error"] as? String == "use_dpop_nonce" else {
-                return reply
-            }
-            sent = n
+            return reply
         }
-        preconditionFailure("unreachable: the second answer is returned")
+        let sent = nonces[target]
+        let reply = try send(sent)
+        // A body that is not JSON is no use_dpop_nonce refusal: it is returned, and its caller says what it is.
+        guard reply.status == 400, let n = reply.dpopNonce, n != sent,
+              (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["error"] as? String == "use_dpop_nonce" else {
+            return reply
+        }
+        return try send(n)
     }
 
     /// One POST of the form with the client's authentication; transport failures become TokenEndpointError.
