@@ -142,6 +142,7 @@ extension DevIdP {
     /// `{"keep_old"?: bool}`: new signing keys of a new generation; the JWKS then publishes
     /// only them (or the old ones too with keep_old).
     func rotateKeys(_ req: HTTPRequest) -> HTTPResponse {
+        // An empty or unreadable body is the default: the old keys are dropped.
         let keepOld = ((try? JSONSerialization.jsonObject(with: Data(req.body))) as? [String: Any])?["keep_old"] as? Bool ?? false
         let generation = state.withLock { s -> Int in
             s.keys = DevIdPKeys(generation: s.keys.generation + 1, keepingOld: keepOld ? s.keys : nil)

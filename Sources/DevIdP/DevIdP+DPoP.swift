@@ -85,6 +85,7 @@ extension DevIdP {
         }
         guard let auth = req.header("authorization"), let space = auth.firstIndex(of: " ") else { return refuse("invalid_token", "no token") }
         let scheme = auth[..<space].lowercased(), token = String(auth[auth.index(after: space)...])
+        // Not a JWT: no jti, so no token of ours — refused below.
         let jti = (try? CompactJWS.parse(token))?.claims["jti"] as? String
         let issued = state.withLock { s in jti.flatMap { s.accessTokens[$0] } }
         guard let at = issued, at.digest == SHA256.hash(token), at.expires > Date() else { return refuse("invalid_token", "unknown or expired token") }

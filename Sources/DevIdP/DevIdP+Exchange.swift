@@ -21,6 +21,7 @@ extension DevIdP {
             return refuse("invalid_request", "only access tokens are issued")
         }
         let now = Date()
+        // Not a JWT: no jti, so no token of ours — refused below.
         let jti = (try? CompactJWS.parse(subject))?.claims["jti"] as? String
         let held = state.withLock { s -> IssuedAccessToken? in
             guard let jti, let at = s.accessTokens[jti], at.digest == SHA256.hash(subject), at.expires > now, at.client == clientID,

@@ -66,7 +66,7 @@ extension DevIdP {
                           "resource_nonce": now.resourceNonce, "fapi2": now.fapi2])
     }
 
-    /// The request's JSON object body, or nil.
+    /// The request's JSON object body, or nil (not JSON: the caller answers 400).
     static func object(_ req: HTTPRequest) -> [String: Any]? {
         (try? JSONSerialization.jsonObject(with: Data(req.body))) as? [String: Any]
     }

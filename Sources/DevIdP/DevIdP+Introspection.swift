@@ -20,6 +20,7 @@ extension DevIdP {
             return json(401, ["error": "invalid_client"], ["WWW-Authenticate": "Basic"])
         }
         guard let token = form["token"] else { return json(400, ["error": "invalid_request"]) }
+        // Not a JWT: no jti, so no token of ours — answered inactive.
         let jti = (try? CompactJWS.parse(token))?.claims["jti"] as? String
         let digest = jti.map { _ in SHA256.hash(token) }
         let now = Date()

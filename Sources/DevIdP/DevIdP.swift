@@ -152,6 +152,7 @@ public final class DevIdP: Sendable {
     }
 
     func json(_ status: Int, _ object: [String: Any], _ headers: [String: String] = [:]) -> HTTPResponse {
+        // Objects of strings, numbers, booleans, arrays and objects only: serializing cannot fail.
         var r = HTTPResponse.json(status, [UInt8]((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()))
         for (k, v) in headers { r.headers.append((k, v)) }
         return r

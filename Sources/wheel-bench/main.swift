@@ -5,6 +5,7 @@ import Foundation
 // timer with 1,000,000 timers pending. Prints one JSON object (read by bench/bench.py).
 
 func rssBytes() -> Int {
+    // A benchmark's memory figure: none (0) without /proc.
     let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
     let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
     return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024

@@ -107,6 +107,7 @@ enum SignoutCommand {
             do { reply = try http.send(method, url, headers: h, body: bytes) } catch {
                 throw Unreachable(message: "the broker at \(base) is unreachable")
             }
+            // A body that is not JSON still has its status, which is what the checks below report.
             let json = (try? JSONSerialization.jsonObject(with: reply.body)) as? [String: Any] ?? [:]
             if reply.status >= 500 { throw Unreachable(message: "the broker answered HTTP \(reply.status)") }
             guard reply.status == expect else {

@@ -28,6 +28,7 @@ struct OperatorRoutes {
             policy.grantLifetimeRolling = try p.bool("grant_lifetime_rolling") ?? policy.grantLifetimeRolling
         }
         // DPoP (RFC 9449): true, false, or "auto" (bound when the issuer advertises the algorithm).
+        // A boolean is not a string: not "auto", and read (or refused) as a boolean on the next line.
         let dpopAuto = (try? b.string("dpop")) == "auto"
         let dpopOn = dpopAuto ? false : try b.bool("dpop") ?? false
         let dpopAlg = try b.string("dpop_alg").map { name throws(BrokerError) -> JWSAlgorithm in

@@ -145,6 +145,7 @@ struct TokenRoutes {
             var targets: [TokenTarget] = []
             var placed: [Int] = []
             for (i, item) in items.enumerated() {
+                // A member of the wrong type names nothing usable, as a missing one: the item is refused below.
                 let (sessionID, subject, client) = (try? item.string("session_id"), try? item.string("subject"), try? item.string("client"))
                 if let id = sessionID ?? nil, !id.isEmpty, (subject ?? nil) == nil {
                     targets.append(.session(id))

@@ -7,6 +7,7 @@ import Foundation
 public enum AccessTokenExpiry {
     /// The earlier of `computed` and the token's own `exp`, when it has one.
     public static func clamp(_ computed: Date, token: String) -> Date {
+        // An opaque token, or a payload without a numeric exp, keeps the computed expiry.
         guard let payload = CompactJWS.unverifiedPayload(token),
               let exp = (try? JSONDecoder().decode(Claims.self, from: Data(payload)))?.exp else { return computed }
         return min(computed, Date(timeIntervalSince1970: exp))

@@ -43,6 +43,7 @@ public enum SessionStoreContract {
                          writing refreshToken: String? = nil) -> DispatchSemaphore {
         let inside = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
+            // The holder's own failure shows in the caller's checks (the lock never held, the write missing).
             _ = try? store.withRefreshLock(tenant: s.tenant, id: s.id, timeout: 5) { locked -> (write: Session?, result: Int) in
                 inside.signal()
                 release.wait()
@@ -142,6 +143,7 @@ public enum SessionStoreContract {
         let waiterSaw = Mutex<String?>(nil)
         let waiter = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
+            // A failed wait reads as nil, which the check below refuses.
             let rt: String? = try? store.withRefreshLock(tenant: tenants.0, id: s.id, timeout: 5) { locked in (nil, locked.refreshToken) } ?? nil
             waiterSaw.withLock { $0 = rt }
             waiter.signal()
@@ -209,7 +211,7 @@ public enum SessionStoreContract {
             var l = current
             l.version += 1
             l.refreshToken = "late"
-            late.withLock { $0 = try? store.writeIfUnchanged(l, over: current) }
+            late.withLock { $0 = try? store.writeIfUnchanged(l, over: current) }   // an error reads as nil: not "refused", so the check fails
             tried.signal()
         }
         Thread.sleep(forTimeInterval: 0.1)
@@ -238,6 +240,7 @@ public enum SessionStoreContract {
             w.attempt = RefreshAttempt(id: "att-\(i)", startedAt: s.createdAt.addingTimeInterval(Double(i)))
             w.nextRefreshAt = s.createdAt.addingTimeInterval(4_000)
             w.lastUsedAt = s.createdAt.addingTimeInterval(100)   // older than the mark made since the read
+            // A write that failed did not land: counted as one that lost the race.
             if (try? store.writeIfUnchanged(w, over: read)) == true { landed.withLock { $0.append("att-\(i)") } }
         }
         let ids = landed.withLock { $0 }
