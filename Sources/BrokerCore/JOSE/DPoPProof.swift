@@ -20,6 +20,7 @@ public struct DPoPProof: Sendable {
         let jwk = key.publicKey
         thumbprint = Base64URL.encode(digest.sha256(jwk.thumbprintInput))
         let h: [String: Any] = ["typ": "dpop+jwt", "alg": key.algorithm.rawValue, "jwk": Self.publicMembers(jwk)]
+        // Strings and a JWK's string members only: serializing cannot fail.
         header = Base64URL.encode(try! JSONSerialization.data(withJSONObject: h, options: [.sortedKeys]))
     }
 
