@@ -49,7 +49,7 @@ extension RefreshDriver {
                     action = flight.started(start, row: r, now: clock.now())
                 } catch {
                     if probe { circuits.release(circuit) }
-                    action = flight.startFailed(Self.brokerError(error))
+                    action = flight.startFailed(brokerError(error, key))
                 }
             case .waitForNotice(let until):
                 notices.wait(key, until: until, now: clock.now())

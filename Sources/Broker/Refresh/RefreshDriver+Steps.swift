@@ -55,7 +55,7 @@ extension RefreshDriver {
             if case .failure(.idpRejectedClient) = f.result { metrics.clientRejected.add(a.key.tenant + "/" + a.client.id) }
             return f
         } catch {
-            if case .notFound = Self.brokerError(error) { return RefreshFinish(result: .failure(.notFound("session"))) }
+            if case .notFound = brokerError(error, a.key) { return RefreshFinish(result: .failure(.notFound("session"))) }
             pending.hold(a)
             log(a.key, a.client, RefreshEvent(.error, "refresh_write_pending", "the IdP answered but the database did not take the write; kept in memory, retrying"))
             return RefreshFinish(result: .failure(.storeUnavailable))
@@ -97,7 +97,7 @@ extension RefreshDriver {
             if let e = f.event { log(key, client, e) }
             return f
         } catch {
-            return RefreshFinish(result: .failure(Self.brokerError(error)))
+            return RefreshFinish(result: .failure(brokerError(error, key)))
         }
     }
 
@@ -138,8 +138,9 @@ extension RefreshDriver {
         }
     }
 
-    /// A store or IdP failure as the error callers get; an unexpected one is an internal error.
-    static func brokerError(_ error: any Error) -> BrokerError {
-        (error as? BrokerError) ?? .internalError
+    /// A store or IdP failure as the error callers get; an unexpected one is an internal error,
+    /// and its cause is logged.
+    func brokerError(_ error: any Error, _ key: SessionKey? = nil, doing what: String = "a refresh") -> BrokerError {
+        BrokerError.answering(error) { events(.unexpected(tenant: key?.tenant ?? "", client: "", session: key?.id, doing: what, cause: $0)) }
     }
 }

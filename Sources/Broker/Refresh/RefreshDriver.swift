@@ -97,7 +97,7 @@ public final class RefreshDriver: Sendable {
                 guard let client = try registry.client(tenant: key.tenant, id: clientID, now: clock.now()) else { throw BrokerError.notFound("client") }
                 end = fly(key, client, .due, actor: "engine", read: read)
             } catch {
-                end = (.failure(Self.brokerError(error)), nil)
+                end = (.failure(brokerError(error, key)), nil)
             }
             flights.finish(key, end.result)
             done.wait()

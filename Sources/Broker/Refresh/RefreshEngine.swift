@@ -163,6 +163,7 @@ public final class RefreshEngine: @unchecked Sendable {
                 let chunk = rest.prefix(1_000)
                 rest = rest.dropFirst(chunk.count)
                 let at = clock.now()   // the rows are at least this fresh
+                // Unreadable now: those jobs read their own rows (and meet the error there, logged).
                 guard let found = try? store.sessions(tenant: tenant, ids: chunk.map(\.id)) else { continue }
                 for s in found { rows[SessionKey(tenant: tenant, id: s.id)] = DueRow(s, readAt: at) }
             }

@@ -51,7 +51,7 @@ extension TokenService {
             // The tenant first (its error comes before any session's), then every missed
             // session id in one query: ids it does not find are answered here, not queried again.
             do { _ = try registry.activeTenant(tenant, now: now) } catch {
-                for i in misses { collector.set(i, finish(.failure(RefreshDriver.brokerError(error)), principal, tenant, nil, now)) }
+                for i in misses { collector.set(i, finish(.failure(refresher.brokerError(error, doing: "a token request")), principal, tenant, nil, now)) }
                 return
             }
             let ids = misses.compactMap { i -> String? in if case .session(let id) = targets[i] { id } else { nil } }

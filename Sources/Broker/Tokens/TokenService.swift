@@ -119,7 +119,7 @@ public final class TokenService: Sendable {
                 guard let client = try registry.client(tenant: tenant, id: session.client, now: now) else { throw BrokerError.notFound("client") }
                 answer(session, client, principal: principal, request: request, attempt: 0, until: until, completion: completion)
             } catch {
-                completion(finish(.failure(RefreshDriver.brokerError(error)), principal, tenant, nil, now))
+                completion(finish(.failure(refresher.brokerError(error, doing: "a token request")), principal, tenant, nil, now))
             }
         }
     }
