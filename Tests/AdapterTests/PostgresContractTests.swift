@@ -33,6 +33,14 @@ struct PostgresContractTests {
                   tenants: try TestDatabase.tenants(pool))
     }
 
+    @Test("change feed: two replicas, two tenants")
+    func changeFeed() throws {
+        let pool = try TestDatabase.migrated(), url = try TestDatabase.url()
+        let a = PostgresChangeFeed(pool: pool, listenURL: url), b = PostgresChangeFeed(pool: PGPool(url: url, size: 1), listenURL: url)
+        defer { a.stop(); b.stop() }
+        try ChangeFeedContract.run(a, replica: b, tenants: try TestDatabase.tenants(pool))
+    }
+
     @Test("session listing")
     func catalog() throws {
         let pool = try TestDatabase.migrated()
