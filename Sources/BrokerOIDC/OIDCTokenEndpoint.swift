@@ -150,8 +150,12 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         let target = endpoint.absoluteString
         var sent = nonces[target]
         for attempt in 0..<2 {
-            let reply = try post(client, endpoint, fields, timeout: timeout, once: once,
-                                 proof: dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: sent))
+            // A proof the cryptography library fails to sign is a request never sent.
+            let proof: String
+            do { proof = try dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: sent) } catch {
+                throw .notSent("the DPoP proof could not be signed (\((error as? CryptoFailure)?.operation ?? "encoding"))")
+            }
+            let reply = try post(client, endpoint, fields, timeout: timeout, once: once, proof: proof)
             if let n = reply.dpopNonce { nonces[target] = n }
             guard attempt == 0, reply.status == 400, let n = reply.dpopNonce, n != sent,
                   (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["error"] as? String == "use_dpop_nonce" else {

@@ -38,6 +38,16 @@ enum ErrorResponse {
         return r
     }
 
+    /// The answer to any error a route threw: a BrokerError's own, anything else 500
+    /// `internal_error`. A failed cryptography call is named on the request's log line
+    /// (`crypto_failure`: the library function, nothing it said).
+    static func response(for error: any Error, requestID: String) -> HTTPResponse {
+        if let e = error as? BrokerError { return response(e, requestID: requestID) }
+        var r = response(.internalError, requestID: requestID)
+        if let c = error as? CryptoFailure { r.logFields.append(("crypto_failure", c.operation)) }
+        return r
+    }
+
     /// Seconds after which asking again may succeed (the `Retry-After` header; a batch item's
     /// `retry_after`), for the errors that pass.
     static func retryAfter(_ e: BrokerError) -> Int? {

@@ -64,7 +64,7 @@ extension BrokerRuntime {
                     let p = try certificate.map { try auth.authenticate(certificate: $0, now: clock.now()) } ?? auth.authenticate(header, now: clock.now())
                     reply = Self.refusal(req, p, role, tenant: tenant).map { .now($0) } ?? Self.answer(req, p, body)
                 } catch {
-                    reply = .now(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
+                    reply = .now(ErrorResponse.response(for: error, requestID: req.requestID))
                 }
                 switch reply {
                 case .now(let r): respond(r)
@@ -93,7 +93,7 @@ extension BrokerRuntime {
                 }
             }
         } catch {
-            var r = ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID)
+            var r = ErrorResponse.response(for: error, requestID: req.requestID)
             r.caller = p.id
             return .now(r)
         }
@@ -106,7 +106,7 @@ extension BrokerRuntime {
         return .later { [executor] respond in
             executor.run {
                 do { respond(try CurrentTrace.with(trace, work)) } catch {
-                    respond(ErrorResponse.response((error as? BrokerError) ?? .internalError, requestID: req.requestID))
+                    respond(ErrorResponse.response(for: error, requestID: req.requestID))
                 }
             }
         }
