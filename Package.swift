@@ -44,8 +44,8 @@ let package = Package(
         .executableTarget(name: "tokenbroker", dependencies: ["BrokerApp"]),
 
         // The development OpenID provider: its own executable, never linked into the broker.
-        .target(name: "DevIdP", dependencies: ["BrokerHTTP", "BrokerCrypto"]),
-        .executableTarget(name: "dev-idp", dependencies: ["DevIdP"]),
+        .target(name: "DevIdP", dependencies: ["BrokerCore", "BrokerHTTP", "BrokerCrypto"]),
+        .executableTarget(name: "dev-idp", dependencies: ["DevIdP", "BrokerHTTP"]),
 
         // Benchmarks (make bench): the timer wheel; ID-token verification.
         .executableTarget(name: "wheel-bench", dependencies: ["BrokerCore"]),
@@ -58,11 +58,11 @@ let package = Package(
         .executableTarget(name: "http-ceiling", dependencies: ["BrokerHTTP"]),
 
         // Fakes and the process harness for tests.
-        .target(name: "BrokerTesting", dependencies: ["BrokerCore", "Broker"]),
+        .target(name: "BrokerTesting", dependencies: ["BrokerCore"]),
 
-        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore", "BrokerTesting"]),
+        .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore"]),
         .testTarget(name: "BrokerTests", dependencies: ["Broker", "BrokerCore", "BrokerTesting"]),
-        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore", "Broker", "BrokerApp"]),
+        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore", "Broker", "BrokerApp", "BrokerTesting"]),
         .testTarget(name: "IntegrationTests", dependencies: ["BrokerCore", "BrokerCrypto"]),
     ],
     swiftLanguageModes: [.v6],

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: installs what is missing, builds, starts the private PostgreSQL (unless
+# `make test`: installs what is missing, builds, checks that Package.swift declares exactly what
+# each target imports (scripts/imports-check.py), starts the private PostgreSQL (unless
 # DATABASE_URL is set) with a fresh test database, runs the whole suite (unit, adapter and
 # integration tests against real PostgreSQL and the development IdP over HTTP), then
 # schemathesis against a live broker with docs/openapi.yaml as the contract, the worker
@@ -33,6 +34,8 @@ export TOKENBROKER_BIN_DIR="$(swift build --show-bin-path)"
 export TOKENBROKER_TEST_LOGS="$logs"
 
 status=0
+# Package.swift declares exactly what each target imports.
+python3 scripts/imports-check.py || status=1
 swift test --skip-build --no-parallel 2>&1 | tee "$logs/swift-test.out" || status=$?
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 

@@ -15,28 +15,28 @@ public struct AESGCMSealer: Sealer {
 
     public var sealingKeyID: String? { keys.currentID }
 
-    public func seal(_ plaintext: String, context: String) -> [UInt8] {
+    public func seal(_ plaintext: String, context: String) throws -> [UInt8] {
         let kid = Array(keys.currentID.utf8)
         let key = keys.keys[keys.currentID]!
-        let nonce = OpenSSL.randomBytes(12)
+        let nonce = try OpenSSL.randomBytes(12)
         var out: [UInt8] = [Self.version, UInt8(kid.count)] + kid + nonce
         let pt = Array(plaintext.utf8)
         let aad = Array(context.utf8)
         var ct = [UInt8](repeating: 0, count: pt.count + 16)
         var tag = [UInt8](repeating: 0, count: 16)
-        let ctx = EVP_CIPHER_CTX_new()!
+        let ctx = try OpenSSL.made(EVP_CIPHER_CTX_new(), "EVP_CIPHER_CTX_new")
         defer { EVP_CIPHER_CTX_free(ctx) }
         var len: Int32 = 0
         var total = 0
-        precondition(EVP_EncryptInit_ex(ctx, OpenSSL.aes256gcm, nil, key, nonce) == 1)
-        precondition(EVP_EncryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1)
-        ct.withUnsafeMutableBufferPointer { buf in
-            precondition(EVP_EncryptUpdate(ctx, buf.baseAddress, &len, pt, Int32(pt.count)) == 1)
+        try OpenSSL.check(EVP_EncryptInit_ex(ctx, OpenSSL.aes256gcm, nil, key, nonce), "EVP_EncryptInit_ex")
+        try OpenSSL.check(EVP_EncryptUpdate(ctx, nil, &len, aad, Int32(aad.count)), "EVP_EncryptUpdate")
+        try ct.withUnsafeMutableBufferPointer { buf throws(CryptoFailure) in
+            try OpenSSL.check(EVP_EncryptUpdate(ctx, buf.baseAddress, &len, pt, Int32(pt.count)), "EVP_EncryptUpdate")
             total = Int(len)
-            precondition(EVP_EncryptFinal_ex(ctx, buf.baseAddress! + total, &len) == 1)
+            try OpenSSL.check(EVP_EncryptFinal_ex(ctx, buf.baseAddress! + total, &len), "EVP_EncryptFinal_ex")
             total += Int(len)
         }
-        precondition(EVP_CIPHER_CTX_ctrl(ctx, tb_EVP_CTRL_GCM_GET_TAG, 16, &tag) == 1)
+        try OpenSSL.check(EVP_CIPHER_CTX_ctrl(ctx, tb_EVP_CTRL_GCM_GET_TAG, 16, &tag), "EVP_CIPHER_CTX_ctrl")
         out += ct[0..<total]
         out += tag
         return out
@@ -56,11 +56,11 @@ public struct AESGCMSealer: Sealer {
         var tag = Array(sealed[(sealed.count - 16)...])
         let aad = Array(context.utf8)
         var pt = [UInt8](repeating: 0, count: ct.count + 16)
-        let ctx = EVP_CIPHER_CTX_new()!
+        let ctx = try OpenSSL.made(EVP_CIPHER_CTX_new(), "EVP_CIPHER_CTX_new")
         defer { EVP_CIPHER_CTX_free(ctx) }
         var len: Int32 = 0
         var total = 0
-        guard EVP_DecryptInit_ex(ctx, OpenSSL.aes256gcm, nil, key, nonce) == 1,
+        guard try EVP_DecryptInit_ex(ctx, OpenSSL.aes256gcm, nil, key, nonce) == 1,
               EVP_DecryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1 else { throw failed }
         let ok = pt.withUnsafeMutableBufferPointer { buf -> Bool in
             guard EVP_DecryptUpdate(ctx, buf.baseAddress, &len, ct, Int32(ct.count)) == 1 else { return false }

@@ -4,7 +4,7 @@ import BrokerCore
 public struct OpenSSLDigest: Digest {
     public init() {}
 
-    public func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        bytes.withUnsafeBytes { OpenSSL.sha256($0) }
+    public func sha256(_ bytes: [UInt8]) throws -> [UInt8] {
+        try bytes.withUnsafeBytes { b throws(CryptoFailure) in try OpenSSL.sha256(b) }
     }
 }

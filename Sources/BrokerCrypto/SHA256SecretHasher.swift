@@ -6,7 +6,7 @@ import COpenSSL
 public struct SHA256SecretHasher: SecretHasher {
     public init() {}
 
-    public func hash(_ secret: String) -> [UInt8] { SHA256.hash(secret) }
+    public func hash(_ secret: String) throws -> [UInt8] { try SHA256.hash(secret) }
 
     public func equal(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count, !a.isEmpty else { return false }

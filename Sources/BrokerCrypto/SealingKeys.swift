@@ -43,7 +43,7 @@ public struct SealingKeys: Sendable {
     }
 
     /// A new random key in text form (for `make run` and tests).
-    public static func generate(id: String = "k1") -> String {
-        id + ":" + Data(OpenSSL.randomBytes(32)).base64EncodedString()
+    public static func generate(id: String = "k1") throws(CryptoFailure) -> String {
+        id + ":" + Data(try OpenSSL.randomBytes(32)).base64EncodedString()
     }
 }

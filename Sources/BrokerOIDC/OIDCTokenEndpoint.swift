@@ -149,8 +149,12 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         guard let dpop else { return try post(client, endpoint, fields, timeout: timeout, once: once, proof: nil) }
         let target = endpoint.absoluteString
         func send(_ nonce: String?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
-            let reply = try post(client, endpoint, fields, timeout: timeout, once: once,
-                                 proof: dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: nonce))
+            // A proof the cryptography library fails to sign is a request never sent.
+            let proof: String
+            do { proof = try dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: nonce) } catch {
+                throw .notSent("the DPoP proof could not be signed (\((error as? CryptoFailure)?.operation ?? "encoding"))")
+            }
+            let reply = try post(client, endpoint, fields, timeout: timeout, once: once, proof: proof)
             if let n = reply.dpopNonce { nonces[target] = n }
             return reply
         }

@@ -32,7 +32,7 @@ public final class PostgresBrokerKeyStore: BrokerKeyStore {
     }
 
     public func addCurrent(_ key: BrokerKey) throws -> BrokerKey {
-        let sealed = sealer.seal(Base64URL.encode(key.der), context: "broker_keys/broker/\(key.kid)/private_key")
+        let sealed = try sealer.seal(Base64URL.encode(key.der), context: "broker_keys/broker/\(key.kid)/private_key")
         try pool.run { c in
             try c.execute("""
                 INSERT INTO broker_keys (kid, alg, private_key, created_at) VALUES (\(key.kid), \(key.algorithm.rawValue), \(sealed), \(key.createdAt))

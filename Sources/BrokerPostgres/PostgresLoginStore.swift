@@ -14,9 +14,9 @@ public final class PostgresLoginStore: LoginStore {
     }
 
     public func insert(_ l: PendingLogin) throws {
-        let verifier = sealer.seal(l.verifier, context: "logins/\(l.tenant)/\(l.id)/verifier")
-        let nonce = sealer.seal(l.nonce, context: "logins/\(l.tenant)/\(l.id)/nonce")
-        let dpopKey = l.dpopKey.map { sealer.seal($0.encoded, context: "logins/\(l.tenant)/\(l.id)/dpop_key") }
+        let verifier = try sealer.seal(l.verifier, context: "logins/\(l.tenant)/\(l.id)/verifier")
+        let nonce = try sealer.seal(l.nonce, context: "logins/\(l.tenant)/\(l.id)/nonce")
+        let dpopKey = try l.dpopKey.map { try sealer.seal($0.encoded, context: "logins/\(l.tenant)/\(l.id)/dpop_key") }
         try pool.run { c in
             try c.execute("""
                 INSERT INTO logins (state_hash, id, tenant_id, client_id, issuer, verifier, nonce, scopes, redirect_after,

@@ -85,8 +85,8 @@ public final class PostgresRegistryStore: RegistryStore {
 
     public func putClient(_ cl: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool) {
         let policy = String(decoding: try JSONEncoder().encode(cl.refreshPolicy), as: UTF8.self)
-        let sealed = secret.map { sealer.seal($0, context: "clients/\(cl.tenant)/\(cl.id)/client_secret") }
-        let sealedKey = assertionKey.map { sealer.seal(Data($0).base64EncodedString(), context: "clients/\(cl.tenant)/\(cl.id)/assertion_key") }
+        let sealed = try secret.map { try sealer.seal($0, context: "clients/\(cl.tenant)/\(cl.id)/client_secret") }
+        let sealedKey = try assertionKey.map { try sealer.seal(Data($0).base64EncodedString(), context: "clients/\(cl.tenant)/\(cl.id)/assertion_key") }
         return try pool.run { c in
             let r = try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,

@@ -118,7 +118,7 @@ public final class PostgresSealedValues: SealedValueStore {
                 guard let plain = try? sealer.open(value, context: context) else { unopenable += 1; continue }
                 keys.0.append(k0)
                 keys.1.append(k1)
-                sealed.append("\\x" + PGText.hex(sealer.seal(plain, context: context)))
+                sealed.append("\\x" + PGText.hex(try sealer.seal(plain, context: context)))
             }
             if !sealed.isEmpty {
                 try c.execute("""

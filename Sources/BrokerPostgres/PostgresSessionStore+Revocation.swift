@@ -86,25 +86,26 @@ extension PostgresSessionStore: RevocationStore {
     @discardableResult
     func queueRevocations(_ c: PGConnection, tenant: String, _ tokens: [(session: String, client: String, token: String, hint: String)],
                           now: Date, inline: Bool = false) throws -> [PendingRevocation] {
-        guard let q = revocationQueue(tenant: tenant, tokens, now: now, inline: inline) else { return [] }
+        guard let q = try revocationQueue(tenant: tenant, tokens, now: now, inline: inline) else { return [] }
         try c.execute(q.statement)
         return q.queued
     }
 
     /// The statement that queues these tokens, and the entries it queues (nil for no tokens).
     func revocationQueue(tenant: String, _ tokens: [(session: String, client: String, token: String, hint: String)],
-                         now: Date, inline: Bool = false) -> (statement: SQL, queued: [PendingRevocation])? {
+                         now: Date, inline: Bool = false) throws -> (statement: SQL, queued: [PendingRevocation])? {
         guard !tokens.isEmpty else { return nil }
         var rng = SystemRandomNumberGenerator()
         let queued = tokens.map { t in
             PendingRevocation(id: "rvk_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, session: t.session, client: t.client,
                               token: t.token, hint: t.hint, attempts: 0)
         }
+        let sealed = try queued.map { "\\x" + PGText.hex(try sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }
         return ("""
             INSERT INTO revocation_outbox (id, tenant_id, session_id, client_id, token, hint, next_attempt_at, created_at)
             SELECT q.id, \(tenant), q.session, q.client, q.token::bytea, q.hint, \(inline ? now.addingTimeInterval(Self.inlineLease) : now), \(now)
             FROM unnest(\(queued.map(\.id)), \(queued.map(\.session)), \(queued.map(\.client)),
-                        \(queued.map { "\\x" + PGText.hex(sealer.seal($0.token, context: "revocations/\(tenant)/\($0.id)/token")) }),
+                        \(sealed),
                         \(queued.map(\.hint))) AS q(id, session, client, token, hint)
             """, queued)
     }

@@ -89,8 +89,8 @@ public final class PostgresSessionStore: SessionStore {
             let (write, revoke, result) = try body(locked)
             // The write and the revocations travel with COMMIT: one round trip.
             let now = Date()
-            var last = write.map { [update($0, over: locked, now: now)] } ?? []
-            if let q = revocationQueue(tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: now) {
+            var last = try write.map { [try update($0, over: locked, now: now)] } ?? []
+            if let q = try revocationQueue(tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: now) {
                 last.append((q.statement, .custom))
             }
             // A state change is an event for the tenant's webhooks, written with it.
@@ -115,7 +115,7 @@ public final class PostgresSessionStore: SessionStore {
     /// transaction.
     public func writeIfUnchanged(_ write: Session, over seen: Session) throws -> Bool {
         guard write.state == seen.state else { return false }
-        let u = update(write, over: seen, now: Date())
+        let u = try update(write, over: seen, now: Date())
         return try pool.run { c in try c.execute(u.sql, plan: u.plan).count == 1 }
     }
 
@@ -171,20 +171,20 @@ public final class PostgresSessionStore: SessionStore {
     /// for, so a column unchanged from `locked` is left alone: a refresh's attempt sets five
     /// columns, not twenty-two, and a token equal to the locked row's is not sealed and sent
     /// again. `last_used_at`, which marks move without a version, only ever moves forward.
-    func update(_ s: Session, over locked: Session, now: Date) -> (sql: SQL, plan: PGConnection.Plan) {
+    func update(_ s: Session, over locked: Session, now: Date) throws -> (sql: SQL, plan: PGConnection.Plan) {
         let expectedVersion = locked.version
         precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
         var q = SQL.Interpolation(literalCapacity: 1_024, interpolationCount: 24)
         q.appendLiteral("WITH updated AS (UPDATE sessions SET ")
-        func set(_ column: String, _ changed: Bool, _ value: (inout SQL.Interpolation) -> Void) {
+        func set(_ column: String, _ changed: Bool, _ value: (inout SQL.Interpolation) throws -> Void) rethrows {
             guard changed else { return }
             q.appendLiteral(column + " = ")
-            value(&q)
+            try value(&q)
             q.appendLiteral(", ")
         }
-        set("access_token", s.accessToken != locked.accessToken) { $0.appendInterpolation(seal(s.accessToken, s, "access_token")) }
-        set("refresh_token", s.refreshToken != locked.refreshToken) { $0.appendInterpolation(seal(s.refreshToken, s, "refresh_token")) }
-        set("id_token", s.idToken != locked.idToken) { $0.appendInterpolation(seal(s.idToken, s, "id_token")) }
+        try set("access_token", s.accessToken != locked.accessToken) { $0.appendInterpolation(try seal(s.accessToken, s, "access_token")) }
+        try set("refresh_token", s.refreshToken != locked.refreshToken) { $0.appendInterpolation(try seal(s.refreshToken, s, "refresh_token")) }
+        try set("id_token", s.idToken != locked.idToken) { $0.appendInterpolation(try seal(s.idToken, s, "id_token")) }
         set("scopes", s.scopes != locked.scopes) { $0.appendInterpolation(s.scopes) }
         set("sid", s.claims.sid != locked.claims.sid) { $0.appendInterpolation(s.claims.sid) }
         set("email", s.claims.email != locked.claims.email) { $0.appendInterpolation(s.claims.email) }
@@ -228,8 +228,8 @@ public final class PostgresSessionStore: SessionStore {
         return (SQL(stringInterpolation: q), .keyLookup)
     }
 
-    func seal(_ value: String?, _ s: Session, _ column: String) -> [UInt8]? {
-        value.map { sealer.seal($0, context: "sessions/\(s.tenant)/\(s.id)/\(column)") }
+    func seal(_ value: String?, _ s: Session, _ column: String) throws -> [UInt8]? {
+        try value.map { try sealer.seal($0, context: "sessions/\(s.tenant)/\(s.id)/\(column)") }
     }
 
     private func open(_ sealed: [UInt8]?, tenant: String, id: String, _ column: String) throws -> String? {

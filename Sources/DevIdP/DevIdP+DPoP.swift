@@ -47,7 +47,7 @@ extension DevIdP {
             return .refused(code: "invalid_dpop_proof", why: "iat")
         }
         if let accessToken {
-            guard claims["ath"] as? String == Base64URL.encode(SHA256.hash(accessToken)) else { return .refused(code: "invalid_dpop_proof", why: "ath") }
+            guard claims["ath"] as? String == Base64URL.encode(DevIdPCrypto.sha256(accessToken)) else { return .refused(code: "invalid_dpop_proof", why: "ath") }
         }
         guard let jti = claims["jti"] as? String, !jti.isEmpty else { return .refused(code: "invalid_dpop_proof", why: "no jti") }
         let fresh = state.withLock { s -> (used: Bool, nonce: String) in
@@ -61,7 +61,7 @@ extension DevIdP {
             state.withLock { $0.dpopNonceChallenges += 1 }
             return .nonceNeeded(fresh.nonce)
         }
-        return .valid(jkt: Base64URL.encode(SHA256.hash(jwk.thumbprintInput)))
+        return .valid(jkt: Base64URL.encode(DevIdPCrypto.sha256(jwk.thumbprintInput)))
     }
 
     /// The token endpoint's refusal of a proof (§5, §8): 400, the nonce in `DPoP-Nonce`.
@@ -88,7 +88,7 @@ extension DevIdP {
         // Not a JWT: no jti, so no token of ours — refused below.
         let jti = (try? CompactJWS.parse(token))?.claims["jti"] as? String
         let issued = state.withLock { s in jti.flatMap { s.accessTokens[$0] } }
-        guard let at = issued, at.digest == SHA256.hash(token), at.expires > Date() else { return refuse("invalid_token", "unknown or expired token") }
+        guard let at = issued, at.digest == DevIdPCrypto.sha256(token), at.expires > Date() else { return refuse("invalid_token", "unknown or expired token") }
         if let bound = at.jkt {
             guard scheme == "dpop" else { return refuse("invalid_token", "a DPoP-bound token presented as \(scheme)") }
             let nonceRequired = state.withLock { $0.settings.resourceNonce }

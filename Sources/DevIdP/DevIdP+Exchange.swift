@@ -24,7 +24,7 @@ extension DevIdP {
         // Not a JWT: no jti, so no token of ours — refused below.
         let jti = (try? CompactJWS.parse(subject))?.claims["jti"] as? String
         let held = state.withLock { s -> IssuedAccessToken? in
-            guard let jti, let at = s.accessTokens[jti], at.digest == SHA256.hash(subject), at.expires > now, at.client == clientID,
+            guard let jti, let at = s.accessTokens[jti], at.digest == DevIdPCrypto.sha256(subject), at.expires > now, at.client == clientID,
                   at.family.map({ f in s.families[f].map { !$0.revoked && at.number >= $0.accessValidFrom } ?? false }) ?? true else { return nil }
             return at
         }
@@ -54,7 +54,7 @@ extension DevIdP {
         if let jkt { claims["cnf"] = ["jkt": jkt] }
         let token = state.withLock { $0.keys }.sign(claims, alg: .es256, type: "at+jwt")
         state.withLock { s in
-            s.record(jti: newJTI, IssuedAccessToken(digest: SHA256.hash(token), client: clientID, subject: at.subject, scope: scope,
+            s.record(jti: newJTI, IssuedAccessToken(digest: DevIdPCrypto.sha256(token), client: clientID, subject: at.subject, scope: scope,
                                                     expires: now.addingTimeInterval(TimeInterval(ttl)), family: nil, jkt: jkt), now: now)
             s.stats[clientID, default: .init()].exchanges += 1
         }

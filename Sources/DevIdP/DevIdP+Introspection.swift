@@ -22,7 +22,7 @@ extension DevIdP {
         guard let token = form["token"] else { return json(400, ["error": "invalid_request"]) }
         // Not a JWT: no jti, so no token of ours — answered inactive.
         let jti = (try? CompactJWS.parse(token))?.claims["jti"] as? String
-        let digest = jti.map { _ in SHA256.hash(token) }
+        let digest = jti.map { _ in DevIdPCrypto.sha256(token) }
         let now = Date()
         let body = state.withLock { s -> [String: Any] in
             s.stats[clientID, default: .init()].introspections += 1

@@ -73,7 +73,7 @@ extension DevIdP {
               grant.client == clientID, grant.expires > Date(), grant.redirectURI == form["redirect_uri"] else {
             return json(400, ["error": "invalid_grant", "error_description": "code unknown, used, expired or not yours"])
         }
-        guard let verifier = form["code_verifier"], Base64URL.encode(SHA256.hash(verifier)) == grant.challenge else {
+        guard let verifier = form["code_verifier"], Base64URL.encode(DevIdPCrypto.sha256(verifier)) == grant.challenge else {
             return json(400, ["error": "invalid_grant", "error_description": "PKCE verification failed"])
         }
         // RFC 9449 §10: a code requested with dpop_jkt is redeemed only with a proof of that key.
@@ -155,7 +155,7 @@ extension DevIdP {
                                        "iat": now, "exp": now + ttl, "jti": jti]
         if let jkt { atClaims["cnf"] = ["jkt": jkt] }
         let access = keys.sign(atClaims, alg: .es256, type: "at+jwt")
-        let issued = IssuedAccessToken(digest: SHA256.hash(access), client: clientID, subject: subject, scope: scope,
+        let issued = IssuedAccessToken(digest: DevIdPCrypto.sha256(access), client: clientID, subject: subject, scope: scope,
                                        expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family, jkt: jkt)
         state.withLock { $0.record(jti: jti, issued, now: Date()) }
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "iat": now, "exp": now + 600, "auth_time": now,
@@ -205,15 +205,17 @@ extension DevIdP {
             sig[sig.count / 2] ^= 0x01
             return String(good[...cut]) + Base64URL.encode(sig)
         case .idTokenAlgNone:
-            return CompactJWS.make(header: ["alg": "none", "typ": "JWT"], claims: c) { _ in [] }
+            return DevIdPCrypto.must { try CompactJWS.make(header: ["alg": "none", "typ": "JWT"], claims: c) { _ in [] } }
         case .idTokenAlgHS256:
             // "Signed" with the client secret, a classic confusion attack (RFC 8725 §2.1).
-            return CompactJWS.make(header: ["alg": "HS256", "typ": "JWT", "kid": keys.kid(alg)], claims: c) {
-                HMACSHA256.mac(key: Array((secret ?? "").utf8), $0)
+            return DevIdPCrypto.must {
+                try CompactJWS.make(header: ["alg": "HS256", "typ": "JWT", "kid": keys.kid(alg)], claims: c) {
+                    try HMACSHA256.mac(key: Array((secret ?? "").utf8), $0)
+                }
             }
         case .idTokenUnknownKid:
-            let stranger = SigningKey.generate(alg)
-            return stranger.jws(c, kid: "unknown-\(now)-\(Int.random(in: 0...1_000_000))", type: "JWT")
+            let stranger = DevIdPCrypto.must { try SigningKey.generate(alg) }
+            return DevIdPCrypto.must { try stranger.jws(c, kid: "unknown-\(now)-\(Int.random(in: 0...1_000_000))", type: "JWT") }
         case .idTokenAccessTokenType:
             return keys.sign(c, alg: alg, type: "at+jwt")
         default:

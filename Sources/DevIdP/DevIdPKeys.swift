@@ -11,17 +11,17 @@ struct DevIdPKeys: Sendable {
 
     init(generation: Int, keepingOld old: DevIdPKeys? = nil) {
         self.generation = generation
-        keys = Dictionary(uniqueKeysWithValues: JWSAlgorithm.allCases.map { ($0, SigningKey.generate($0)) })
+        keys = Dictionary(uniqueKeysWithValues: JWSAlgorithm.allCases.map { alg in (alg, DevIdPCrypto.must { try SigningKey.generate(alg) }) })
         retired = old.map { $0.published } ?? []
     }
 
     func kid(_ alg: JWSAlgorithm) -> String { "\(alg.rawValue.lowercased())-\(generation)" }
 
     func sign(_ claims: [String: Any], alg: JWSAlgorithm, type: String) -> String {
-        keys[alg]!.jws(claims, kid: kid(alg), type: type)
+        DevIdPCrypto.must { try keys[alg]!.jws(claims, kid: kid(alg), type: type) }
     }
 
     var published: [JSONWebKey] {
-        JWSAlgorithm.allCases.map { keys[$0]!.jwk(kid: kid($0)) } + retired
+        JWSAlgorithm.allCases.map { alg in DevIdPCrypto.must { try keys[alg]!.jwk(kid: kid(alg)) } } + retired
     }
 }

@@ -19,12 +19,12 @@ let now = Date()
 var out: [String: Any] = [:]
 let only = ProcessInfo.processInfo.environment["JOSE_BENCH_ONLY"]
 for alg in JWSAlgorithm.allCases where only == nil || only == "id_token" {
-    let key = SigningKey.generate(alg)
+    let key = try SigningKey.generate(alg)
     // A JWKS like XID's: several keys, the token names one.
-    let keys = FixedKeys(keys: [SigningKey.generate(.es256).jwk(kid: "old"), key.jwk(kid: "current"), SigningKey.generate(.rs256).jwk(kid: "other")])
+    let keys = FixedKeys(keys: [try SigningKey.generate(.es256).jwk(kid: "old"), try key.jwk(kid: "current"), try SigningKey.generate(.rs256).jwk(kid: "other")])
     let verifier = JWTVerifier(keys: keys, signatures: OpenSSLSignatureVerifier())
     let t = Int(now.timeIntervalSince1970)
-    let token = key.jws(["iss": "https://idp.example", "aud": "app", "sub": "alice", "nonce": "n", "iat": t, "exp": t + 600,
+    let token = try key.jws(["iss": "https://idp.example", "aud": "app", "sub": "alice", "nonce": "n", "iat": t, "exp": t + 600,
                          "sid": "s", "auth_time": t], kid: "current", type: "JWT")
     let expect = IDTokenExpectation(issuer: "https://idp.example", clientID: "app", nonce: "n")
     _ = try verifier.verify(token, expect, now: now)   // warm-up; must pass
@@ -39,13 +39,13 @@ for alg in JWSAlgorithm.allCases where only == nil || only == "id_token" {
     out["id_token_verify_per_s_\(alg.rawValue.lowercased())"] = Int(Double(n) / elapsed)
 }
 // DPoP proofs as the hand-out makes them: the session's key loaded once, a fresh jti and ath each.
-let prover = DPoPProof(key: SigningKey.generate(.es256), digest: OpenSSLDigest())
+let prover = try DPoPProof(key: try SigningKey.generate(.es256), digest: OpenSSLDigest())
 let accessToken = String(repeating: "a", count: 600)
 var proofs = 0
 let proofStart = DispatchTime.now().uptimeNanoseconds
 var proofElapsed = 0.0
 while proofElapsed < seconds {
-    for _ in 0..<100 { _ = prover.make(htm: "GET", htu: "https://api.example/v1/items", at: now, accessToken: accessToken) }
+    for _ in 0..<100 { _ = try prover.make(htm: "GET", htu: "https://api.example/v1/items", at: now, accessToken: accessToken) }
     proofs += 100
     proofElapsed = Double(DispatchTime.now().uptimeNanoseconds - proofStart) / 1e9
 }

@@ -31,28 +31,28 @@ struct JOSETests {
 
     @Test("ES256, RS256 and PS256 signatures verify; one flipped bit does not", arguments: JWSAlgorithm.allCases)
     func roundTrip(_ alg: JWSAlgorithm) throws {
-        let key = SigningKey.generate(alg)
-        let token = key.jws(claims(), kid: "k", type: "JWT")
+        let key = try SigningKey.generate(alg)
+        let token = try key.jws(claims(), kid: "k", type: "JWT")
         let jws = try CompactJWS.parse(token)
-        #expect(verifier.verify(alg, key: key.jwk(kid: "k"), input: jws.signingInput, signature: jws.signature))
+        #expect(try verifier.verify(alg, key: key.jwk(kid: "k"), input: jws.signingInput, signature: jws.signature))
         var bad = jws.signature
         bad[bad.count / 2] ^= 1
-        #expect(!verifier.verify(alg, key: key.jwk(kid: "k"), input: jws.signingInput, signature: bad))
-        #expect(!verifier.verify(alg, key: SigningKey.generate(alg).jwk(kid: "k"), input: jws.signingInput, signature: jws.signature))
+        #expect(try !verifier.verify(alg, key: key.jwk(kid: "k"), input: jws.signingInput, signature: bad))
+        #expect(try !verifier.verify(alg, key: SigningKey.generate(alg).jwk(kid: "k"), input: jws.signingInput, signature: jws.signature))
     }
 
     @Test("a key is only used with the algorithm it allows")
     func algorithmBinding() throws {
-        let rsa = RSAPrivateKey()
-        let token = SigningKey.rsa(rsa, .rs256).jws(claims(), kid: "k", type: "JWT")
+        let rsa = try RSAPrivateKey()
+        let token = try SigningKey.rsa(rsa, .rs256).jws(claims(), kid: "k", type: "JWT")
         let jws = try CompactJWS.parse(token)
-        #expect(verifier.verify(.rs256, key: rsa.jwk(kid: "k", alg: .rs256), input: jws.signingInput, signature: jws.signature))
-        #expect(!verifier.verify(.ps256, key: rsa.jwk(kid: "k", alg: .rs256), input: jws.signingInput, signature: jws.signature))
-        #expect(!verifier.verify(.es256, key: rsa.jwk(kid: "k", alg: .rs256), input: jws.signingInput, signature: jws.signature))
+        #expect(try verifier.verify(.rs256, key: rsa.jwk(kid: "k", alg: .rs256), input: jws.signingInput, signature: jws.signature))
+        #expect(try !verifier.verify(.ps256, key: rsa.jwk(kid: "k", alg: .rs256), input: jws.signingInput, signature: jws.signature))
+        #expect(try !verifier.verify(.es256, key: rsa.jwk(kid: "k", alg: .rs256), input: jws.signingInput, signature: jws.signature))
     }
 
     @Test("JWKS members of unknown type, curve or use are skipped, not fatal")
-    func jwkParsing() {
+    func jwkParsing() throws {
         #expect(JSONWebKey(json: ["kty": "OKP", "crv": "Ed25519", "x": "AA"]) == nil)
         #expect(JSONWebKey(json: ["kty": "EC", "crv": "P-384", "x": "AA", "y": "AA"]) == nil)
         #expect(JSONWebKey(json: ["kty": "RSA", "n": "AA", "e": "AQAB", "use": "enc"]) == nil)
@@ -64,10 +64,10 @@ struct JOSETests {
 
     @Test("the verifier accepts a good token and keeps the claims worth keeping")
     func verifies() throws {
-        let key = SigningKey.generate(.es256)
-        let keys = StaticKeySet([key.jwk(kid: "k1")])
+        let key = try SigningKey.generate(.es256)
+        let keys = StaticKeySet([try key.jwk(kid: "k1")])
         let v = JWTVerifier(keys: keys, signatures: verifier)
-        let token = key.jws(claims(["sid": "s-1", "auth_time": 1_799_999_000, "email": "a@x"]), kid: "k1", type: "JWT")
+        let token = try key.jws(claims(["sid": "s-1", "auth_time": 1_799_999_000, "email": "a@x"]), kid: "k1", type: "JWT")
         let got = try v.verify(token, expectation, now: now)
         #expect(got.subject == "alice" && got.claims.sid == "s-1" && got.claims.email == "a@x")
         #expect(keys.refetches == 0)
@@ -75,13 +75,13 @@ struct JOSETests {
 
     @Test("an unknown kid makes one re-fetch; a known kid with a bad signature none")
     func rotation() throws {
-        let old = SigningKey.generate(.es256), new = SigningKey.generate(.es256)
-        let keys = StaticKeySet([old.jwk(kid: "k1")])
+        let old = try SigningKey.generate(.es256), new = try SigningKey.generate(.es256)
+        let keys = StaticKeySet([try old.jwk(kid: "k1")])
         let v = JWTVerifier(keys: keys, signatures: verifier)
-        let token = new.jws(claims(), kid: "k2", type: "JWT")
+        let token = try new.jws(claims(), kid: "k2", type: "JWT")
         #expect(throws: JWTVerifier.Failure.self) { try v.verify(token, expectation, now: now) }
         #expect(keys.refetches == 1)
-        keys.keys.append(new.jwk(kid: "k2"))    // the IdP now publishes it
+        keys.keys.append(try new.jwk(kid: "k2"))    // the IdP now publishes it
         keys.refetches = 0
         _ = try v.verify(token, expectation, now: now)
         // A known kid with a bad signature is a forgery: no re-fetch.
@@ -90,22 +90,22 @@ struct JOSETests {
     }
 
     @Test("alg none, HS256 and unknown algorithms are refused before any key is consulted")
-    func symmetricAndNone() {
-        let keys = StaticKeySet([SigningKey.generate(.es256).jwk(kid: "k1")])
+    func symmetricAndNone() throws {
+        let keys = StaticKeySet([try SigningKey.generate(.es256).jwk(kid: "k1")])
         let v = JWTVerifier(keys: keys, signatures: verifier)
         for alg in ["none", "HS256", "HS512", "ES512", "RS384"] {
-            let token = CompactJWS.make(header: ["alg": alg, "kid": "k1"], claims: claims()) { _ in [1, 2, 3] }
+            let token = try CompactJWS.make(header: ["alg": alg, "kid": "k1"], claims: claims()) { _ in [1, 2, 3] }
             #expect(throws: JWTVerifier.Failure.self) { try v.verify(token, expectation, now: now) }
         }
         #expect(keys.refetches == 0)
     }
 
     @Test("a typ of at+jwt or a crit header is refused")
-    func headers() {
-        let key = SigningKey.generate(.es256)
-        let v = JWTVerifier(keys: StaticKeySet([key.jwk(kid: "k1")]), signatures: verifier)
+    func headers() throws {
+        let key = try SigningKey.generate(.es256)
+        let v = JWTVerifier(keys: StaticKeySet([try key.jwk(kid: "k1")]), signatures: verifier)
         #expect(throws: JWTVerifier.Failure.self) { try v.verify(key.jws(claims(), kid: "k1", type: "at+jwt"), expectation, now: now) }
-        let crit = CompactJWS.make(header: ["alg": "ES256", "kid": "k1", "crit": ["b64"], "b64": false], claims: claims(), sign: key.sign)
+        let crit = try CompactJWS.make(header: ["alg": "ES256", "kid": "k1", "crit": ["b64"], "b64": false], claims: claims(), sign: key.sign)
         #expect(throws: JWTVerifier.Failure.self) { try v.verify(crit, expectation, now: now) }
     }
 }

@@ -33,6 +33,14 @@ struct PostgresContractTests {
                   tenants: try TestDatabase.tenants(pool))
     }
 
+    @Test("change feed: two replicas, two tenants")
+    func changeFeed() throws {
+        let pool = try TestDatabase.migrated(), url = try TestDatabase.url()
+        let a = PostgresChangeFeed(pool: pool, listenURL: url), b = PostgresChangeFeed(pool: PGPool(url: url, size: 1), listenURL: url)
+        defer { a.stop(); b.stop() }
+        try ChangeFeedContract.run(a, replica: b, tenants: try TestDatabase.tenants(pool))
+    }
+
     @Test("session listing")
     func catalog() throws {
         let pool = try TestDatabase.migrated()
@@ -58,8 +66,8 @@ struct PostgresContractTests {
         let pool = try TestDatabase.migrated()
         let suffix = UUID().uuidString.prefix(6).lowercased()
         let ids = (old: "old-\(suffix)", new: "new-\(suffix)", stranger: "str-\(suffix)")
-        func key(_ id: String) -> String { "\(id):" + SealingKeys.generate(id: "x").dropFirst(2) }
-        let oldKey = key(ids.old), newKey = key(ids.new)
+        func key(_ id: String) throws -> String { try "\(id):" + SealingKeys.generate(id: "x").dropFirst(2) }
+        let oldKey = try key(ids.old), newKey = try key(ids.new)
         func replica(_ ring: String) throws -> SealedValueStoreContract.Replica {
             let sealer = AESGCMSealer(keys: try SealingKeys.parse(ring))
             return SealedValueStoreContract.Replica(sealed: PostgresSealedValues(pool: pool, sealer: sealer),

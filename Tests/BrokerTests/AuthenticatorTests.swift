@@ -14,7 +14,7 @@ struct AuthenticatorTests {
     func makeKey(tenants: Set<String> = ["t1"]) throws -> (Authenticator, String, String) {
         var rng = SystemRandomNumberGenerator()
         let id = Authenticator.newID(using: &rng)
-        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        let (key, hash) = try Authenticator.newKey(id: id, hasher: hasher, using: &rng)
         try store.createAPIKey(Principal(id: id, name: "k", roles: [.worker], tenants: tenants), secretHash: hash, now: now)
         return (Authenticator(store: store, hasher: hasher, maxAge: 60), key, id)
     }
@@ -66,7 +66,7 @@ struct AuthenticatorTests {
     func floodKeepsRealKeys() throws {
         var rng = SystemRandomNumberGenerator()
         let id = Authenticator.newID(using: &rng)
-        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        let (key, hash) = try Authenticator.newKey(id: id, hasher: hasher, using: &rng)
         try store.createAPIKey(Principal(id: id, name: "k", roles: [.worker], tenants: ["t1"]), secretHash: hash, now: now)
         let auth = Authenticator(store: store, hasher: hasher, maxAge: 60, capacity: 10, unknownCapacity: 100)
         _ = try auth.authenticate("Bearer " + key, now: now)
@@ -83,7 +83,7 @@ struct AuthenticatorTests {
         var keys: [(id: String, key: String)] = []
         for _ in 0..<3 {
             let id = Authenticator.newID(using: &rng)
-            let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+            let (key, hash) = try Authenticator.newKey(id: id, hasher: hasher, using: &rng)
             try store.createAPIKey(Principal(id: id, name: "k", roles: [.worker], tenants: ["t1"]), secretHash: hash, now: now)
             keys.append((id, key))
         }
@@ -125,7 +125,7 @@ struct AuthenticatorTests {
         let counting = CountingHasher()
         var rng = SystemRandomNumberGenerator()
         let id = Authenticator.newID(using: &rng)
-        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        let (key, hash) = try Authenticator.newKey(id: id, hasher: hasher, using: &rng)
         try store.createAPIKey(Principal(id: id, name: "k", roles: [.worker], tenants: ["t1"]), secretHash: hash, now: now)
         let auth = Authenticator(store: store, hasher: counting, maxAge: 60)
         #expect(try auth.authenticate("Bearer " + key, now: now).id == id)
@@ -144,7 +144,7 @@ struct AuthenticatorTests {
         let (auth, old, id) = try makeKey()
         #expect(try auth.authenticate("Bearer " + old, now: now).id == id)
         var rng = SystemRandomNumberGenerator()
-        let (new, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        let (new, hash) = try Authenticator.newKey(id: id, hasher: hasher, using: &rng)
         #expect(try store.rotateAPIKey(id: id, secretHash: hash, previousUntil: now.addingTimeInterval(30), unlessOverlappingAt: now))
         auth.forget(.apiKey(id: id))
         #expect(try auth.authenticate("Bearer " + new, now: now).id == id)

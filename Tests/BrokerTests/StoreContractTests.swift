@@ -29,6 +29,12 @@ struct InMemoryPortContractTests {
         try c.run(InMemorySignoutStore(sessions: sessions), sessions: sessions, tenants: ("t1", "t2"))
     }
 
+    @Test("change feed: one replica, two tenants")
+    func changeFeed() throws {
+        let feed = LocalChangeFeed()
+        try ChangeFeedContract.run(feed, replica: feed, tenants: ("t1", "t2"))
+    }
+
     @Test("session listing")
     func catalog() throws {
         let sessions = InMemorySessionStore()

@@ -7,7 +7,7 @@ import Testing
 /// IdP's test receiver over HTTP, checked with the documented verification.
 @Suite("Webhooks: signed, durable, in order per session", .serialized)
 struct WebhookTests {
-    static let mac: StandardWebhooks.MAC = { HMACSHA256.mac(key: $0, $1) }
+    static let mac: StandardWebhooks.MAC = { try HMACSHA256.mac(key: $0, $1) }
 
     struct Received {
         let id: String, timestamp: String, signature: String, body: String

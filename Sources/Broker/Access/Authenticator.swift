@@ -97,9 +97,9 @@ public final class Authenticator: Sendable {
 
     /// Makes a new key for `principal.id` from 32 random bytes; returns the key to show once and
     /// the hash to store.
-    public static func newKey<R: RandomNumberGenerator>(id: String, hasher: any SecretHasher, using rng: inout R) -> (key: String, hash: [UInt8]) {
+    public static func newKey<R: RandomNumberGenerator>(id: String, hasher: any SecretHasher, using rng: inout R) throws -> (key: String, hash: [UInt8]) {
         let secret = Identifiers.token(bytes: 32, using: &rng)
-        return (prefix + id + "_" + secret, hasher.hash(secret))
+        return (prefix + id + "_" + secret, try hasher.hash(secret))
     }
 
     /// A fresh key id: 8 random bytes in hex.
@@ -122,7 +122,7 @@ public final class Authenticator: Sendable {
             if current { unknown.withLock { _ = $0.set(parts.id, now) } }
             throw Self.refused
         }
-        let matches = hasher.equal(hasher.hash(parts.secret), found.secretHash)
+        let matches = hasher.equal(try hasher.hash(parts.secret), found.secretHash)
         let e = Entry(principal: found.0, hash: found.secretHash, previous: found.previous, at: now,
                       verified: matches ? Array(parts.secret.utf8) : nil)
         if current { keepUse(entries.write { $0.set(parts.id, e) }?.value) }
@@ -150,7 +150,8 @@ public final class Authenticator: Sendable {
     private func check(_ e: Entry, secret: String, now: Date) throws(BrokerError) -> Principal {
         guard let principal = e.principal, principal.isValid(at: now), principal.certificateSHA256 == nil else { throw Self.refused }
         if !(e.verified.map { Self.same(secret, $0) } ?? false) {
-            let hash = hasher.hash(secret)
+            let hash: [UInt8]
+            do { hash = try hasher.hash(secret) } catch { throw .internalError }
             // The previous secret of a rotated key is accepted until its time (compared whatever
             // the current one says). The verified bytes above answer sooner, but only for the
             // secret that was presented and matched: timing tells a caller nothing they did not send.

@@ -29,7 +29,7 @@ public final class ActorTokens: Sendable {
         let (kid, signer) = try currentKey()
         let t = Int(clock.now().timeIntervalSince1970)
         var rng = SystemRandomNumberGenerator()
-        return CompactJWS.make(header: ["alg": signer.algorithm.rawValue, "kid": kid, "typ": "JWT"],
+        return try CompactJWS.make(header: ["alg": signer.algorithm.rawValue, "kid": kid, "typ": "JWT"],
                                claims: ["iss": issuer, "sub": principal.id, "aud": audience, "iat": t, "exp": t + 60,
                                         "jti": Identifiers.token(bytes: 16, using: &rng)], sign: signer.sign)
     }
@@ -41,7 +41,7 @@ public final class ActorTokens: Sendable {
         _ = try currentKey()
         let now = clock.now()
         if let p = published.withLock({ $0 }), now.timeIntervalSince(p.at) < 60 { return p.keys }
-        let out = try store.keys().compactMap { k in keys.publicKey(der: k.der, alg: k.algorithm).map { $0.named(k.kid) } }
+        let out = try store.keys().compactMap { k in try keys.publicKey(der: k.der, alg: k.algorithm).map { $0.named(k.kid) } }
         published.withLock { $0 = (out, now) }
         return out
     }
@@ -51,8 +51,8 @@ public final class ActorTokens: Sendable {
         if let c = current.withLock({ $0 }) { return c }
         var key = try store.keys().first
         if key == nil {
-            let der = keys.generate(.es256)
-            guard let pub = keys.publicKey(der: der, alg: .es256) else { throw BrokerError.internalError }
+            let der = try keys.generate(.es256)
+            guard let pub = try keys.publicKey(der: der, alg: .es256) else { throw BrokerError.internalError }
             key = try store.addCurrent(BrokerKey(kid: Base64URL.encode(digest.sha256(pub.thumbprintInput)), algorithm: .es256, der: der,
                                                  createdAt: clock.now()))
             published.withLock { $0 = nil }

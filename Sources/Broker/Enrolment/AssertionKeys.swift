@@ -17,19 +17,19 @@ public struct AssertionKeys: ClientAssertionSigner {
     }
 
     /// A new key for `alg`, as DER.
-    func generate(_ alg: JWSAlgorithm) -> [UInt8] { keys.generate(alg) }
+    func generate(_ alg: JWSAlgorithm) throws -> [UInt8] { try keys.generate(alg) }
 
     /// The public half of a stored key, its thumbprint as kid; nil when `der` is not a key of `alg`.
-    func publicKey(der: [UInt8], alg: JWSAlgorithm) -> JSONWebKey? {
-        keys.publicKey(der: der, alg: alg).map { $0.named(Base64URL.encode(digest.sha256($0.thumbprintInput))) }
+    func publicKey(der: [UInt8], alg: JWSAlgorithm) throws -> JSONWebKey? {
+        try keys.publicKey(der: der, alg: alg).map { $0.named(Base64URL.encode(try digest.sha256($0.thumbprintInput))) }
     }
 
     public func assertion(for client: ClientRegistration, audience: String, now: Date) throws -> String {
         guard let alg = client.assertionAlgorithm, let der = try registry.assertionKey(tenant: client.tenant, id: client.id, now: now),
-              let kid = publicKey(der: der, alg: alg)?.kid else { throw BrokerError.internalError }
+              let kid = try publicKey(der: der, alg: alg)?.kid else { throw BrokerError.internalError }
         var rng = SystemRandomNumberGenerator()
         let t = Int(now.timeIntervalSince1970)
-        guard let jws = keys.jws(der: der, alg: alg, claims: ["iss": client.clientID, "sub": client.clientID, "aud": audience, "iat": t,
+        guard let jws = try keys.jws(der: der, alg: alg, claims: ["iss": client.clientID, "sub": client.clientID, "aud": audience, "iat": t,
                                                                "exp": t + 60, "jti": Identifiers.token(bytes: 16, using: &rng)],
                                  kid: kid, type: "JWT") else { throw BrokerError.internalError }
         return jws

@@ -95,17 +95,17 @@ public struct LoginService: Sendable {
         var dpop: (key: DPoPKeyMaterial, proof: DPoPProof)?
         if let alg = client.dpopAlgorithm {
             guard let keys = dpopKeys else { throw BrokerError.internalError }
-            let key = keys.make(alg)
+            let key = try keys.make(alg)
             guard let proof = keys.prover(key) else { throw BrokerError.internalError }
             dpop = (key, proof)
         }
         let login = PendingLogin(id: "lgn_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, client: client.id, issuer: client.issuer,
-                                 stateHash: digest.sha256(Array(state.utf8)), verifier: verifier, nonce: nonce, scopes: scopes,
+                                 stateHash: try digest.sha256(Array(state.utf8)), verifier: verifier, nonce: nonce, scopes: scopes,
                                  redirectAfter: r.redirectAfter, createdAt: now, expiresAt: now.addingTimeInterval(Self.lifetime),
                                  dpopKey: dpop?.key)
         var query = [("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", client.redirectURI),
                      ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
-                     ("code_challenge", Base64URL.encode(digest.sha256(Array(verifier.utf8)))), ("code_challenge_method", "S256")]
+                     ("code_challenge", Base64URL.encode(try digest.sha256(Array(verifier.utf8)))), ("code_challenge_method", "S256")]
         if let hint = r.loginHint { query.append(("login_hint", hint)) }
         if let dpop { query.append(("dpop_jkt", dpop.proof.thumbprint)) }
         if scopes.contains("offline_access") { query.append(("prompt", "consent")) }   // OIDC Core §11

@@ -92,12 +92,12 @@ public struct OperatorService: Sendable {
             let alg = c.assertionAlgorithm ?? .es256
             c.assertionAlgorithm = alg
             if try store.client(tenant: c.tenant, id: c.id)?.assertionAlgorithm == alg,
-               let der = try store.assertionKey(tenant: c.tenant, id: c.id), let old = assertionKeys.publicKey(der: der, alg: alg) {
+               let der = try store.assertionKey(tenant: c.tenant, id: c.id), let old = try assertionKeys.publicKey(der: der, alg: alg) {
                 key = old
             } else {
-                let der = assertionKeys.generate(alg)
+                let der = try assertionKeys.generate(alg)
                 newKey = der
-                key = assertionKeys.publicKey(der: der, alg: alg)
+                key = try assertionKeys.publicKey(der: der, alg: alg)
             }
         } else {
             c.assertionAlgorithm = nil
@@ -123,7 +123,7 @@ public struct OperatorService: Sendable {
         guard let c = try store.client(tenant: tenant, id: id) else { throw BrokerError.notFound("client") }
         var key: JSONWebKey?
         if let alg = c.assertionAlgorithm, let der = try store.assertionKey(tenant: tenant, id: id) {
-            key = assertionKeys.publicKey(der: der, alg: alg)
+            key = try assertionKeys.publicKey(der: der, alg: alg)
         }
         return ClientView(client: c, publicKey: key)
     }
@@ -154,7 +154,7 @@ public struct OperatorService: Sendable {
         }
         var rng = SystemRandomNumberGenerator()
         let id = Authenticator.newID(using: &rng)
-        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        let (key, hash) = try Authenticator.newKey(id: id, hasher: hasher, using: &rng)
         let p = Principal(id: id, name: name, roles: roles, tenants: tenants, expiresAt: expiresIn.map { clock.now().addingTimeInterval($0) },
                           certificateSHA256: certificate)
         try store.createAPIKey(p, secretHash: hash, now: clock.now())
@@ -190,7 +190,7 @@ public struct OperatorService: Sendable {
             throw BrokerError.conflict(code: "conflict", message: "only a live bearer key can be rotated (revoked, expired or a certificate principal)")
         }
         var rng = SystemRandomNumberGenerator()
-        let (key, hash) = Authenticator.newKey(id: id, hasher: hasher, using: &rng)
+        let (key, hash) = try Authenticator.newKey(id: id, hasher: hasher, using: &rng)
         let until = clock.now().addingTimeInterval(overlap)
         // overlap 0 cuts any overlap still running (the deliberate "now"); else a rotation
         // waits for the previous one's overlap to end.

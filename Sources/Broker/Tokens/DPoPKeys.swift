@@ -17,7 +17,7 @@ public final class DPoPKeys: Sendable {
     }
 
     /// A new key for a session of a client that binds its tokens with `alg`.
-    func make(_ alg: JWSAlgorithm) -> DPoPKeyMaterial { DPoPKeyMaterial(algorithm: alg, der: keys.generate(alg)) }
+    func make(_ alg: JWSAlgorithm) throws -> DPoPKeyMaterial { DPoPKeyMaterial(algorithm: alg, der: try keys.generate(alg)) }
 
     /// A proof per target for a hand-out of `token` (RFC 9449 §7), made with the session's key.
     /// A bearer token gets none: a proof would claim a binding the IdP never made.
@@ -26,14 +26,18 @@ public final class DPoPKeys: Sendable {
             return .failure(.conflict(code: "not_dpop_bound", message: "the access token is a bearer token: it takes no DPoP proof"))
         }
         guard let prover = prover(key) else { return .failure(.internalError) }
-        return .success(targets.map { prover.make(htm: $0.method, target: $0.uri, at: now, nonce: $0.nonce, accessToken: token) })
+        do {
+            return .success(try targets.map { try prover.make(htm: $0.method, target: $0.uri, at: now, nonce: $0.nonce, accessToken: token) })
+        } catch {
+            return .failure(.internalError)
+        }
     }
 
-    /// The key ready to make proofs; nil when the material is not a key of its algorithm.
+    /// The key ready to make proofs; nil when the material is not a key of its algorithm, or
+    /// the cryptography library fails to derive its public half.
     func prover(_ m: DPoPKeyMaterial) -> DPoPProof? {
         if let p = loaded.read({ $0[m.der] }) { return p }
-        guard let signer = keys.signer(der: m.der, alg: m.algorithm) else { return nil }
-        let p = DPoPProof(key: signer, digest: digest)
+        guard let signer = keys.signer(der: m.der, alg: m.algorithm), let p = try? DPoPProof(key: signer, digest: digest) else { return nil }
         loaded.write { held in
             if held.count >= Self.limit { held.removeAll() }
             held[m.der] = p

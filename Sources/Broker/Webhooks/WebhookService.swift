@@ -112,9 +112,13 @@ public struct WebhookService: Sendable {
         // next claim rather than race it.
         guard now.addingTimeInterval(timeout) < d.leaseUntil else { return }
         let timestamp = Int(now.timeIntervalSince1970)
+        // A signature the cryptography library fails to make leaves the delivery to a later
+        // claim, once its lease has run out, like a receiver that did not answer.
+        guard let signature = try? StandardWebhooks.signature(id: d.eventID, timestamp: timestamp, body: d.payload, secrets: d.secrets, mac: mac)
+        else { return }
         let headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json"), ("webhook-id", d.eventID), ("webhook-timestamp", String(timestamp)),
-            ("webhook-signature", StandardWebhooks.signature(id: d.eventID, timestamp: timestamp, body: d.payload, secrets: d.secrets, mac: mac))]
+            ("webhook-signature", signature)]
         var status: Int?
         var why: String
         do {

@@ -19,7 +19,7 @@ enum SealingKeyCommand {
     /// Needs no configuration.
     static func generate(_ a: Arguments) throws -> Int32 {
         guard a.value("batch") == nil, a.value("config") == nil else { throw Arguments.Invalid(description: "generate takes only --id\nusage: " + usage) }
-        print(SealingKeys.generate(id: a.value("id") ?? "k1"))
+        print(try SealingKeys.generate(id: a.value("id") ?? "k1"))
         return 0
     }
 

@@ -39,11 +39,13 @@ enum ErrorResponse {
     }
 
     /// The response to any error a route threw: a BrokerError's own, otherwise a 500 whose
-    /// request log line names the cause (`cause`), which the answer never shows.
+    /// request log line names the cause (`cause`; a failed cryptography call also as
+    /// `crypto_failure`: the library function, nothing it said), which the answer never shows.
     static func response(to error: any Error, requestID: String) -> HTTPResponse {
         var cause: String?
         var r = response(BrokerError.answering(error) { cause = $0 }, requestID: requestID)
         if let c = cause { r.logFields.append(("cause", c)) }
+        if let c = error as? CryptoFailure { r.logFields.append(("crypto_failure", c.operation)) }
         return r
     }
 

@@ -111,7 +111,7 @@ public final class BrokerRuntime: Sendable {
                                pool: RefreshPool(globalCap: config.refreshConcurrency))
         backlog = BacklogGauge(store: PostgresBacklogStore(pool: pool))
         webhooks = WebhookService(store: PostgresWebhookStore(pool: pool, sealer: sealer), registry: registry,
-                                  sender: HTTPWebhookSender(http: BlockingHTTP(timeout: 10), allowPrivateNetworks: config.webhookAllowPrivateNetworks), mac: { HMACSHA256.mac(key: $0, $1) },
+                                  sender: HTTPWebhookSender(http: BlockingHTTP(timeout: 10), allowPrivateNetworks: config.webhookAllowPrivateNetworks), mac: { try HMACSHA256.mac(key: $0, $1) },
                                   audit: audit, clock: clock, allowHTTP: config.webhookAllowHTTP,
                                   retry: RetryPolicy(base: 1, cap: config.webhookRetryCap), events: Self.eventLog(logger))
         migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())

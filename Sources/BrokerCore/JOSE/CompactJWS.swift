@@ -53,11 +53,10 @@ public struct CompactJWS {
     }
 
     /// Serializes and signs: `sign` gets the signing input and returns the JWS signature bytes.
-    /// The header and claims are the broker's own, of strings, integers, arrays and objects,
-    /// which always serialize: the `try!` guards a programming error, not data.
-    public static func make(header: [String: Any], claims: [String: Any], sign: ([UInt8]) throws -> [UInt8]) rethrows -> String {
-        let h = Base64URL.encode(try! JSONSerialization.data(withJSONObject: header, options: [.sortedKeys]))
-        let p = Base64URL.encode(try! JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
+    /// Throws what `sign` throws, or JSONSerialization's error for a value JSON cannot hold.
+    public static func make(header: [String: Any], claims: [String: Any], sign: ([UInt8]) throws -> [UInt8]) throws -> String {
+        let h = Base64URL.encode(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys]))
+        let p = Base64URL.encode(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
         let input = h + "." + p
         return input + "." + Base64URL.encode(try sign(Array(input.utf8)))
     }

@@ -14,33 +14,33 @@ public struct DPoPProof: Sendable {
     private let header: String
     private let digest: any Digest
 
-    public init(key: any JWSSigner, digest: any Digest) {
+    /// Throws CryptoFailure when the key's public half or its digest cannot be computed.
+    public init(key: any JWSSigner, digest: any Digest) throws {
         self.key = key
         self.digest = digest
-        let jwk = key.publicKey
-        thumbprint = Base64URL.encode(digest.sha256(jwk.thumbprintInput))
+        let jwk = try key.publicKey
+        thumbprint = Base64URL.encode(try digest.sha256(jwk.thumbprintInput))
         let h: [String: Any] = ["typ": "dpop+jwt", "alg": key.algorithm.rawValue, "jwk": Self.publicMembers(jwk)]
-        // Strings and a JWK's string members only: serializing cannot fail.
-        header = Base64URL.encode(try! JSONSerialization.data(withJSONObject: h, options: [.sortedKeys]))
+        header = Base64URL.encode(try JSONSerialization.data(withJSONObject: h, options: [.sortedKeys]))
     }
 
     /// A proof for one request: `htu` is cut to its target URI without query and fragment.
-    public func make(htm: String, htu: String, at now: Date, nonce: String? = nil, accessToken: String? = nil) -> String {
-        make(htm: htm, target: Self.targetURI(htu) ?? htu, at: now, nonce: nonce, accessToken: accessToken)
+    public func make(htm: String, htu: String, at now: Date, nonce: String? = nil, accessToken: String? = nil) throws -> String {
+        try make(htm: htm, target: Self.targetURI(htu) ?? htu, at: now, nonce: nonce, accessToken: accessToken)
     }
 
     /// A proof for a request whose `htu` is already its target URI (a checked DPoPTarget's).
-    public func make(htm: String, target: String, at now: Date, nonce: String?, accessToken: String?) -> String {
+    public func make(htm: String, target: String, at now: Date, nonce: String?, accessToken: String?) throws -> String {
         var rng = SystemRandomNumberGenerator()
         // The claims are written here, not by JSONSerialization, which was half of a proof's cost.
         var claims = "{"
-        if let accessToken { claims += "\"ath\":\"" + Self.accessTokenHash(accessToken, digest) + "\"," }
+        if let accessToken { claims += "\"ath\":\"" + (try Self.accessTokenHash(accessToken, digest)) + "\"," }
         claims += "\"htm\":" + Self.quoted(htm) + ",\"htu\":" + Self.quoted(target)
             + ",\"iat\":" + String(Int(now.timeIntervalSince1970)) + ",\"jti\":\"" + Identifiers.token(bytes: 16, using: &rng) + "\""
         if let nonce { claims += ",\"nonce\":" + Self.quoted(nonce) }
         claims += "}"
         let input = header + "." + Base64URL.encode(Array(claims.utf8))
-        return input + "." + Base64URL.encode(key.sign(Array(input.utf8)))
+        return input + "." + Base64URL.encode(try key.sign(Array(input.utf8)))
     }
 
     /// A JSON string (RFC 8259 §7): quote, backslash and control characters escaped.
@@ -58,8 +58,8 @@ public struct DPoPProof: Sendable {
     }
 
     /// `ath` (§4.2): base64url of the SHA-256 of the access token's ASCII.
-    public static func accessTokenHash(_ token: String, _ digest: any Digest) -> String {
-        Base64URL.encode(digest.sha256(Array(token.utf8)))
+    public static func accessTokenHash(_ token: String, _ digest: any Digest) throws -> String {
+        Base64URL.encode(try digest.sha256(Array(token.utf8)))
     }
 
     /// The `htu` of a URL (§4.2, RFC 9110 §7.1): an absolute http or https URI without its query

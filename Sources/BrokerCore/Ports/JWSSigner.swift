@@ -3,7 +3,8 @@
 public protocol JWSSigner: Sendable {
     var algorithm: JWSAlgorithm { get }
     /// The public half, without `kid`.
-    var publicKey: JSONWebKey { get }
+    var publicKey: JSONWebKey { get throws }
     /// The JWS signature of `message` (RFC 7515 §5.1), in the form JOSE expects for the algorithm.
-    func sign(_ message: [UInt8]) -> [UInt8]
+    /// Throws CryptoFailure when the library fails to sign.
+    func sign(_ message: [UInt8]) throws -> [UInt8]
 }

@@ -6,7 +6,8 @@ import Foundation
 public protocol Sealer: Sendable {
     /// The id of the key `seal` uses (nil: this sealer seals nothing).
     var sealingKeyID: String? { get }
-    func seal(_ plaintext: String, context: String) -> [UInt8]
+    /// Throws CryptoFailure when the cipher or the random source fails.
+    func seal(_ plaintext: String, context: String) throws -> [UInt8]
     /// Throws when the value was tampered with, moved, or sealed under an unknown key.
     func open(_ sealed: [UInt8], context: String) throws -> String
 }

@@ -7,7 +7,7 @@ import Foundation
 /// secret in force, space-separated (a rotation's overlap). A receiver recomputes it with its
 /// secret, compares in constant time, and refuses timestamps more than five minutes off.
 public enum StandardWebhooks {
-    public typealias MAC = @Sendable (_ key: [UInt8], _ message: [UInt8]) -> [UInt8]
+    public typealias MAC = @Sendable (_ key: [UInt8], _ message: [UInt8]) throws -> [UInt8]
 
     /// The key bytes of a `whsec_…` secret, or nil.
     public static func key(_ secret: String) -> [UInt8]? {
@@ -25,18 +25,19 @@ public enum StandardWebhooks {
         Array("\(id).\(timestamp).\(body)".utf8)
     }
 
-    /// The `webhook-signature` value: one `v1,` signature per secret.
-    public static func signature(id: String, timestamp: Int, body: String, secrets: [String], mac: MAC) -> String {
+    /// The `webhook-signature` value: one `v1,` signature per secret. Throws what `mac` throws.
+    public static func signature(id: String, timestamp: Int, body: String, secrets: [String], mac: MAC) throws -> String {
         let signed = content(id: id, timestamp: timestamp, body: body)
-        return secrets.compactMap(key).map { "v1," + Data(mac($0, signed)).base64EncodedString() }.joined(separator: " ")
+        return try secrets.compactMap(key).map { "v1," + Data(try mac($0, signed)).base64EncodedString() }.joined(separator: " ")
     }
 
     /// The documented check: true when one of `header`'s v1 signatures is the one `secret`
     /// makes, and the timestamp is within `tolerance` of `now`.
     public static func verify(id: String, timestamp: String, header: String, body: String, secret: String,
                               now: Date, tolerance: TimeInterval = 300, mac: MAC) -> Bool {
-        guard let t = Int(timestamp), abs(now.timeIntervalSince1970 - Double(t)) <= tolerance, let k = key(secret) else { return false }
-        let expected = Array(("v1," + Data(mac(k, content(id: id, timestamp: t, body: body))).base64EncodedString()).utf8)
+        guard let t = Int(timestamp), abs(now.timeIntervalSince1970 - Double(t)) <= tolerance, let k = key(secret),
+              let m = try? mac(k, content(id: id, timestamp: t, body: body)) else { return false }
+        let expected = Array(("v1," + Data(m).base64EncodedString()).utf8)
         return header.split(separator: " ").contains { candidate in
             let c = Array(candidate.utf8)
             return c.count == expected.count && zip(c, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0   // constant time

@@ -15,14 +15,14 @@ public final class ES256PrivateKey: @unchecked Sendable {
     private let contexts = PlainMutex<[Context]>([])
 
     /// A new random key.
-    public init() {
-        let ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil)!
+    public init() throws(CryptoFailure) {
+        let ctx = try OpenSSL.made(EVP_PKEY_CTX_new_id(EVP_PKEY_EC, nil), "EVP_PKEY_CTX_new_id")
         defer { EVP_PKEY_CTX_free(ctx) }
         var key: OpaquePointer?
-        precondition(EVP_PKEY_keygen_init(ctx) == 1
-            && EVP_PKEY_CTX_set_ec_paramgen_curve_nid(ctx, NID_X9_62_prime256v1) == 1
-            && EVP_PKEY_keygen(ctx, &key) == 1, "P-256 key generation failed")
-        pkey = key!
+        try OpenSSL.check(EVP_PKEY_keygen_init(ctx), "EVP_PKEY_keygen_init")
+        try OpenSSL.check(EVP_PKEY_CTX_set_ec_paramgen_curve_nid(ctx, NID_X9_62_prime256v1), "EVP_PKEY_CTX_set_ec_paramgen_curve_nid")
+        try OpenSSL.check(EVP_PKEY_keygen(ctx, &key), "EVP_PKEY_keygen")
+        pkey = try OpenSSL.made(key, "EVP_PKEY_keygen")
     }
 
     /// A key stored before with `der` (SEC 1 ECPrivateKey DER); nil when it is not one.
@@ -37,43 +37,50 @@ public final class ES256PrivateKey: @unchecked Sendable {
     }
 
     /// The private key as DER, to be sealed at rest.
-    public var der: [UInt8] { PrivateKeyDER.encode(pkey) }
+    public var der: [UInt8] { get throws(CryptoFailure) { try PrivateKeyDER.encode(pkey) } }
 
     /// The public key as a JWK (RFC 7518 §6.2.1).
-    public func jwk(kid: String) -> JSONWebKey {
-        let (x, y) = publicCoordinates
+    public func jwk(kid: String) throws(CryptoFailure) -> JSONWebKey {
+        let (x, y) = try publicCoordinates
         return JSONWebKey(kty: "EC", kid: kid, alg: "ES256", crv: "P-256", x: x, y: y)
     }
 
     /// The public point as JWK coordinates (RFC 7518 §6.2.1): base64url `x` and `y`.
     public var publicCoordinates: (x: String, y: String) {
-        var point = [UInt8](repeating: 0, count: 65)
-        var len = 0
-        precondition(EVP_PKEY_get_octet_string_param(pkey, "pub", &point, 65, &len) == 1 && len == 65)
-        return (Base64URL.encode(point[1..<33]), Base64URL.encode(point[33..<65]))
+        get throws(CryptoFailure) {
+            var point = [UInt8](repeating: 0, count: 65)
+            var len = 0
+            guard EVP_PKEY_get_octet_string_param(pkey, "pub", &point, 65, &len) == 1, len == 65 else {
+                throw OpenSSL.failure("EVP_PKEY_get_octet_string_param")
+            }
+            return (Base64URL.encode(point[1..<33]), Base64URL.encode(point[33..<65]))
+        }
     }
 
     /// A signing context of this key, ready for EVP_PKEY_sign (a SHA-256 digest in, DER out).
-    private func newContext() -> OpaquePointer {
-        let c = EVP_PKEY_CTX_new(pkey, nil)!
-        precondition(EVP_PKEY_sign_init(c) == 1, "ES256 signing context failed")
+    private func newContext() throws(CryptoFailure) -> OpaquePointer {
+        let c = try OpenSSL.made(EVP_PKEY_CTX_new(pkey, nil), "EVP_PKEY_CTX_new")
+        guard EVP_PKEY_sign_init(c) == 1 else {
+            EVP_PKEY_CTX_free(c)
+            throw OpenSSL.failure("EVP_PKEY_sign_init")
+        }
         return c
     }
 
     /// The JWS signature of `message`: raw r || s, 64 bytes.
-    public func sign(_ message: [UInt8]) -> [UInt8] {
-        let digest = message.withUnsafeBytes { OpenSSL.sha256($0) }
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
+        let digest = try message.withUnsafeBytes { b throws(CryptoFailure) in try OpenSSL.sha256(b) }
         let pooled = contexts.withLock { $0.popLast() }
-        let ctx = pooled ?? Context(pointer: newContext())
+        let ctx = try pooled ?? Context(pointer: newContext())
         defer { contexts.withLock { $0.append(ctx) } }
         var der = [UInt8](repeating: 0, count: 80)
         var derLen = der.count
-        precondition(EVP_PKEY_sign(ctx.pointer, &der, &derLen, digest, 32) == 1, "ES256 signing failed")
+        try OpenSSL.check(EVP_PKEY_sign(ctx.pointer, &der, &derLen, digest, 32), "EVP_PKEY_sign")
         let parsed = der.withUnsafeBufferPointer { buf -> OpaquePointer? in
             var q: UnsafePointer<UInt8>? = buf.baseAddress
             return d2i_ECDSA_SIG(nil, &q, derLen)
         }
-        guard let sig = parsed else { preconditionFailure("ECDSA signature did not parse") }
+        guard let sig = parsed else { throw OpenSSL.failure("d2i_ECDSA_SIG") }
         defer { ECDSA_SIG_free(sig) }
         var out = [UInt8](repeating: 0, count: 64)
         out.withUnsafeMutableBufferPointer { buf in

@@ -21,17 +21,17 @@ public final class OpenSSLSignatureVerifier: SignatureVerifier {
         } else {
             sig = signature
         }
-        guard let md = EVP_MD_CTX_new() else { return false }
+        guard let md = EVP_MD_CTX_new(), let sha256 = try? OpenSSL.sha256MD else { return false }
         defer { EVP_MD_CTX_free(md) }
         var pctx: OpaquePointer?
-        guard EVP_DigestVerifyInit(md, &pctx, OpenSSL.sha256MD, nil, key.pkey) == 1 else {
+        guard EVP_DigestVerifyInit(md, &pctx, sha256, nil, key.pkey) == 1 else {
             ERR_clear_error()
             return false
         }
         if alg == .ps256 {
             guard EVP_PKEY_CTX_set_rsa_padding(pctx, tb_RSA_PKCS1_PSS_PADDING) == 1,
                   EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, 32) == 1,
-                  EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, OpenSSL.sha256MD) == 1 else {
+                  EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, sha256) == 1 else {
                 ERR_clear_error()
                 return false
             }

@@ -1,12 +1,13 @@
+import BrokerCore
 import COpenSSL
 
 /// PrivateKeyDER moves private keys in and out of DER (the traditional per-type encodings of
 /// i2d_PrivateKey), the form in which the broker seals its own keys.
 enum PrivateKeyDER {
-    static func encode(_ pkey: OpaquePointer) -> [UInt8] {
+    static func encode(_ pkey: OpaquePointer) throws(CryptoFailure) -> [UInt8] {
         var out: UnsafeMutablePointer<UInt8>?
         let len = i2d_PrivateKey(pkey, &out)
-        precondition(len > 0 && out != nil, "private key encoding failed")
+        guard len > 0, out != nil else { throw OpenSSL.failure("i2d_PrivateKey") }
         defer { CRYPTO_free(out, #file, #line) }
         return Array(UnsafeBufferPointer(start: out, count: Int(len)))
     }

@@ -7,8 +7,8 @@ public enum SigningKey: JWSSigner {
     case rsa(RSAPrivateKey, JWSAlgorithm)
 
     /// A new random key for `alg`.
-    public static func generate(_ alg: JWSAlgorithm) -> SigningKey {
-        alg == .es256 ? .es256(ES256PrivateKey()) : .rsa(RSAPrivateKey(), alg)
+    public static func generate(_ alg: JWSAlgorithm) throws(CryptoFailure) -> SigningKey {
+        alg == .es256 ? .es256(try ES256PrivateKey()) : .rsa(try RSAPrivateKey(), alg)
     }
 
     /// A key stored before as `der` for `alg`; nil when the bytes are not such a key.
@@ -24,30 +24,32 @@ public enum SigningKey: JWSSigner {
     }
 
     public var der: [UInt8] {
-        switch self {
-        case .es256(let k): k.der
-        case .rsa(let k, _): k.der
+        get throws(CryptoFailure) {
+            switch self {
+            case .es256(let k): try k.der
+            case .rsa(let k, _): try k.der
+            }
         }
     }
 
-    public var publicKey: JSONWebKey { jwk(kid: "") }
+    public var publicKey: JSONWebKey { get throws { try jwk(kid: "") } }
 
-    public func jwk(kid: String) -> JSONWebKey {
+    public func jwk(kid: String) throws(CryptoFailure) -> JSONWebKey {
         switch self {
-        case .es256(let k): k.jwk(kid: kid)
-        case .rsa(let k, let alg): k.jwk(kid: kid, alg: alg)
+        case .es256(let k): try k.jwk(kid: kid)
+        case .rsa(let k, let alg): try k.jwk(kid: kid, alg: alg)
         }
     }
 
-    public func sign(_ message: [UInt8]) -> [UInt8] {
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
         switch self {
-        case .es256(let k): k.sign(message)
-        case .rsa(let k, let alg): k.sign(message, pss: alg == .ps256)
+        case .es256(let k): try k.sign(message)
+        case .rsa(let k, let alg): try k.sign(message, pss: alg == .ps256)
         }
     }
 
     /// A compact JWS of `claims` with `alg`, `kid` and `typ` in the header.
-    public func jws(_ claims: [String: Any], kid: String, type: String) -> String {
-        CompactJWS.make(header: ["alg": algorithm.rawValue, "kid": kid, "typ": type], claims: claims, sign: sign)
+    public func jws(_ claims: [String: Any], kid: String, type: String) throws -> String {
+        try CompactJWS.make(header: ["alg": algorithm.rawValue, "kid": kid, "typ": type], claims: claims, sign: sign)
     }
 }

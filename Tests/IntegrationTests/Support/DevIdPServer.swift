@@ -34,7 +34,7 @@ final class DevIdPServer: @unchecked Sendable {
                scope: String = "openid offline_access") async throws -> (access: String, refresh: String, expiresIn: Int) {
         var rng = SystemRandomNumberGenerator()
         let verifier = Identifiers.token(bytes: 32, using: &rng)
-        let challenge = Base64URL.encode(SHA256.hash(verifier))
+        let challenge = Base64URL.encode(try SHA256.hash(verifier))
         var q = URLComponents(string: issuer + "/authorize")!
         q.queryItems = [.init(name: "response_type", value: "code"), .init(name: "client_id", value: client),
                         .init(name: "redirect_uri", value: redirectURI), .init(name: "scope", value: scope),
