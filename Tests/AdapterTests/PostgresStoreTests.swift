@@ -49,6 +49,20 @@ struct PostgresStoreTests {
         #expect(throws: BrokerError.internalError) { try store.session(tenant: tenants.0, id: a.id) }
     }
 
+    @Test("a write that does not bump the version by one is refused, not written, and the process lives on")
+    func versionSkipIsRefused() throws {
+        let pool = try TestDatabase.migrated()
+        let store = PostgresSessionStore(pool: pool, sealer: TestDatabase.sealer)
+        let s = SessionStoreContract.sample(tenant: try TestDatabase.tenants(pool).0)
+        try store.insert(s)
+        var skip = s
+        skip.version += 2
+        skip.failureCount += 1
+        #expect(throws: BrokerError.internalError) { try store.writeIfUnchanged(skip, over: s) }
+        #expect(throws: BrokerError.internalError) { try store.withRefreshLock(tenant: s.tenant, id: s.id, timeout: 1) { _ in (skip, ()) } }
+        #expect(try store.session(tenant: s.tenant, id: s.id)?.version == s.version)
+    }
+
     @Test("two migrators at once apply each file exactly once")
     func concurrentMigrations() throws {
         let url = try TestDatabase.url()

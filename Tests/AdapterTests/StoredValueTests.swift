@@ -42,6 +42,7 @@ struct StoredValueTests {
         let (t, _) = try TestDatabase.tenants(pool)
         let registry = PostgresRegistryStore(pool: pool, sealer: TestDatabase.sealer)
         try Self.storeUnknown("clients", column, value, where: "tenant_id = '\(t)' AND id = 'app'")
+        defer { _ = try? pool.withConnection { c in try c.execute("DELETE FROM clients WHERE tenant_id = \(t)") } }
         let e = #expect(throws: BrokerError.self) { try registry.client(tenant: t, id: "app") }
         #expect(e == .storedValueUnknown(column: "clients.\(column)", value: value))
         #expect(e?.code == "stored_value_unknown")
@@ -53,6 +54,7 @@ struct StoredValueTests {
         let (_, store, s) = try Self.storedSession()
         let t = s.tenant
         try Self.storeUnknown("sessions", "state", "suspended", where: "tenant_id = '\(t)' AND id = '\(s.id)'")
+        defer { _ = try? store.pool.withConnection { c in try c.execute("DELETE FROM sessions WHERE tenant_id = \(t)") } }
         let unknown = BrokerError.storedValueUnknown(column: "sessions.state", value: "suspended")
         #expect(throws: unknown) { try store.session(tenant: t, id: s.id) }
         #expect(throws: unknown) { try store.sessions(tenant: t, matching: SessionQuery(limit: 10)) }
