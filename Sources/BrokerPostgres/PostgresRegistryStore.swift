@@ -52,13 +52,12 @@ public final class PostgresRegistryStore: RegistryStore {
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """, plan: .generic).first { r in
                 let t = "clients"
-                // NULL on_ambiguous_refresh is a row from before the column had a value: fail closed.
                 return try ClientRegistration(
                     tenant: tenant, id: id, issuer: r["issuer"], clientID: r["client_id"], authMethod: r.known("auth_method", table: t),
                     redirectURI: r["redirect_uri"], scopes: r.words("scopes"), redirectAfterAllowed: r.words("redirect_after_allowed"),
                     refreshPolicy: Self.policy(r), maxConcurrentRefreshes: r["max_concurrent_refreshes"],
                     assertionAlgorithm: r.known("assertion_alg", table: t),
-                    onAmbiguousRefresh: r.known("on_ambiguous_refresh", table: t) ?? .failClosed,
+                    onAmbiguousRefresh: r.known("on_ambiguous_refresh", table: t),
                     dpopAlgorithm: r.known("dpop_alg", table: t), profile: r.known("profile", table: t))
             }
         }
