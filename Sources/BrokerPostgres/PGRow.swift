@@ -79,18 +79,18 @@ public struct PGRow {
     /// The named column of `table`, a stored enum value; NULL is nil. A value this release does
     /// not know (written by a newer replica, or by hand) throws, naming the column and the value.
     public func known<T: RawRepresentable>(_ name: String, table: String) throws -> T? where T.RawValue == String {
-        guard let s = try text(name) else { return nil }
-        guard let v = T(rawValue: s) else { throw BrokerError.storedValueUnknown(column: "\(table).\(name)", value: s) }
-        return v
+        try text(name).map { try Self.known($0, name, table: table) }
     }
 
     /// The named column of `table`, an array of stored enum values (selected as for `words`),
     /// every one of them known.
     public func knownWords<T: RawRepresentable>(_ name: String, table: String) throws -> [T] where T.RawValue == String {
-        try words(name).map { s in
-            guard let v = T(rawValue: s) else { throw BrokerError.storedValueUnknown(column: "\(table).\(name)", value: s) }
-            return v
-        }
+        try words(name).map { try Self.known($0, name, table: table) }
+    }
+
+    private static func known<T: RawRepresentable>(_ s: String, _ name: String, table: String) throws -> T where T.RawValue == String {
+        guard let v = T(rawValue: s) else { throw BrokerError.storedValueUnknown(column: "\(table).\(name)", value: s) }
+        return v
     }
 
     private func text(_ name: String) throws(PGError) -> String? {
