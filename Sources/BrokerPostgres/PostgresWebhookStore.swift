@@ -72,6 +72,9 @@ public final class PostgresWebhookStore: WebhookStore {
     }
 
     /// The one outbox query not scoped to a tenant: every replica delivers for all of them.
+    /// Only events of a type this release knows are claimed: one a newer release queued waits for
+    /// a replica of that release (during a rolling upgrade) rather than failing this replica's
+    /// batch and spending its attempts.
     public func claimDue(now: Date, lease: TimeInterval, limit: Int) throws -> [WebhookDelivery] {
         try pool.run { c in
             try c.execute("""
@@ -81,6 +84,8 @@ public final class PostgresWebhookStore: WebhookStore {
                       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
                                       WHERE p.tenant_id = d.tenant_id AND p.endpoint_id = d.endpoint_id AND p.ordering_key = d.ordering_key
                                         AND p.state = 'pending' AND p.seq < d.seq)
+                      AND EXISTS (SELECT 1 FROM webhook_events k WHERE k.tenant_id = d.tenant_id AND k.id = d.event_id
+                                    AND k.type = ANY(\(WebhookEventType.allCases.map(\.rawValue))))
                     ORDER BY d.next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
                 claimed AS (
                     UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = \(now.addingTimeInterval(lease))

@@ -61,6 +61,32 @@ struct StoredValueTests {
         #expect(throws: unknown) { try store.withRefreshLock(tenant: t, id: s.id, timeout: 1) { _ in (nil as Session?, ()) } }
     }
 
+    @Test("a webhook event of a type this release does not know is left for a newer replica: never claimed, its attempts unspent; the delivery log names it")
+    func unknownWebhookEventType() throws {
+        let pool = try TestDatabase.migrated()
+        let (t, _) = try TestDatabase.tenants(pool)
+        let store = PostgresWebhookStore(pool: pool, sealer: TestDatabase.sealer)
+        let endpoint = "whk_" + UUID().uuidString.prefix(8).lowercased()
+        try store.createEndpoint(WebhookEndpoint(tenant: t, id: endpoint, url: "https://hooks.example/in", events: [.revoked],
+                                                 createdAt: Date(), previousValidUntil: nil), secret: "whsec")
+        let q = try #require(WebhookOutbox.enqueue(tenant: t, [WebhookEvent(type: .revoked, orderingKey: "ses_1", data: [:])],
+                                                   now: Date().addingTimeInterval(-60)))
+        try pool.withConnection { c in
+            try c.execute(q)
+            try c.execute("UPDATE webhook_events SET type = 'session.paused' WHERE tenant_id = \(t)")
+        }
+        defer { _ = try? pool.withConnection { c in try c.execute("DELETE FROM webhook_deliveries WHERE tenant_id = \(t)") } }
+        let claimed = try store.claimDue(now: Date(), lease: 60, limit: 1_000)
+        #expect(!claimed.contains { $0.tenant == t })
+        let attempts = try pool.withConnection { c in
+            try c.execute("SELECT attempts FROM webhook_deliveries WHERE tenant_id = \(t)").first { try $0["attempts"] as Int }
+        }
+        #expect(attempts == 0)
+        #expect(throws: BrokerError.storedValueUnknown(column: "webhook_events.type", value: "session.paused")) {
+            try store.deliveries(tenant: t, endpoint: endpoint, limit: 10)
+        }
+    }
+
     @Test("a decoder asking for a column the statement does not select fails, naming the column")
     func columnNotSelected() throws {
         let c = try PGConnection(url: try TestDatabase.url())
