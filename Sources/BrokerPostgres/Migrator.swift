@@ -48,6 +48,8 @@ public struct Migrator: Sendable {
                 }
                 try c.executeScript("\(m.sql)\n;INSERT INTO schema_migrations (version, name) VALUES (\(m.version), '\(m.name.replacingOccurrences(of: "'", with: "''"))');\nCOMMIT;")
             } catch {
+                // The migration's own error is the one to report; a ROLLBACK that fails too (the
+                // connection is gone) rolls back by itself on the server, and says nothing new.
                 _ = try? c.executeScript("ROLLBACK")
                 let e = error as? PGError ?? PGError(sqlstate: "XX000", message: "\(error)")
                 throw PGError(sqlstate: e.sqlstate, message: "migration \(m.name): \(e.message)")
@@ -59,13 +61,13 @@ public struct Migrator: Sendable {
 
     /// Versions in `sql/` that the database has not applied (empty: current).
     public func pending(_ c: PGConnection) throws -> [Int] {
-        let exists: Bool = try c.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").first { try $0.next() } ?? false
+        let exists: Bool = try c.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present").first { try $0["present"] } ?? false
         let applied: Set<Int> = exists ? try appliedVersions(c) : []
         return migrations.map(\.version).filter { !applied.contains($0) }
     }
 
     private func appliedVersions(_ c: PGConnection) throws -> Set<Int> {
         let r = try c.execute("SELECT version FROM schema_migrations")
-        return Set(try r.map { try $0.next() as Int })
+        return Set(try r.map { try $0["version"] as Int })
     }
 }

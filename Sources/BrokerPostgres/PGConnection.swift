@@ -132,6 +132,9 @@ public final class PGConnection: @unchecked Sendable {
     public func rollback() {
         if beginPending { beginPending = false; return }
         guard PQtransactionStatus(conn) != PQTRANS_IDLE else { return }
+        // The error that led here is the one the caller reports. A ROLLBACK that fails leaves the
+        // connection out of the idle state, so isHealthy is false and the pool closes it, which
+        // ends the transaction on the server.
         _ = try? execute("ROLLBACK")
     }
 

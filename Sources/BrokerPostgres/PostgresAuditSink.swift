@@ -118,7 +118,7 @@ extension PostgresAuditSink: AuditLog {
     public func events(tenant: String, matching q: AuditQuery) throws -> (records: [AuditRecord], next: Int64?) {
         try pool.run { c in
             let r = try c.execute("""
-                SELECT id, extract(epoch from at), extract(epoch from last_at), count, actor, action, session_id, outcome
+                SELECT id, extract(epoch from at) AS at, extract(epoch from last_at) AS last_at, count, actor, action, session_id, outcome
                 FROM audit_events
                 WHERE tenant_id = \(tenant)
                   AND (\(q.action?.rawValue)::text IS NULL OR action = \(q.action?.rawValue))
@@ -132,11 +132,10 @@ extension PostgresAuditSink: AuditLog {
                 """)
             // A row whose action this version does not know (written by a newer one) is left out.
             let records = try r.map { row -> AuditRecord? in
-                let id: Int64 = try row.next(), at: Date = try row.next(), lastAt: Date = try row.next(), count: Int = try row.next()
-                let actor: String = try row.next(), action: String = try row.next()
-                guard let known = AuditAction(rawValue: action) else { return nil }
-                let event = try AuditEvent(at: at, actor: actor, action: known, tenant: tenant, session: row.next(), outcome: row.next())
-                return AuditRecord(id: id, event: event, lastAt: lastAt, count: count)
+                guard let known = AuditAction(rawValue: try row["action"]) else { return nil }
+                let event = try AuditEvent(at: row["at"], actor: row["actor"], action: known, tenant: tenant, session: row["session_id"],
+                                           outcome: row["outcome"])
+                return try AuditRecord(id: row["id"], event: event, lastAt: row["last_at"], count: row["count"])
             }.compactMap { $0 }.prefix(q.limit)
             return (Array(records), r.count > q.limit ? records.last?.id : nil)
         }

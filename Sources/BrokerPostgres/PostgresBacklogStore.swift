@@ -12,11 +12,13 @@ public final class PostgresBacklogStore: BacklogStore {
     public func backlog() throws -> Backlog {
         try pool.run { c in
             try c.execute("""
-                SELECT (SELECT count(*) FROM revocation_outbox), (SELECT extract(epoch FROM min(created_at)) FROM revocation_outbox),
-                       (SELECT count(*) FROM signout_jobs WHERE state = 'running'),
-                       (SELECT count(*) FROM signout_items WHERE state = 'pending')
+                SELECT (SELECT count(*) FROM revocation_outbox) AS outbox_depth,
+                       (SELECT extract(epoch FROM min(created_at)) FROM revocation_outbox) AS outbox_oldest,
+                       (SELECT count(*) FROM signout_jobs WHERE state = 'running') AS signout_jobs_running,
+                       (SELECT count(*) FROM signout_items WHERE state = 'pending') AS signout_items_pending
                 """).first { r in
-                Backlog(outboxDepth: try r.next(), outboxOldest: try r.next(), signoutJobsRunning: try r.next(), signoutItemsPending: try r.next())
+                try Backlog(outboxDepth: r["outbox_depth"], outboxOldest: r["outbox_oldest"], signoutJobsRunning: r["signout_jobs_running"],
+                            signoutItemsPending: r["signout_items_pending"])
             } ?? Backlog(outboxDepth: 0, outboxOldest: nil, signoutJobsRunning: 0, signoutItemsPending: 0)
         }
     }

@@ -16,17 +16,17 @@ public final class PostgresBrokerKeyStore: BrokerKeyStore {
     public func keys() throws -> [BrokerKey] {
         try pool.run { c in
             try c.execute("""
-                SELECT kid, alg, private_key, extract(epoch from created_at) FROM broker_keys
-                ORDER BY retired_at IS NULL DESC, created_at DESC
+                SELECT kid, alg, private_key, extract(epoch from created_at) AS created_at FROM broker_keys
+                ORDER BY retired_at IS NULL DESC, broker_keys.created_at DESC
                 """).map { r in
-                let kid: String = try r.next(), alg: String = try r.next()
-                guard let sealed = try r.bytes(), let algorithm = JWSAlgorithm(rawValue: alg) else { throw BrokerError.internalError }
+                let kid: String = try r["kid"], algorithm: JWSAlgorithm = try r.known("alg", table: "broker_keys")
+                guard let sealed = try r.bytes("private_key") else { throw BrokerError.internalError }
                 let opened: String
                 do { opened = try sealer.open(sealed, context: "broker_keys/broker/\(kid)/private_key") } catch let e as SealError {
                     throw e.brokerError   // sealed under a key this replica lacks: 503 sealing_key_unavailable
                 }
                 guard let der = Base64URL.decode(opened) else { throw BrokerError.internalError }
-                return BrokerKey(kid: kid, algorithm: algorithm, der: der, createdAt: try r.next())
+                return BrokerKey(kid: kid, algorithm: algorithm, der: der, createdAt: try r["created_at"])
             }
         }
     }

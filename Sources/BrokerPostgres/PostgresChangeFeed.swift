@@ -32,23 +32,30 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     }
     private let pool: PGPool
     private let listenURL: String
+    private let publishFailed: @Sendable (Change, any Error) -> Void
     private let stopped = NSCondition()
     private var stopping = false
 
-    public init(pool: PGPool, listenURL: String) {
+    /// `publishFailed` hears of every notice that could not be sent (the composition root logs it).
+    public init(pool: PGPool, listenURL: String, publishFailed: @escaping @Sendable (Change, any Error) -> Void = { _, _ in }) {
         self.pool = pool
         self.listenURL = listenURL
+        self.publishFailed = publishFailed
     }
 
     /// Announces a change to every replica: to this one's subscriber at once, in the caller's
     /// thread (what this replica wrote, it reads next, whatever the listener is doing), and to
     /// every replica's, this one's again, through NOTIFY (the handlers are idempotent). A
-    /// notice that cannot be sent is dropped on purpose: the change is committed, and replicas
-    /// catch up within TOKENBROKER_CACHE_MAX_AGE_SECONDS (caches) and the engine's next load
-    /// (schedules) — a caller must not fail for it.
+    /// notice that cannot be sent is reported to `publishFailed` and not retried: the change is
+    /// committed, and replicas catch up within TOKENBROKER_CACHE_MAX_AGE_SECONDS (caches) and the
+    /// engine's next load (schedules) — a caller must not fail for it.
     public func publish(_ change: Change) {
         local.withLock { $0 }?.handler(change)
-        _ = try? pool.withConnection { c in try c.execute("SELECT pg_notify(\(Self.channel), \(Self.encode(change)))") }
+        do {
+            try pool.withConnection { c in try c.execute("SELECT pg_notify(\(Self.channel), \(Self.encode(change)))") }
+        } catch {
+            publishFailed(change, error)
+        }
     }
 
     /// This replica's subscriber, for the changes it publishes itself. In a class: a closure

@@ -31,26 +31,23 @@ public final class PostgresLoginStore: LoginStore {
         try pool.run { c in
             let r = try c.execute("""
                 DELETE FROM logins WHERE state_hash = \(stateHash)
-                RETURNING id, tenant_id, client_id, issuer, verifier, nonce, array_to_string(scopes, ' '), redirect_after,
-                    extract(epoch from created_at), extract(epoch from expires_at), dpop_key
+                RETURNING id, tenant_id, client_id, issuer, verifier, nonce, array_to_string(scopes, ' ') AS scopes, redirect_after,
+                    extract(epoch from created_at) AS created_at, extract(epoch from expires_at) AS expires_at, dpop_key
                 """, plan: .generic)
             return try r.first { row in
-                let id: String = try row.next(), tenant: String = try row.next()
-                let client: String = try row.next(), issuer: String = try row.next()
+                let id: String = try row["id"], tenant: String = try row["tenant_id"]
                 func open(_ sealed: [UInt8]?, _ name: String) throws -> String {
                     guard let sealed else { throw BrokerError.internalError }
                     do { return try sealer.open(sealed, context: "logins/\(tenant)/\(id)/\(name)") } catch { throw BrokerError.internalError }
                 }
-                let verifier = try open(row.bytes(), "verifier"), nonce = try open(row.bytes(), "nonce")
-                let scopes = try row.words(), redirectAfter: String? = try row.next()
-                let createdAt: Date = try row.next(), expiresAt: Date = try row.next()
-                let dpopKey = try row.bytes().map { sealed throws in
+                let dpopKey = try row.bytes("dpop_key").map { sealed throws in
                     guard let key = DPoPKeyMaterial(encoded: try open(sealed, "dpop_key")) else { throw BrokerError.internalError }
                     return key
                 }
-                return PendingLogin(id: id, tenant: tenant, client: client, issuer: issuer, stateHash: stateHash, verifier: verifier,
-                                    nonce: nonce, scopes: scopes, redirectAfter: redirectAfter, createdAt: createdAt,
-                                    expiresAt: expiresAt, dpopKey: dpopKey)
+                return try PendingLogin(id: id, tenant: tenant, client: row["client_id"], issuer: row["issuer"], stateHash: stateHash,
+                                        verifier: open(row.bytes("verifier"), "verifier"), nonce: open(row.bytes("nonce"), "nonce"),
+                                        scopes: row.words("scopes"), redirectAfter: row["redirect_after"], createdAt: row["created_at"],
+                                        expiresAt: row["expires_at"], dpopKey: dpopKey)
             }
         }
     }

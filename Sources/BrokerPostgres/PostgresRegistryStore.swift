@@ -12,10 +12,11 @@ public final class PostgresRegistryStore: RegistryStore {
         self.sealer = sealer
     }
 
-    static let tenantColumns = "id, name, disabled, extract(epoch from created_at)"
+    static let tenantColumns = "id, name, disabled, extract(epoch from created_at) AS created_at"
 
-    static func tenant(_ r: inout PGRow) throws -> Tenant {
-        try Tenant(id: r.next(), name: r.next(), disabled: r.next(), createdAt: r.next())
+    /// Reads the columns of `tenantColumns`, by name.
+    static func tenant(_ r: PGRow) throws -> Tenant {
+        try Tenant(id: r["id"], name: r["name"], disabled: r["disabled"], createdAt: r["created_at"])
     }
 
     public func tenant(_ id: String) throws -> Tenant? {
@@ -35,9 +36,9 @@ public final class PostgresRegistryStore: RegistryStore {
             let r = try c.execute("""
                 INSERT INTO tenants (id, name, created_at) VALUES (\(id), \(name), \(now))
                 ON CONFLICT (id) DO UPDATE SET name = excluded.name
-                RETURNING \(raw: Self.tenantColumns), (xmax = 0)
+                RETURNING \(raw: Self.tenantColumns), (xmax = 0) AS created
                 """)
-            guard let row = try r.first({ (try Self.tenant(&$0), try $0.next() as Bool) }) else { throw BrokerError.storeUnavailable }
+            guard let row = try r.first({ (try Self.tenant($0), try $0["created"] as Bool) }) else { throw BrokerError.storeUnavailable }
             return row
         }
     }
@@ -45,31 +46,36 @@ public final class PostgresRegistryStore: RegistryStore {
     public func client(tenant: String, id: String) throws -> ClientRegistration? {
         try pool.run { c in
             try c.execute("""
-                SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' '),
-                       array_to_string(redirect_after_allowed, ' '), refresh_policy::text, max_concurrent_refreshes, assertion_alg,
-                       on_ambiguous_refresh, dpop_alg, profile
+                SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' ') AS scopes,
+                       array_to_string(redirect_after_allowed, ' ') AS redirect_after_allowed, refresh_policy::text AS refresh_policy,
+                       max_concurrent_refreshes, assertion_alg, on_ambiguous_refresh, dpop_alg, profile
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """, plan: .generic).first { r in
-                let issuer: String = try r.next(), clientID: String = try r.next(), method: String = try r.next()
-                let redirectURI: String = try r.next(), scopes = try r.words(), redirectAfter = try r.words()
-                let policyText: String = try r.next()
-                let policy = (try? JSONDecoder().decode(RefreshPolicy.self, from: Data(policyText.utf8))) ?? RefreshPolicy()
-                let maxConcurrent: Int = try r.next(), alg: String? = try r.next(), ambiguous: String? = try r.next()
-                let dpop: String? = try r.next(), profile: String = try r.next()
-                return ClientRegistration(
-                    tenant: tenant, id: id, issuer: issuer, clientID: clientID, authMethod: ClientAuthMethod(rawValue: method) ?? .none,
-                    redirectURI: redirectURI, scopes: scopes, redirectAfterAllowed: redirectAfter, refreshPolicy: policy,
-                    maxConcurrentRefreshes: maxConcurrent, assertionAlgorithm: alg.flatMap(JWSAlgorithm.init(rawValue:)),
-                    onAmbiguousRefresh: ambiguous.flatMap(AmbiguousRefreshPolicy.init(rawValue:)) ?? .failClosed,
-                    dpopAlgorithm: dpop.flatMap(JWSAlgorithm.init(rawValue:)), profile: ClientProfile(rawValue: profile) ?? .standard)
+                let t = "clients"
+                return try ClientRegistration(
+                    tenant: tenant, id: id, issuer: r["issuer"], clientID: r["client_id"], authMethod: r.known("auth_method", table: t),
+                    redirectURI: r["redirect_uri"], scopes: r.words("scopes"), redirectAfterAllowed: r.words("redirect_after_allowed"),
+                    refreshPolicy: Self.policy(r), maxConcurrentRefreshes: r["max_concurrent_refreshes"],
+                    assertionAlgorithm: r.known("assertion_alg", table: t),
+                    onAmbiguousRefresh: r.known("on_ambiguous_refresh", table: t),
+                    dpopAlgorithm: r.known("dpop_alg", table: t), profile: r.known("profile", table: t))
             }
+        }
+    }
+
+    /// The stored `refresh_policy`: JSON this release cannot read (a member of a newer release's
+    /// policy, say) refuses the client rather than running it under the default policy.
+    static func policy(_ r: PGRow) throws -> RefreshPolicy {
+        let text: String = try r["refresh_policy"]
+        do { return try JSONDecoder().decode(RefreshPolicy.self, from: Data(text.utf8)) } catch {
+            throw BrokerError.storedValueUnknown(column: "clients.refresh_policy", value: String(text.prefix(200)))
         }
     }
 
     public func clientSecret(tenant: String, id: String) throws -> String? {
         try pool.run { c in
             let r = try c.execute("SELECT client_secret FROM clients WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic)
-            guard let found = try r.first({ try $0.bytes() }), let sealed = found else { return nil }
+            guard let found = try r.first({ try $0.bytes("client_secret") }), let sealed = found else { return nil }
             return try sealer.open(sealed, context: "clients/\(tenant)/\(id)/client_secret")
         }
     }
@@ -77,7 +83,7 @@ public final class PostgresRegistryStore: RegistryStore {
     public func assertionKey(tenant: String, id: String) throws -> [UInt8]? {
         try pool.run { c in
             let r = try c.execute("SELECT assertion_key FROM clients WHERE tenant_id = \(tenant) AND id = \(id)", plan: .generic)
-            guard let found = try r.first({ try $0.bytes() }), let sealed = found else { return nil }
+            guard let found = try r.first({ try $0.bytes("assertion_key") }), let sealed = found else { return nil }
             let b64 = try sealer.open(sealed, context: "clients/\(tenant)/\(id)/assertion_key")
             return Data(base64Encoded: b64).map { [UInt8]($0) }
         }
@@ -104,18 +110,20 @@ public final class PostgresRegistryStore: RegistryStore {
                     assertion_key = coalesce(excluded.assertion_key, clients.assertion_key),
                     on_ambiguous_refresh = excluded.on_ambiguous_refresh, dpop_alg = excluded.dpop_alg,
                     profile = excluded.profile, updated_at = excluded.updated_at
-                RETURNING (xmax = 0)
+                RETURNING (xmax = 0) AS created
                 """)
-            return (cl, try r.first { try $0.next() } ?? false)
+            return (cl, try r.first { try $0["created"] } ?? false)
         }
     }
 
     public func apiKey(id: String) throws -> (Principal, secretHash: [UInt8], previous: PreviousSecret?)? {
         try pool.run { c in
             try c.execute("""
-                SELECT \(raw: Self.keyColumns), secret_hash, previous_secret_hash, extract(epoch from previous_until) FROM api_keys WHERE id = \(id)
+                SELECT \(raw: Self.keyColumns), secret_hash, previous_secret_hash, extract(epoch from previous_until) AS previous_until
+                FROM api_keys WHERE id = \(id)
                 """, plan: .generic).first { r in
-                let p = try Self.principal(&r), hash = try r.bytes() ?? [], previous = try r.bytes(), until: Date? = try r.next()
+                let p = try Self.principal(r), hash = try r.bytes("secret_hash") ?? [], previous = try r.bytes("previous_secret_hash")
+                let until: Date? = try r["previous_until"]
                 return (p, secretHash: hash, previous: previous.flatMap { h in until.map { PreviousSecret(hash: h, until: $0) } })
             }
         }
@@ -133,20 +141,21 @@ public final class PostgresRegistryStore: RegistryStore {
     public func apiKey(certificateSHA256: String) throws -> Principal? {
         try pool.run { c in
             try c.execute("SELECT \(raw: Self.keyColumns) FROM api_keys WHERE certificate_sha256 = \(certificateSHA256)",
-                          plan: .generic).first { try Self.principal(&$0) }
+                          plan: .generic).first { try Self.principal($0) }
         }
     }
 
     static let keyColumns = """
-        id, name, array_to_string(roles, ' '), array_to_string(tenants, ' '), extract(epoch from revoked_at),
-        extract(epoch from expires_at), certificate_sha256
+        id, name, array_to_string(roles, ' ') AS roles, array_to_string(tenants, ' ') AS tenants,
+        extract(epoch from revoked_at) AS revoked_at, extract(epoch from expires_at) AS expires_at, certificate_sha256
         """
 
-    /// Reads the columns of `keyColumns`, in order.
-    static func principal(_ r: inout PGRow) throws -> Principal {
-        let id: String = try r.next(), name: String = try r.next(), roles = try r.words(), tenants = try r.words()
-        return Principal(id: id, name: name, roles: Set(roles.compactMap(Role.init(rawValue:))), tenants: Set(tenants),
-                         revokedAt: try r.next(), expiresAt: try r.next(), certificateSHA256: try r.next())
+    /// Reads the columns of `keyColumns`, by name. A role this release does not know refuses the
+    /// key rather than dropping the role.
+    static func principal(_ r: PGRow) throws -> Principal {
+        try Principal(id: r["id"], name: r["name"], roles: Set(r.knownWords("roles", table: "api_keys")),
+                      tenants: Set(r.words("tenants")), revokedAt: r["revoked_at"], expiresAt: r["expires_at"],
+                      certificateSHA256: r["certificate_sha256"])
     }
 
     public func createAPIKey(_ p: Principal, secretHash: [UInt8], now: Date) throws {
@@ -184,9 +193,9 @@ public final class PostgresRegistryStore: RegistryStore {
     public func apiKeys() throws -> [APIKeyRecord] {
         try pool.run { c in
             try c.execute("""
-                SELECT \(raw: Self.keyColumns), extract(epoch from created_at), extract(epoch from last_used_at)
-                FROM api_keys ORDER BY created_at DESC, id
-                """).map { r in APIKeyRecord(principal: try Self.principal(&r), createdAt: try r.next(), lastUsedAt: try r.next()) }
+                SELECT \(raw: Self.keyColumns), extract(epoch from created_at) AS created_at, extract(epoch from last_used_at) AS last_used_at
+                FROM api_keys ORDER BY api_keys.created_at DESC, id
+                """).map { r in try APIKeyRecord(principal: Self.principal(r), createdAt: r["created_at"], lastUsedAt: r["last_used_at"]) }
         }
     }
 }

@@ -47,7 +47,7 @@ public final class PostgresSealedValues: SealedValueStore {
     public func countByKey(pendingLogins: Bool) throws -> [String: Int] {
         try pool.run { c in
             Dictionary(uniqueKeysWithValues: try c.execute(SQL(stringLiteral: Self.counting(pendingLogins: pendingLogins)))
-                .map { r -> (String, Int) in (try r.next(), try r.next()) })
+                .map { r -> (String, Int) in (try r["kid"], try r["n"]) })
         }
     }
 
@@ -77,8 +77,8 @@ public final class PostgresSealedValues: SealedValueStore {
                 WHERE counted_at IS NULL OR counted_at < \(now.addingTimeInterval(-maxAge)) FOR UPDATE SKIP LOCKED
                 """).count == 1
             if mine { return try record(c, now: now) }
-            return try c.execute("SELECT counts::text, extract(epoch from counted_at) FROM sealed_value_counts")
-                .first { try Self.decode(&$0) } ?? SealedValueCount(values: [:], countedAt: nil)
+            return try c.execute("SELECT counts::text AS counts, extract(epoch from counted_at) AS counted_at FROM sealed_value_counts")
+                .first { try Self.decode($0) } ?? SealedValueCount(values: [:], countedAt: nil)
         }
     }
 
@@ -87,14 +87,18 @@ public final class PostgresSealedValues: SealedValueStore {
         try c.execute("""
             UPDATE sealed_value_counts SET counted_at = \(now),
                 counts = (SELECT coalesce(jsonb_object_agg(kid, n), '{}') FROM (\(raw: Self.counting(pendingLogins: true))) AS k)
-            RETURNING counts::text, extract(epoch from counted_at)
-            """).first { try Self.decode(&$0) } ?? SealedValueCount(values: [:], countedAt: nil)
+            RETURNING counts::text AS counts, extract(epoch from counted_at) AS counted_at
+            """).first { try Self.decode($0) } ?? SealedValueCount(values: [:], countedAt: nil)
     }
 
-    private static func decode(_ r: inout PGRow) throws -> SealedValueCount {
-        let text: String = try r.next(), at: Date? = try r.next()
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Int] else { throw BrokerError.internalError }
-        return SealedValueCount(values: object, countedAt: at)
+    private static func decode(_ r: PGRow) throws -> SealedValueCount {
+        let text: String = try r["counts"]
+        // Not JSON, or not a kid → count object: refused, naming the column (the parse error
+        // itself says no more than that).
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Int] else {
+            throw BrokerError.storedValueUnknown(column: "sealed_value_counts.counts", value: String(text.prefix(200)))
+        }
+        return SealedValueCount(values: object, countedAt: try r["counted_at"])
     }
 
     public func reseal(after cursor: ResealBatch.Cursor?, limit: Int) throws -> ResealBatch {
@@ -107,14 +111,16 @@ public final class PostgresSealedValues: SealedValueStore {
         return try pool.transact { c in
             let position: SQL = after.map { "AND (\(raw: col.key.0), \(raw: col.key.1)) > (\($0[0]), \($0[1]))" } ?? ""
             let rows = try c.execute("""
-                SELECT \(raw: col.key.0), \(raw: col.key.1), \(raw: col.column) FROM \(raw: col.table)
+                SELECT \(raw: col.key.0) AS k0, \(raw: col.key.1) AS k1, \(raw: col.column) AS value FROM \(raw: col.table)
                 WHERE \(raw: col.column) IS NOT NULL AND \(raw: Self.kid(col.column)) <> \(Array(current.utf8)) \(position)
                 ORDER BY \(raw: col.key.0), \(raw: col.key.1) LIMIT \(limit) FOR UPDATE SKIP LOCKED
-                """).map { r -> (String, String, [UInt8]) in (try r.next(), try r.next(), try r.bytes() ?? []) }
+                """).map { r -> (String, String, [UInt8]) in (try r["k0"], try r["k1"], try r.bytes("value") ?? []) }
             var keys: ([String], [String]) = ([], []), sealed: [String] = [], unopenable = 0
             for (k0, k1, value) in rows {
                 let (tenant, id) = col.key.0 == "tenant_id" ? (k0, k1) : (k1, k0)
                 let context = col.context(tenant: tenant, id: id)
+                // A value that does not open (a key no replica has any more, or tampered data) is
+                // counted and reported as unopenable, not an error that stops the reseal.
                 guard let plain = try? sealer.open(value, context: context) else { unopenable += 1; continue }
                 keys.0.append(k0)
                 keys.1.append(k1)

@@ -7,14 +7,14 @@ import Foundation
 /// tenant (otherwise a tenant the statistics think tiny is gathered whole and sorted).
 extension PostgresSessionStore: SessionCatalog {
     static let metadataColumns = columns
-        .replacingOccurrences(of: "access_token,", with: "NULL::bytea,")
-        .replacingOccurrences(of: "refresh_token,", with: "NULL::bytea,")
-        .replacingOccurrences(of: "id_token,", with: "NULL::bytea,")
+        .replacingOccurrences(of: " access_token,", with: " NULL::bytea AS access_token,")
+        .replacingOccurrences(of: " refresh_token,", with: " NULL::bytea AS refresh_token,")
+        .replacingOccurrences(of: " id_token,", with: " NULL::bytea AS id_token,")
 
     public func sessions(tenant: String, matching q: SessionQuery) throws -> (sessions: [Session], next: SessionQuery.Cursor?) {
         try pool.run { c in
             let r = try c.execute("""
-                SELECT \(raw: Self.metadataColumns), (extract(epoch from created_at) * 1000000)::bigint
+                SELECT \(raw: Self.metadataColumns), (extract(epoch from created_at) * 1000000)::bigint AS created_micros
                 FROM sessions
                 WHERE tenant_id = \(tenant)
                   AND (\(q.subject)::text IS NULL OR subject = \(q.subject))
@@ -26,10 +26,10 @@ extension PostgresSessionStore: SessionCatalog {
                   AND (\(q.idleSince)::timestamptz IS NULL OR coalesce(last_used_at, created_at) < \(q.idleSince))
                   AND (\(q.after?.id)::text IS NULL OR (created_at, id) <
                        ('epoch'::timestamptz + \(q.after?.createdMicros ?? 0)::bigint * interval '1 microsecond', \(q.after?.id)))
-                ORDER BY created_at DESC, id DESC
+                ORDER BY sessions.created_at DESC, id DESC
                 LIMIT \(q.limit + 1)
                 """, plan: .indexOrder)
-            let rows = try r.map { row in (try decode(&row, tenant: tenant), try row.next() as Int64) }
+            let rows = try r.map { row in (try decode(row, tenant: tenant), try row["created_micros"] as Int64) }
             let page = rows.prefix(q.limit)
             guard rows.count > q.limit, let last = page.last else { return (page.map(\.0), nil) }
             return (page.map(\.0), SessionQuery.Cursor(createdMicros: last.1, id: last.0.id))

@@ -9,7 +9,7 @@ extension PostgresSessionStore: RevocationStore {
         -> (before: Session, after: Session, queued: [PendingRevocation]) {
         try pool.transact { c in
             let rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
-            guard let before = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
+            guard let before = try rows.first({ try decode($0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
             return try revokeLocked(c, tenant: tenant, [before], now: now)[0]
         }
     }
@@ -27,7 +27,7 @@ extension PostgresSessionStore: RevocationStore {
                   ON s.tenant_id = \(tenant) AND s.id = k.session
                 WHERE pg_try_advisory_xact_lock(k.key)
                 ORDER BY s.id FOR UPDATE OF s SKIP LOCKED
-                """, plan: .generic).map { try decode(&$0, tenant: tenant) }
+                """, plan: .generic).map { try decode($0, tenant: tenant) }
             let revoked = try revokeLocked(c, tenant: tenant, locked, now: now)
             let done = Set(locked.map(\.id))
             return (revoked, ids.filter { !done.contains($0) })
@@ -112,8 +112,8 @@ extension PostgresSessionStore: RevocationStore {
 
     public func pendingRevocations(tenant: String, session: String) throws -> Int {
         try pool.run { c in
-            try c.execute("SELECT count(*) FROM revocation_outbox WHERE session_id = \(session) AND tenant_id = \(tenant)", plan: .keyed)
-                .first { try $0.next() } ?? 0
+            try c.execute("SELECT count(*) AS n FROM revocation_outbox WHERE session_id = \(session) AND tenant_id = \(tenant)",
+                          plan: .keyed).first { try $0["n"] } ?? 0
         }
     }
 
@@ -128,15 +128,16 @@ extension PostgresSessionStore: RevocationStore {
                 """)
             var claimed: [PendingRevocation] = [], unopened: [(tenant: String, id: String)] = []
             for i in 0..<r.count {
-                var row = r.row(i)
-                let id: String = try row.next(), tenant: String = try row.next()
-                let session: String = try row.next(), client: String = try row.next()
-                guard let sealed = try row.bytes(), let token = try? sealer.open(sealed, context: "revocations/\(tenant)/\(id)/token") else {
+                let row = r.row(i)
+                let id: String = try row["id"], tenant: String = try row["tenant_id"]
+                // A token that does not open is not a lost error: it is given back below, with
+                // its last_error saying why, for a replica whose keyring opens it.
+                guard let sealed = try row.bytes("token"), let token = try? sealer.open(sealed, context: "revocations/\(tenant)/\(id)/token") else {
                     unopened.append((tenant, id))
                     continue
                 }
-                claimed.append(PendingRevocation(id: id, tenant: tenant, session: session, client: client, token: token,
-                                                 hint: try row.next(), attempts: try row.next()))
+                claimed.append(try PendingRevocation(id: id, tenant: tenant, session: row["session_id"], client: row["client_id"],
+                                                     token: token, hint: row["hint"], attempts: row["attempts"]))
             }
             // Sealed under a key this replica lacks (a keyring being rolled out): give them back
             // for a replica that has it, rather than holding them for the lease.

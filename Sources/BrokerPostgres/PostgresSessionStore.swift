@@ -15,27 +15,29 @@ public final class PostgresSessionStore: SessionStore {
         self.sealer = sealer
     }
 
-    /// The columns `decode` reads, in its order.
+    /// The columns `decode` reads, by these names: the one SELECT list of a session.
     static let columns = """
-        id, client_id, subject, issuer, array_to_string(scopes, ' '), sid, email, extract(epoch from auth_time), \
-        access_token, extract(epoch from access_expires_at), access_lifetime, refresh_token, id_token, state, \
-        extract(epoch from next_refresh_at), version, failure_count, last_error, extract(epoch from granted_at), \
-        extract(epoch from created_at), extract(epoch from last_used_at), extract(epoch from last_refreshed_at), \
-        attempt_id, extract(epoch from attempt_started_at), extract(epoch from backoff_until), reason, \
-        extract(epoch from grant_expires_at), access_token_type, dpop_key
+        id, client_id, subject, issuer, array_to_string(scopes, ' ') AS scopes, sid, email, \
+        extract(epoch from auth_time) AS auth_time, access_token, extract(epoch from access_expires_at) AS access_expires_at, \
+        access_lifetime, refresh_token, id_token, state, extract(epoch from next_refresh_at) AS next_refresh_at, version, \
+        failure_count, last_error, extract(epoch from granted_at) AS granted_at, extract(epoch from created_at) AS created_at, \
+        extract(epoch from last_used_at) AS last_used_at, extract(epoch from last_refreshed_at) AS last_refreshed_at, \
+        attempt_id, extract(epoch from attempt_started_at) AS attempt_started_at, \
+        extract(epoch from backoff_until) AS backoff_until, reason, extract(epoch from grant_expires_at) AS grant_expires_at, \
+        access_token_type, dpop_key
         """
 
     public func session(tenant: String, id: String) throws -> Session? {
         try pool.run { c in
             try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = \(id)", plan: .keyLookup)
-                .first { try decode(&$0, tenant: tenant) }
+                .first { try decode($0, tenant: tenant) }
         }
     }
 
     public func sessions(tenant: String, ids: [String]) throws -> [Session] {
         try pool.run { c in
             try c.execute("SELECT \(raw: Self.columns) FROM sessions WHERE tenant_id = \(tenant) AND id = ANY(\(ids))", plan: .generic)
-                .map { try decode(&$0, tenant: tenant) }
+                .map { try decode($0, tenant: tenant) }
         }
     }
 
@@ -44,8 +46,8 @@ public final class PostgresSessionStore: SessionStore {
             try c.execute("""
                 SELECT \(raw: Self.columns) FROM sessions
                 WHERE tenant_id = \(tenant) AND client_id = \(client) AND subject = \(subject)
-                ORDER BY state = 'active' DESC, created_at DESC LIMIT 1
-                """, plan: .generic).first { try decode(&$0, tenant: tenant) }
+                ORDER BY state = 'active' DESC, sessions.created_at DESC LIMIT 1
+                """, plan: .generic).first { try decode($0, tenant: tenant) }
         }
     }
 
@@ -85,7 +87,7 @@ public final class PostgresSessionStore: SessionStore {
                 guard timeout > 0 else { throw BrokerError.refreshBusy }
                 rows = try lockAndRead(c, tenant: tenant, id: id, timeout: timeout)
             }
-            guard let locked = try rows.first({ try decode(&$0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
+            guard let locked = try rows.first({ try decode($0, tenant: tenant) }) else { throw BrokerError.notFound("session") }
             let (write, revoke, result) = try body(locked)
             // The write and the revocations travel with COMMIT: one round trip.
             let now = Date()
@@ -149,18 +151,18 @@ public final class PostgresSessionStore: SessionStore {
     public func dueSessions(before: Date, limit: Int) throws -> [DueSession] {
         try pool.run { c in
             let r = try c.execute("""
-                SELECT tenant_id, id, client_id, extract(epoch from next_refresh_at) FROM sessions
+                SELECT tenant_id, id, client_id, extract(epoch from next_refresh_at) AS next_refresh_at FROM sessions
                 WHERE state = 'active' AND next_refresh_at < \(before)
-                ORDER BY next_refresh_at LIMIT \(limit)
+                ORDER BY sessions.next_refresh_at LIMIT \(limit)
                 """, plan: .generic)
-            return try r.map { try DueSession(tenant: $0.next(), id: $0.next(), client: $0.next(), at: $0.next()) }
+            return try r.map { try DueSession(tenant: $0["tenant_id"], id: $0["id"], client: $0["client_id"], at: $0["next_refresh_at"]) }
         }
     }
 
     public func countGrantsExpiring(before: Date) throws -> Int {
         try pool.run { c in
-            try c.execute("SELECT count(*) FROM sessions WHERE state = 'active' AND grant_expires_at < \(before)", plan: .generic)
-                .first { try $0.next() } ?? 0
+            try c.execute("SELECT count(*) AS n FROM sessions WHERE state = 'active' AND grant_expires_at < \(before)", plan: .generic)
+                .first { try $0["n"] } ?? 0
         }
     }
 
@@ -171,9 +173,11 @@ public final class PostgresSessionStore: SessionStore {
     /// for, so a column unchanged from `locked` is left alone: a refresh's attempt sets five
     /// columns, not twenty-two, and a token equal to the locked row's is not sealed and sent
     /// again. `last_used_at`, which marks move without a version, only ever moves forward.
+    /// A write that does not bump the version by exactly one is a caller's bug: it is refused
+    /// (internal error, logged by the caller's request), never written and never a crash.
     func update(_ s: Session, over locked: Session, now: Date) throws -> (sql: SQL, plan: PGConnection.Plan) {
         let expectedVersion = locked.version
-        precondition(s.version == expectedVersion + 1, "a session write must bump the version by one")
+        guard s.version == expectedVersion + 1 else { throw BrokerError.internalError }
         var q = SQL.Interpolation(literalCapacity: 1_024, interpolationCount: 24)
         q.appendLiteral("WITH updated AS (UPDATE sessions SET ")
         func set(_ column: String, _ changed: Bool, _ value: (inout SQL.Interpolation) throws -> Void) rethrows {
@@ -241,34 +245,33 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
-    /// Reads the columns of `columns`, in order.
-    func decode(_ r: inout PGRow, tenant: String) throws -> Session {
-        let id: String = try r.next()
-        let client: String = try r.next(), subject: String = try r.next(), issuer: String = try r.next()
-        let scopes = try r.words()
-        let claims = try IdentityClaims(sid: r.next(), email: r.next(), authTime: r.next())
-        let accessToken = try open(r.bytes(), tenant: tenant, id: id, "access_token")
-        let accessExpiresAt: Date? = try r.next(), accessLifetime: Double? = try r.next()
-        let refreshToken = try open(r.bytes(), tenant: tenant, id: id, "refresh_token")
-        let idToken = try open(r.bytes(), tenant: tenant, id: id, "id_token")
-        let state = SessionState(rawValue: try r.next()) ?? .revoked
-        let nextRefreshAt: Date? = try r.next(), version: Int64 = try r.next(), failureCount: Int = try r.next()
-        let lastError: String? = try r.next(), grantedAt: Date = try r.next(), createdAt: Date = try r.next()
-        let lastUsedAt: Date? = try r.next(), lastRefreshedAt: Date? = try r.next()
-        let attemptID: String? = try r.next(), attemptStartedAt: Date? = try r.next()
-        let backoffUntil: Date? = try r.next(), reason: String? = try r.next(), grantExpiresAt: Date? = try r.next()
-        let tokenType = TokenType(named: try r.next()) ?? .bearer
-        let dpopKey = try open(r.bytes(), tenant: tenant, id: id, "dpop_key").map { encoded throws in
+    /// Reads the columns of `columns`, by name.
+    func decode(_ r: PGRow, tenant: String) throws -> Session {
+        let id: String = try r["id"]
+        let claims = try IdentityClaims(sid: r["sid"], email: r["email"], authTime: r["auth_time"])
+        let attemptID: String? = try r["attempt_id"], attemptStartedAt: Date? = try r["attempt_started_at"]
+        let dpopKey = try open(r.bytes("dpop_key"), tenant: tenant, id: id, "dpop_key").map { encoded throws in
             guard let key = DPoPKeyMaterial(encoded: encoded) else { throw BrokerError.internalError }
             return key
         }
-        return Session(
-            tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes, claims: claims,
-            accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime, refreshToken: refreshToken,
-            idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version, failureCount: failureCount,
-            lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt,
+        return try Session(
+            tenant: tenant, id: id, client: r["client_id"], subject: r["subject"], issuer: r["issuer"], scopes: r.words("scopes"),
+            claims: claims, accessToken: open(r.bytes("access_token"), tenant: tenant, id: id, "access_token"),
+            accessExpiresAt: r["access_expires_at"], accessLifetime: r["access_lifetime"],
+            refreshToken: open(r.bytes("refresh_token"), tenant: tenant, id: id, "refresh_token"),
+            idToken: open(r.bytes("id_token"), tenant: tenant, id: id, "id_token"), state: r.known("state", table: "sessions"),
+            nextRefreshAt: r["next_refresh_at"], version: r["version"], failureCount: r["failure_count"],
+            lastError: r["last_error"], grantedAt: r["granted_at"], createdAt: r["created_at"], lastUsedAt: r["last_used_at"],
+            lastRefreshedAt: r["last_refreshed_at"],
             attempt: attemptID.map { RefreshAttempt(id: $0, startedAt: attemptStartedAt ?? Date(timeIntervalSince1970: 0)) },
-            backoffUntil: backoffUntil, reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: tokenType,
-            dpopKey: dpopKey)
+            backoffUntil: r["backoff_until"], reason: r["reason"], grantExpiresAt: r["grant_expires_at"],
+            accessTokenType: tokenType(r), dpopKey: dpopKey)
+    }
+
+    /// The stored `access_token_type`, by its name in the token response (TokenType(named:)).
+    private func tokenType(_ r: PGRow) throws -> TokenType {
+        let name: String = try r["access_token_type"]
+        guard let type = TokenType(named: name) else { throw BrokerError.storedValueUnknown(column: "sessions.access_token_type", value: name) }
+        return type
     }
 }

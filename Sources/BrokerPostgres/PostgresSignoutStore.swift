@@ -20,6 +20,7 @@ public final class PostgresSignoutStore: SignoutStore {
     static func decode(_ s: String) -> SignoutJob.Filter? {
         let d = JSONDecoder()
         d.dateDecodingStrategy = .secondsSince1970
+        // nil is the answer, not a lost error: the caller refuses the job, naming the column.
         return try? d.decode(SignoutJob.Filter.self, from: Data(s.utf8))
     }
 
@@ -45,7 +46,7 @@ public final class PostgresSignoutStore: SignoutStore {
                   AND (\(f.createdBefore)::timestamptz IS NULL OR created_at < \(f.createdBefore))
                   AND (\(f.idleSince)::timestamptz IS NULL OR coalesce(last_used_at, created_at) < \(f.idleSince))
                 """
-            let total: Int = try c.execute("SELECT count(*) \(matching)").first { try $0.next() } ?? 0
+            let total: Int = try c.execute("SELECT count(*) AS n \(matching)").first { try $0["n"] } ?? 0
             let done = j.dryRun || total == 0
             try c.execute("""
                 INSERT INTO signout_jobs (id, tenant_id, filter, dry_run, state, total, created_by, idempotency_key, created_at,
@@ -78,18 +79,22 @@ public final class PostgresSignoutStore: SignoutStore {
 
     private func jobRow(_ c: PGConnection, _ condition: SQL) throws -> SignoutJob? {
         try c.execute("""
-            SELECT j.id, j.tenant_id, j.filter::text, j.dry_run, j.state, j.total, j.revoked,
+            SELECT j.id, j.tenant_id, j.filter::text AS filter, j.dry_run, j.state, j.total, j.revoked,
                    (SELECT count(DISTINCT o.session_id) FROM signout_items i
-                    JOIN revocation_outbox o ON o.tenant_id = i.tenant_id AND o.session_id = i.session_id WHERE i.job_id = j.id),
-                   j.failed, j.created_by, extract(epoch from j.created_at), extract(epoch from j.finished_at)
+                    JOIN revocation_outbox o ON o.tenant_id = i.tenant_id AND o.session_id = i.session_id WHERE i.job_id = j.id)
+                     AS idp_pending,
+                   j.failed, j.created_by, extract(epoch from j.created_at) AS created_at,
+                   extract(epoch from j.finished_at) AS finished_at
             FROM signout_jobs j WHERE \(condition)
             """).first { r in
-            let id: String = try r.next(), tenant: String = try r.next(), filterText: String = try r.next()
-            guard let filter = Self.decode(filterText) else { throw PGError(sqlstate: "XX000", message: "a sign-out job's filter does not parse") }
-            let dryRun: Bool = try r.next(), state: String = try r.next()
-            return try SignoutJob(id: id, tenant: tenant, filter: filter, dryRun: dryRun, state: SignoutJob.State(rawValue: state) ?? .running,
-                                  total: r.next(), revoked: r.next(), idpPending: r.next(), failed: r.next(), createdBy: r.next(),
-                                  createdAt: r.next(), finishedAt: r.next())
+            let filterText: String = try r["filter"]
+            guard let filter = Self.decode(filterText) else {
+                throw BrokerError.storedValueUnknown(column: "signout_jobs.filter", value: String(filterText.prefix(200)))
+            }
+            return try SignoutJob(id: r["id"], tenant: r["tenant_id"], filter: filter, dryRun: r["dry_run"],
+                                  state: r.known("state", table: "signout_jobs"), total: r["total"], revoked: r["revoked"],
+                                  idpPending: r["idp_pending"], failed: r["failed"], createdBy: r["created_by"],
+                                  createdAt: r["created_at"], finishedAt: r["finished_at"])
         }
     }
 
@@ -104,7 +109,8 @@ public final class PostgresSignoutStore: SignoutStore {
                       ORDER BY job_id, session_id LIMIT \(limit) FOR UPDATE SKIP LOCKED) claim
                 WHERE i.job_id = claim.job_id AND i.session_id = claim.session_id
                 RETURNING i.job_id, i.tenant_id, i.session_id, i.client_id, i.lease_id
-                """, plan: .generic).map { try SignoutItem(job: $0.next(), tenant: $0.next(), session: $0.next(), client: $0.next(), lease: $0.next()) }
+                """, plan: .generic).map { try SignoutItem(job: $0["job_id"], tenant: $0["tenant_id"], session: $0["session_id"], client: $0["client_id"],
+                                           lease: $0["lease_id"]) }
         }
     }
 
@@ -141,12 +147,13 @@ public final class PostgresSignoutStore: SignoutStore {
                              count(*) FILTER (WHERE state = 'pending') AS pending
                       FROM signout_items WHERE job_id = ANY(\(jobs.map { $0[1] })) GROUP BY tenant_id, job_id) n
                 WHERE j.tenant_id = n.tenant_id AND j.id = n.job_id
-                RETURNING j.tenant_id, j.id, j.total, j.revoked, j.failed, j.dry_run, j.state = 'done' AND j.finished_at = \(now)
+                RETURNING j.tenant_id, j.id, j.total, j.revoked, j.failed, j.dry_run,
+                          j.state = 'done' AND j.finished_at = \(now) AS just_finished
                 """, plan: .generic).map { r -> (tenant: String, event: WebhookEvent)? in
-                let tenant: String = try r.next(), id: String = try r.next(), total: Int = try r.next(), revoked: Int = try r.next()
-                let failed: Int = try r.next(), dryRun: Bool = try r.next(), justFinished: Bool = try r.next()
-                guard justFinished else { return nil }
-                return (tenant, Self.finished(tenant: tenant, job: id, total: total, revoked: revoked, failed: failed, dryRun: dryRun))
+                guard try r["just_finished"] as Bool else { return nil }
+                let tenant: String = try r["tenant_id"]
+                return try (tenant, Self.finished(tenant: tenant, job: r["id"], total: r["total"], revoked: r["revoked"],
+                                                  failed: r["failed"], dryRun: r["dry_run"]))
             }.compactMap { $0 }
             // signout.finished for the tenant's webhooks, in the same transaction.
             for (tenant, done) in Dictionary(grouping: finished, by: \.tenant) {

@@ -24,18 +24,22 @@ public final class PostgresWebhookStore: WebhookStore {
         }
     }
 
-    private static let columns = "id, url, array_to_string(events, ' '), extract(epoch FROM created_at), extract(epoch FROM previous_until)"
+    private static let columns = """
+        id, url, array_to_string(events, ' ') AS events, extract(epoch FROM created_at) AS created_at, \
+        extract(epoch FROM previous_until) AS previous_until
+        """
 
-    private func endpoint(_ r: inout PGRow, tenant: String) throws -> WebhookEndpoint {
-        let id: String = try r.next(), url: String = try r.next(), events = try r.words()
-        return WebhookEndpoint(tenant: tenant, id: id, url: url, events: events.compactMap(WebhookEventType.init(rawValue:)),
-                               createdAt: try r.next(), previousValidUntil: try r.next())
+    /// Reads the columns of `columns`, by name. An event type this release does not know refuses
+    /// the endpoint rather than dropping the type from it.
+    private func endpoint(_ r: PGRow, tenant: String) throws -> WebhookEndpoint {
+        try WebhookEndpoint(tenant: tenant, id: r["id"], url: r["url"], events: r.knownWords("events", table: "webhook_endpoints"),
+                            createdAt: r["created_at"], previousValidUntil: r["previous_until"])
     }
 
     public func endpoints(tenant: String) throws -> [WebhookEndpoint] {
         try pool.run { c in
             try c.execute("SELECT \(raw: Self.columns) FROM webhook_endpoints WHERE tenant_id = \(tenant) AND deleted_at IS NULL ORDER BY id")
-                .map { try endpoint(&$0, tenant: tenant) }
+                .map { try endpoint($0, tenant: tenant) }
         }
     }
 
@@ -56,18 +60,21 @@ public final class PostgresWebhookStore: WebhookStore {
         try pool.transact { c in
             guard let old = try c.execute("""
                 SELECT secret FROM webhook_endpoints WHERE tenant_id = \(tenant) AND id = \(id) AND deleted_at IS NULL FOR UPDATE
-                """).first({ try $0.bytes() }), let sealed = old else { return nil }
+                """).first({ try $0.bytes("secret") }), let sealed = old else { return nil }
             let current = try open(sealed, tenant, id, "secret")
             return try c.execute("""
                 UPDATE webhook_endpoints SET secret = \(sealer.seal(secret, context: Self.context(tenant, id, "secret"))),
                     previous_secret = \(sealer.seal(current, context: Self.context(tenant, id, "previous_secret"))), previous_until = \(previousUntil)
                 WHERE tenant_id = \(tenant) AND id = \(id)
                 RETURNING \(raw: Self.columns)
-                """).first { try endpoint(&$0, tenant: tenant) }
+                """).first { try endpoint($0, tenant: tenant) }
         }
     }
 
     /// The one outbox query not scoped to a tenant: every replica delivers for all of them.
+    /// Only events of a type this release knows are claimed: one a newer release queued waits for
+    /// a replica of that release (during a rolling upgrade) rather than failing this replica's
+    /// batch and spending its attempts.
     public func claimDue(now: Date, lease: TimeInterval, limit: Int) throws -> [WebhookDelivery] {
         try pool.run { c in
             try c.execute("""
@@ -77,26 +84,28 @@ public final class PostgresWebhookStore: WebhookStore {
                       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
                                       WHERE p.tenant_id = d.tenant_id AND p.endpoint_id = d.endpoint_id AND p.ordering_key = d.ordering_key
                                         AND p.state = 'pending' AND p.seq < d.seq)
+                      AND EXISTS (SELECT 1 FROM webhook_events k WHERE k.tenant_id = d.tenant_id AND k.id = d.event_id
+                                    AND k.type = ANY(\(WebhookEventType.allCases.map(\.rawValue))))
                     ORDER BY d.next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED),
                 claimed AS (
                     UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = \(now.addingTimeInterval(lease))
                     FROM due WHERE d.tenant_id = due.tenant_id AND d.endpoint_id = due.endpoint_id AND d.event_id = due.event_id
                     RETURNING d.tenant_id, d.endpoint_id, d.event_id, d.attempts - 1 AS attempts, d.seq)
                 SELECT cl.tenant_id, cl.endpoint_id, cl.event_id, e.type, w.url, e.payload, w.secret,
-                       CASE WHEN w.previous_until > \(now) THEN w.previous_secret END, cl.attempts, extract(epoch FROM e.created_at)
+                       CASE WHEN w.previous_until > \(now) THEN w.previous_secret END AS previous_secret, cl.attempts,
+                       extract(epoch FROM e.created_at) AS created_at
                 FROM claimed cl
                 JOIN webhook_events e ON e.tenant_id = cl.tenant_id AND e.id = cl.event_id
                 JOIN webhook_endpoints w ON w.tenant_id = cl.tenant_id AND w.id = cl.endpoint_id
                 ORDER BY cl.seq
                 """, plan: .generic).map { r in
-                let tenant: String = try r.next(), endpoint: String = try r.next(), event: String = try r.next(), type: String = try r.next()
-                let url: String = try r.next(), payload: String = try r.next()
-                let secret = try r.bytes(), previous = try r.bytes()
-                var secrets = [try open(secret, tenant, endpoint, "secret")]
-                if let previous { secrets.append(try open(previous, tenant, endpoint, "previous_secret")) }
-                return WebhookDelivery(tenant: tenant, endpoint: endpoint, eventID: event, type: WebhookEventType(rawValue: type) ?? .revoked,
-                                       url: url, payload: payload, secrets: secrets, attempts: try r.next(), createdAt: try r.next(),
-                                       leaseUntil: now.addingTimeInterval(lease))
+                let tenant: String = try r["tenant_id"], endpoint: String = try r["endpoint_id"]
+                var secrets = [try open(r.bytes("secret"), tenant, endpoint, "secret")]
+                if let previous = try r.bytes("previous_secret") { secrets.append(try open(previous, tenant, endpoint, "previous_secret")) }
+                return try WebhookDelivery(tenant: tenant, endpoint: endpoint, eventID: r["event_id"],
+                                           type: r.known("type", table: "webhook_events"), url: r["url"], payload: r["payload"],
+                                           secrets: secrets, attempts: r["attempts"], createdAt: r["created_at"],
+                                           leaseUntil: now.addingTimeInterval(lease))
             }
         }
     }
@@ -126,17 +135,16 @@ public final class PostgresWebhookStore: WebhookStore {
         try pool.run { c in
             try c.execute("""
                 SELECT d.event_id, e.type, d.ordering_key, d.state, d.attempts, d.last_status, d.last_error,
-                       extract(epoch FROM d.created_at), extract(epoch FROM d.delivered_at),
-                       CASE WHEN d.state = 'pending' THEN extract(epoch FROM d.next_attempt_at) END
+                       extract(epoch FROM d.created_at) AS created_at, extract(epoch FROM d.delivered_at) AS delivered_at,
+                       CASE WHEN d.state = 'pending' THEN extract(epoch FROM d.next_attempt_at) END AS next_attempt_at
                 FROM webhook_deliveries d JOIN webhook_events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
                 WHERE d.tenant_id = \(tenant) AND d.endpoint_id = \(endpoint)
                 ORDER BY d.seq DESC LIMIT \(limit)
                 """).map { r in
-                let id: String = try r.next(), type: String = try r.next(), key: String = try r.next(), state: String = try r.next()
-                return WebhookDeliveryRecord(eventID: id, type: WebhookEventType(rawValue: type) ?? .revoked, orderingKey: key,
-                                             state: WebhookDeliveryRecord.State(rawValue: state) ?? .pending, attempts: try r.next(),
-                                             lastStatus: try r.next(), lastError: try r.next(), createdAt: try r.next(),
-                                             deliveredAt: try r.next(), nextAttemptAt: try r.next())
+                try WebhookDeliveryRecord(eventID: r["event_id"], type: r.known("type", table: "webhook_events"),
+                                          orderingKey: r["ordering_key"], state: r.known("state", table: "webhook_deliveries"),
+                                          attempts: r["attempts"], lastStatus: r["last_status"], lastError: r["last_error"],
+                                          createdAt: r["created_at"], deliveredAt: r["delivered_at"], nextAttemptAt: r["next_attempt_at"])
             }
         }
     }
@@ -153,10 +161,10 @@ public final class PostgresWebhookStore: WebhookStore {
                     ORDER BY s.grant_expires_at LIMIT \(limit) FOR UPDATE OF s SKIP LOCKED)
                 UPDATE sessions s SET grant_expiry_notified_at = \(now) FROM due
                 WHERE s.tenant_id = due.tenant_id AND s.id = due.id
-                RETURNING s.tenant_id, s.id, s.client_id, s.subject, extract(epoch FROM s.grant_expires_at)
+                RETURNING s.tenant_id, s.id, s.client_id, s.subject, extract(epoch FROM s.grant_expires_at) AS grant_expires_at
                 """, plan: .generic).map { r -> (String, WebhookEvent) in
-                let tenant: String = try r.next(), id: String = try r.next(), client: String = try r.next(), subject: String = try r.next()
-                let ends: Date = try r.next()
+                let tenant: String = try r["tenant_id"], id: String = try r["id"], client: String = try r["client_id"]
+                let subject: String = try r["subject"], ends: Date = try r["grant_expires_at"]
                 return (tenant, WebhookEvent(type: .grantExpiring, orderingKey: id, data: [
                     "tenant": tenant, "session_id": id, "client": client, "subject": subject, "state": "active",
                     "grant_expires_at": iso.string(from: ends)]))

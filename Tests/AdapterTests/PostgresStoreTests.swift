@@ -49,6 +49,20 @@ struct PostgresStoreTests {
         #expect(throws: BrokerError.internalError) { try store.session(tenant: tenants.0, id: a.id) }
     }
 
+    @Test("a write that does not bump the version by one is refused, not written, and the process lives on")
+    func versionSkipIsRefused() throws {
+        let pool = try TestDatabase.migrated()
+        let store = PostgresSessionStore(pool: pool, sealer: TestDatabase.sealer)
+        let s = SessionStoreContract.sample(tenant: try TestDatabase.tenants(pool).0)
+        try store.insert(s)
+        var skip = s
+        skip.version += 2
+        skip.failureCount += 1
+        #expect(throws: BrokerError.internalError) { try store.writeIfUnchanged(skip, over: s) }
+        #expect(throws: BrokerError.internalError) { try store.withRefreshLock(tenant: s.tenant, id: s.id, timeout: 1) { _ in (skip, ()) } }
+        #expect(try store.session(tenant: s.tenant, id: s.id)?.version == s.version)
+    }
+
     @Test("two migrators at once apply each file exactly once")
     func concurrentMigrations() throws {
         let url = try TestDatabase.url()
@@ -72,29 +86,28 @@ struct PostgresStoreTests {
     func bindsAreParameters() throws {
         let c = try PGConnection(url: try TestDatabase.url())
         let hostile = "x'); DROP TABLE sessions; --"
-        let r = try c.execute("SELECT \(hostile)::text, \(["a\"b", "c\\d"])::text, \([UInt8]([0, 255, 16]))::bytea")
-        var row = r.row(0)
-        #expect(try row.next() == hostile)
-        #expect(try row.next() == "{\"a\\\"b\",\"c\\\\d\"}")
-        #expect(try row.bytes() == [0, 255, 16])
+        let r = try c.execute("SELECT \(hostile)::text AS a, \(["a\"b", "c\\d"])::text AS b, \([UInt8]([0, 255, 16]))::bytea AS c")
+        let row = r.row(0)
+        #expect(try row["a"] as String == hostile)
+        #expect(try row["b"] as String == "{\"a\\\"b\",\"c\\\\d\"}")
+        #expect(try row.bytes("c") == [0, 255, 16])
     }
 
     @Test("a key lookup is prepared once per connection, other statements never; with prepares off, none is")
     func genericStatementsArePrepared() throws {
-        let names = "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'tb\\_%'"
+        let names = "SELECT count(*) AS n FROM pg_prepared_statements WHERE name LIKE 'tb\\_%'"
         let c = try PGConnection(url: try TestDatabase.url())
         for n in 1...3 {
-            let r = try c.execute("SELECT \(n)::int + 1", plan: .keyLookup)
+            let r = try c.execute("SELECT \(n)::int + 1 AS n", plan: .keyLookup)
             _ = try c.execute("SELECT \(n)::int + 2", plan: .generic)
-            var row = r.row(0)
-            #expect(try row.next() == n + 1)
+            #expect(try r.row(0)["n"] as Int == n + 1)
         }
         var row = try c.execute(SQL(stringLiteral: names)).row(0)
-        #expect(try row.next() == 2)   // the statement and its plan setting
+        #expect(try row["n"] as Int == 2)   // the statement and its plan setting
         let off = try PGConnection(url: try TestDatabase.url(), prepares: false)
         _ = try off.execute("SELECT \(1)::int + 1", plan: .keyLookup)
         row = try off.execute(SQL(stringLiteral: names)).row(0)
-        #expect(try row.next() == 0)
+        #expect(try row["n"] as Int == 0)
     }
 
     @Test("the audit buffer's bound holds over all threads' stripes: what does not fit is counted as dropped")
@@ -209,8 +222,8 @@ struct PostgresStoreTests {
         }
         c.rollback()
         #expect(c.isHealthy)
-        var row = try c.execute(SQL(stringLiteral: "SELECT string_agg(n::text, ',' ORDER BY n) FROM \(table)")).row(0)
-        #expect(try row.next() == "1,2,3")
+        let row = try c.execute(SQL(stringLiteral: "SELECT string_agg(n::text, ',' ORDER BY n) AS ns FROM \(table)")).row(0)
+        #expect(try row["ns"] as String == "1,2,3")
     }
 
     static func replacingDatabase(_ url: String, with db: String) -> String {

@@ -17,7 +17,7 @@ enum ErrorResponse {
         case .minTTLTooLong, .unprocessable: 422
         case .idpRejectedClient: 502
         case .idpUnavailable, .refreshBusy, .storeUnavailable, .sealingKeyUnavailable: 503
-        case .internalError: 500
+        case .internalError, .storedValueUnknown: 500
         }
     }
 

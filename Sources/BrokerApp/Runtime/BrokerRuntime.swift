@@ -63,7 +63,10 @@ public final class BrokerRuntime: Sendable {
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)
-        feed = PostgresChangeFeed(pool: pool, listenURL: config.listenDatabaseURL)
+        feed = PostgresChangeFeed(pool: pool, listenURL: config.listenDatabaseURL) { [logger] change, error in
+            // Ids only (the notice's payload), never a token; other replicas catch up by cache age.
+            logger.warn("change_notice_unsent", ("change", String(describing: change)), ("error", String(describing: error)))
+        }
         executor = BlockingExecutor(threads: config.workerThreads, name: "broker-worker")
         let http = BlockingHTTP(timeout: config.idpTimeout)
         let registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)

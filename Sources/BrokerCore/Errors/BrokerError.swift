@@ -27,6 +27,10 @@ public enum BrokerError: Error, Sendable, Equatable {
     /// A stored value is sealed under a key this replica's keyring lacks (a key rotation not
     /// rolled out to every replica yet): retry on another replica, or add the key.
     case sealingKeyUnavailable(keyID: String)
+    /// A stored enum value this release does not know (written by a newer release, or by hand):
+    /// the request that read it is refused rather than served under a guessed default. The
+    /// column is `table.column`; enum values are never secrets.
+    case storedValueUnknown(column: String, value: String)
     case internalError
 
     /// The machine-readable code of the JSON error body.
@@ -46,6 +50,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .refreshBusy: "refresh_busy"
         case .storeUnavailable: "store_unavailable"
         case .sealingKeyUnavailable: "sealing_key_unavailable"
+        case .storedValueUnknown: "stored_value_unknown"
         case .internalError: "internal_error"
         }
     }
@@ -67,6 +72,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .refreshBusy: "another refresh of this session is still running; retry shortly"
         case .storeUnavailable: "the database is unavailable"
         case .sealingKeyUnavailable(let id): "stored data is sealed under key '\(id)', which this replica's TOKENBROKER_SEALING_KEYS lacks"
+        case .storedValueUnknown(let column, let value): "\(column) holds unknown value '\(value)'; a newer release may have written it"
         case .internalError: "internal error"
         }
     }
