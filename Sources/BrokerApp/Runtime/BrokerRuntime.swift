@@ -157,7 +157,8 @@ public final class BrokerRuntime: Sendable {
 
     /// The longest a graceful shutdown may last, from the signal: the listeners' grace, then
     /// the refreshes their suspended requests wait for (up to the refresh patience). The unit
-    /// file's TimeoutStopSec and the pod's terminationGracePeriodSeconds allow as much.
+    /// file's TimeoutStopSec allows as much; a pod's terminationGracePeriodSeconds may cut it
+    /// shorter (a replica killed then loses nothing: the others resolve its attempts).
     var shutdownBudget: TimeInterval { ListenerService.grace + config.refreshPatience }
 
     /// The background loops, each on a thread of its own so that a long pass never holds up
