@@ -1,3 +1,4 @@
+import BrokerCore
 import Foundation
 import Synchronization
 
@@ -5,7 +6,7 @@ import Synchronization
 /// `interval` (the first after `first`), again at once while a pass says there is more, until
 /// `stop()`. A pass that throws is handed to `failed` (the runtime logs it) and tried again at
 /// the next interval; the loop never dies of it.
-public final class BackgroundLoop: Sendable {
+public final class BackgroundLoop: Service {
     public let name: String
     private let interval: TimeInterval
     private let first: TimeInterval
@@ -50,6 +51,10 @@ public final class BackgroundLoop: Sendable {
         wake.signal()
         finished.wait()
     }
+
+    /// Stops as `stop()`: a pass cannot be cut short, so one overrunning `deadline` is left to
+    /// its group.
+    public func stop(deadline: Date) { stop() }
 
     private var stopping: Bool { state.withLock { $0.stopping } }
 

@@ -6,7 +6,8 @@ import Foundation
 ///
 /// Thread-safety: `submit` may be called from any thread. Work runs in FIFO order across
 /// `threads` threads. `shutdown` lets queued work finish, then joins the threads.
-public final class BlockingExecutor: @unchecked Sendable {
+public final class BlockingExecutor: Service, @unchecked Sendable {
+    public let name: String
     private let condition = NSCondition()
     private var queue: [@Sendable () -> Void] = []
     private var head = 0
@@ -20,6 +21,7 @@ public final class BlockingExecutor: @unchecked Sendable {
     }()
 
     public init(threads: Int, name: String) {
+        self.name = name
         for i in 0..<max(1, threads) {
             finished.enter()
             let t = Thread { [self] in loop() }
@@ -52,6 +54,12 @@ public final class BlockingExecutor: @unchecked Sendable {
     public func after(_ delay: TimeInterval, _ work: @escaping @Sendable () -> Void) {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [self] in submit(work) }
     }
+
+    /// The threads start with the executor; work may be submitted before the group starts.
+    public func start() {}
+
+    /// Shuts down: queued work runs first.
+    public func stop(deadline: Date) { shutdown() }
 
     /// Runs what is queued, then stops every thread and waits for them.
     public func shutdown() {

@@ -15,7 +15,9 @@ import Synchronization
 /// that a finished job or a notice schedules on its own thread: a hop onto a queue woke a
 /// Dispatch worker each time (two context switches a refresh, of nine, in a storm). The
 /// DispatchSourceTimers tick on `queue`; loads query the database off it.
-public final class RefreshEngine: @unchecked Sendable {
+public final class RefreshEngine: Service, @unchecked Sendable {
+    public var name: String { "refresh-engine" }
+
     public struct Config: Sendable {
         public var tick: TimeInterval = 0.1
         public var horizon: TimeInterval = 120
@@ -108,6 +110,10 @@ public final class RefreshEngine: @unchecked Sendable {
         state.withLock { $0.stopped = true }
         pool.shutdown()
     }
+
+    /// Stops as `stop()`; refreshes still running at `deadline` are left to the group (their
+    /// sessions stay due, and another replica resolves what was in flight).
+    public func stop(deadline: Date) { stop() }
 
     /// Follows a change published by any replica.
     public func apply(_ change: Change) {

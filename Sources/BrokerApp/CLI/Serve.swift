@@ -21,47 +21,34 @@ enum Serve {
             return CLI.fail("the database is not migrated (pending: \(pending.map(String.init).joined(separator: ", "))): run `tokenbroker migrate` first", 2)
         }
         let router = Routes.router(rt)
-        let servers = rt.config.listeners.map { l in
+        let listeners = rt.config.listeners.map { l in
             let dispatcher = Dispatcher(router: router, logger: log, accessLog: rt.config.accessLog, maxBodyBytes: l.http.maxBodyBytes,
                                         audiences: l.audiences, metrics: rt.requests)
-            return (l, MHDServer(config: l.http) { dispatcher.handle($0) })
+            return ListenerService(listener: l, server: MHDServer(config: l.http) { dispatcher.handle($0) }, logger: log)
         }
         // A port in use (another instance) or an unreadable certificate is a start-up error,
         // before the engine starts.
-        do { for (_, s) in servers { try s.probe() } } catch {
+        do { for s in listeners { try s.server.probe() } } catch {
             return CLI.fail("\(error)", 2)
         }
-        rt.startBackground()
-        for (l, s) in servers {
-            do { try s.start() } catch {
-                return CLI.fail("\(error)", 2)
-            }
-            log.info("listening", ("address", "\(l.http.host):\(s.port)"), ("audiences", l.audiences.map(\.rawValue).sorted().joined(separator: ",")),
-                     ("tls", l.http.tls == nil ? "off" : l.http.tls?.clientCAFile == nil ? "on" : "mtls"), ("pid", String(getpid())))
+        let services = rt.services(listeners: listeners)
+        do { try services.start() } catch {
+            return CLI.fail("\(error)", 2)
         }
 
         let stopping = Atomic<Bool>(false)
         let stop: @Sendable (Int32) -> Void = { sig in
             // The handlers run on a concurrent queue: a second signal must not run the shutdown
-            // again beside the first (rt.shutdown twice at once).
+            // again beside the first (every service stopped twice at once).
             guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else {
                 log.warn("second signal during shutdown: exiting now", ("signal", String(sig)))
                 _exit(1)
             }
             log.info("shutting down", ("signal", String(sig)))
-            // Every listener drains at once, each on a thread of its own: one after another,
-            // each waited out its own grace and its requests' refreshes while the next still
-            // took new work (internal, public and ops: up to three times grace + patience).
-            let drained = DispatchGroup()
-            for (_, s) in servers {
-                drained.enter()
-                Thread.detachNewThread {
-                    s.stop()
-                    drained.leave()
-                }
-            }
-            drained.wait()
-            rt.shutdown()
+            // The listeners drain together, then the rest stops in reverse of its start, all by
+            // one deadline; then the buffers are written.
+            services.stop(deadline: Date().addingTimeInterval(rt.shutdownBudget))
+            rt.flush()
             log.info("stopped")
             // _exit, not exit: exit() runs every library's destructors (OpenSSL's cleanup,
             // GnuTLS's ASN.1 trees, libmicrohttpd's) while threads that may still be inside
@@ -81,12 +68,12 @@ enum Serve {
         signal(SIGHUP, SIG_IGN)
         let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
         hup.setEventHandler {
-            for (l, s) in servers where l.http.tls != nil {
+            for s in listeners where s.listener.http.tls != nil {
                 do {
-                    try s.reload()
-                    log.info("certificates reloaded", ("address", l.address))
+                    try s.server.reload()
+                    log.info("certificates reloaded", ("address", s.listener.address))
                 } catch {
-                    log.error("certificate reload failed; the old ones stay in use", ("address", l.address), ("error", "\(error)"))
+                    log.error("certificate reload failed; the old ones stay in use", ("address", s.listener.address), ("error", "\(error)"))
                 }
             }
         }

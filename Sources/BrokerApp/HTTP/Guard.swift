@@ -1,7 +1,14 @@
+import Broker
 import BrokerCore
 import BrokerHTTP
 
-extension BrokerRuntime {
+/// Guard checks a request's credentials before its route runs, and runs blocking work off the
+/// HTTP threads: what every route holds besides the few services it calls.
+struct Guard: Sendable {
+    let auth: Authenticator
+    let clock: any Clock
+    let executor: BlockingExecutor
+
     /// What the request's credentials allow, when that is known without a lookup.
     enum Access {
         /// The key (or client certificate) is held in memory and may act in the tenant.

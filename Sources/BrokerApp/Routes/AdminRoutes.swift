@@ -5,7 +5,8 @@ import Foundation
 
 /// Session administration beyond import (spec §4.3): the listing, revocation, the audit trail.
 struct AdminRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    let admin: SessionAdmin
 
     func register(_ r: inout Router) {
         r.add("GET", "/v1/tenants/{t}/sessions", list)
@@ -15,7 +16,7 @@ struct AdminRoutes {
 
     private func list(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
-        return runtime.guarded(req, .admin, tenant: tenant) { _ in
+        return gate.guarded(req, .admin, tenant: tenant) { _ in
             let q = try QueryParameters(req, allowed: ["subject", "client", "state", "created_before", "created_after", "idle_since", "limit", "cursor"])
             var query = SessionQuery(subject: try q.string("subject"), client: try q.string("client"), createdBefore: try q.time("created_before"),
                                      createdAfter: try q.time("created_after"), idleSince: try q.time("idle_since"), limit: try q.limit())
@@ -28,8 +29,8 @@ struct AdminRoutes {
                 query.after = cursor
             }
             let filter = query
-            return runtime.later(req) {
-                let (page, next) = try runtime.admin.sessions(tenant: tenant, matching: filter)
+            return gate.later(req) {
+                let (page, next) = try admin.sessions(tenant: tenant, matching: filter)
                 return .json(200, JSONText.object([("sessions", JSONText.array(page.map { Render.session($0) })),
                                                    ("next_cursor", JSONText.optional(next?.text))]))
             }
@@ -38,11 +39,11 @@ struct AdminRoutes {
 
     private func revoke(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"], id = req[param: "id"]
-        return runtime.guarded(req, .admin, tenant: tenant) { p in
+        return gate.guarded(req, .admin, tenant: tenant) { p in
             let q = try QueryParameters(req, allowed: ["end_session", "post_logout_redirect_uri"])
             let endSession = try q.bool("end_session"), redirect = try q.string("post_logout_redirect_uri")
-            return runtime.later(req) {
-                let o = try runtime.admin.revoke(tenant: tenant, id: id, actor: p.id, endSession: endSession, postLogoutRedirect: redirect)
+            return gate.later(req) {
+                let o = try admin.revoke(tenant: tenant, id: id, actor: p.id, endSession: endSession, postLogoutRedirect: redirect)
                 return .json(200, Render.revocation(o))
             }
         }
@@ -50,7 +51,7 @@ struct AdminRoutes {
 
     private func audit(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
-        return runtime.guarded(req, .admin, tenant: tenant) { _ in
+        return gate.guarded(req, .admin, tenant: tenant) { _ in
             let q = try QueryParameters(req, allowed: ["action", "session", "actor", "since", "until", "limit", "cursor"])
             let action = try q.string("action").map { name -> AuditAction in
                 guard let a = AuditAction(rawValue: name) else {
@@ -65,8 +66,8 @@ struct AdminRoutes {
                 query.before = before
             }
             let filter = query
-            return runtime.later(req) {
-                let (records, next) = try runtime.admin.events(tenant: tenant, matching: filter)
+            return gate.later(req) {
+                let (records, next) = try admin.events(tenant: tenant, matching: filter)
                 return .json(200, JSONText.object([("events", JSONText.array(records.map(Render.audit))),
                                                    ("next_cursor", JSONText.optional(next.map(String.init)))]))
             }

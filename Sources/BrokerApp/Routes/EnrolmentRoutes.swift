@@ -7,7 +7,8 @@ import Foundation
 /// Enrolment (spec §4.2): start a login (role `enrol`), and the OAuth callback the IdP sends
 /// the user's browser back to (no API key: the state is its credential).
 struct EnrolmentRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    let logins: LoginService
 
     func register(_ r: inout Router) {
         r.add("POST", "/v1/tenants/{t}/logins", start)
@@ -16,12 +17,12 @@ struct EnrolmentRoutes {
 
     private func start(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
-        return runtime.guarded(req, .enrol, tenant: tenant) { p in
+        return gate.guarded(req, .enrol, tenant: tenant) { p in
             let b = try JSONObject.parse(req.body)
             let r = LoginService.Request(client: try b.requiredString("client"), redirectAfter: try b.string("redirect_after"),
                                          loginHint: try b.string("login_hint"), scopes: try b.string("scope").map { Scopes.parse($0) })
-            return runtime.later(req) {
-                let s = try runtime.logins.start(r, tenant: tenant, actor: p.id)
+            return gate.later(req) {
+                let s = try logins.start(r, tenant: tenant, actor: p.id)
                 return .json(201, JSONText.object([("login_id", JSONText.quote(s.id)), ("authorization_url", JSONText.quote(s.authorizationURL)),
                                                    ("expires_at", RFC3339.optional(s.expiresAt))]))
             }
@@ -35,9 +36,9 @@ struct EnrolmentRoutes {
         }
         let cb = LoginService.Callback(state: req.queryValue("state"), code: req.queryValue("code"), iss: req.queryValue("iss"),
                                        error: req.queryValue("error"))
-        return runtime.later(req) {
+        return gate.later(req) {
             var r: HTTPResponse
-            switch try runtime.logins.complete(cb) {
+            switch try logins.complete(cb) {
             case .signedIn(let s, let after?):
                 r = .redirect(Self.adding(("session_id", s.id), to: after))
             case .signedIn(let s, nil):

@@ -5,18 +5,23 @@ import Synchronization
 
 /// Health and metrics (spec §4.4): no authentication, no tenant data.
 struct HealthRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    /// Migrations not applied yet (none: the schema is current).
+    let pendingMigrations: @Sendable () throws -> [Int]
+    let engine: RefreshEngine
+    /// The Prometheus text of every metric.
+    let metrics: @Sendable () -> String
 
     func register(_ r: inout Router) {
         r.add("GET", "/healthz") { _ in .now(.json(200, "{\"status\":\"ok\"}")) }
         r.add("GET", "/readyz") { req in
-            runtime.later(req) {
+            gate.later(req) {
                 do {
-                    let pending = try runtime.pendingMigrations()
+                    let pending = try pendingMigrations()
                     guard pending.isEmpty else {
                         return .json(503, "{\"status\":\"unready\",\"reason\":\"migrations pending\"}")
                     }
-                    guard runtime.engine.loaded.load(ordering: .acquiring) else {
+                    guard engine.loaded.load(ordering: .acquiring) else {
                         return .json(503, "{\"status\":\"unready\",\"reason\":\"refresh engine loading\"}")
                     }
                     return .json(200, "{\"status\":\"ready\"}")
@@ -26,7 +31,7 @@ struct HealthRoutes {
             }
         }
         r.add("GET", "/metrics") { _ in
-            .now(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(Metrics.render(runtime).utf8)))
+            .now(HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(metrics().utf8)))
         }
     }
 }

@@ -6,7 +6,8 @@ import Foundation
 /// OpenID Connect Back-Channel Logout receiver (spec §4.3): the IdP POSTs a logout token; no API
 /// key — the token's signature by the client's issuer is the credential.
 struct LogoutRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    let backchannel: BackchannelLogoutService
 
     func register(_ r: inout Router) {
         r.add("POST", "/v1/backchannel-logout/{t}/{c}", logout)
@@ -20,8 +21,8 @@ struct LogoutRoutes {
                                                requestID: req.requestID))
         }
         let token = pairs[0].1
-        return runtime.later(req) {
-            _ = try runtime.backchannel.logout(tenant: tenant, client: client, logoutToken: token)
+        return gate.later(req) {
+            _ = try backchannel.logout(tenant: tenant, client: client, logoutToken: token)
             return HTTPResponse(status: 200, headers: [("Cache-Control", "no-store")])   // §2.8
         }
     }

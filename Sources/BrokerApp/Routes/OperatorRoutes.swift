@@ -6,7 +6,8 @@ import Foundation
 
 /// Operator routes (spec §4.3), mirrored by the CLI: tenants, clients, API keys.
 struct OperatorRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    let operators: OperatorService
 
     /// The client registration in a PUT body (spec §4.3); the secret is returned separately, and
     /// whether DPoP is to follow the issuer's metadata (`"dpop": "auto"`).
@@ -69,33 +70,33 @@ struct OperatorRoutes {
     func register(_ r: inout Router) {
         r.add("PUT", "/v1/tenants/{t}") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .operator, tenant: tenant) { p in
+            return gate.guarded(req, .operator, tenant: tenant) { p in
                 let name = try JSONObject.parse(req.body).requiredString("name")
-                return runtime.later(req) {
-                    let (t, created) = try runtime.operators.putTenant(id: tenant, name: name, actor: p.id)
+                return gate.later(req) {
+                    let (t, created) = try operators.putTenant(id: tenant, name: name, actor: p.id)
                     return .json(created ? 201 : 200, Render.tenant(t))
                 }
             }
         }
         r.add("PUT", "/v1/tenants/{t}/clients/{c}") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .operator, tenant: tenant) { p in
+            return gate.guarded(req, .operator, tenant: tenant) { p in
                 let verify = try QueryParameters(req, allowed: ["verify"]).bool("verify", default: true)
                 let (reg, secret, dpopAuto) = try Self.registration(try JSONObject.parse(req.body), tenant: tenant, id: req[param: "c"])
-                return runtime.later(req) {
-                    let (c, created) = try runtime.operators.putClient(reg, secret: secret, verify: verify, dpopAuto: dpopAuto, actor: p.id)
+                return gate.later(req) {
+                    let (c, created) = try operators.putClient(reg, secret: secret, verify: verify, dpopAuto: dpopAuto, actor: p.id)
                     return .json(created ? 201 : 200, Render.client(c))
                 }
             }
         }
         r.add("GET", "/v1/tenants/{t}/clients/{c}") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .operator, tenant: tenant) { _ in
-                runtime.later(req) { .json(200, Render.client(try runtime.operators.clientView(tenant: tenant, id: req[param: "c"]))) }
+            return gate.guarded(req, .operator, tenant: tenant) { _ in
+                gate.later(req) { .json(200, Render.client(try operators.clientView(tenant: tenant, id: req[param: "c"]))) }
             }
         }
         r.add("POST", "/v1/apikeys") { req in
-            runtime.guarded(req, .operator, tenant: nil as String?) { p in
+            gate.guarded(req, .operator, tenant: nil as String?) { p in
                 let b = try JSONObject.parse(req.body)
                 let name = try b.requiredString("name")
                 let tenants = try b.strings("tenants") ?? []
@@ -107,8 +108,8 @@ struct OperatorRoutes {
                     }
                     return r
                 })
-                return runtime.later(req) {
-                    let (k, key) = try runtime.operators.createKey(name: name, roles: roles, tenants: Set(tenants),
+                return gate.later(req) {
+                    let (k, key) = try operators.createKey(name: name, roles: roles, tenants: Set(tenants),
                                                                    expiresIn: expiresIn.map(TimeInterval.init), certificateSHA256: certificate,
                                                                    actor: p.id)
                     return .json(201, JSONText.object([("id", JSONText.quote(k.id))] + (key.map { [("key", JSONText.quote($0))] } ?? []) + [
@@ -120,24 +121,24 @@ struct OperatorRoutes {
             }
         }
         r.add("GET", "/v1/apikeys") { req in
-            runtime.guarded(req, .operator, tenant: nil as String?) { _ in
-                runtime.later(req) { .json(200, Render.apiKeys(try runtime.operators.listKeys())) }
+            gate.guarded(req, .operator, tenant: nil as String?) { _ in
+                gate.later(req) { .json(200, Render.apiKeys(try operators.listKeys())) }
             }
         }
         r.add("POST", "/v1/apikeys/{id}/rotate") { req in
-            runtime.guarded(req, .operator, tenant: nil as String?) { p in
+            gate.guarded(req, .operator, tenant: nil as String?) { p in
                 let overlap = try (req.body.isEmpty ? nil : JSONObject.parse(req.body).int("overlap_seconds")) ?? 86_400
-                return runtime.later(req) {
-                    let (k, key, until) = try runtime.operators.rotateKey(id: req[param: "id"], overlap: TimeInterval(overlap), actor: p)
+                return gate.later(req) {
+                    let (k, key, until) = try operators.rotateKey(id: req[param: "id"], overlap: TimeInterval(overlap), actor: p)
                     return .json(200, JSONText.object([("id", JSONText.quote(k.id)), ("key", JSONText.quote(key)),
                                                        ("previous_valid_until", RFC3339.optional(until))]))
                 }
             }
         }
         r.add("DELETE", "/v1/apikeys/{id}") { req in
-            runtime.guarded(req, .operator, tenant: nil as String?) { p in
-                runtime.later(req) {
-                    try runtime.operators.revokeKey(id: req[param: "id"], actor: p)
+            gate.guarded(req, .operator, tenant: nil as String?) { p in
+                gate.later(req) {
+                    try operators.revokeKey(id: req[param: "id"], actor: p)
                     return HTTPResponse(status: 204)
                 }
             }

@@ -1,19 +1,21 @@
 import BrokerHTTP
 
 /// Routes is the whole route table; `docs/openapi.yaml` lists exactly these (checked by a test).
+/// Each group of routes is handed the guard and the few services it calls, never the runtime.
 enum Routes {
     static func router(_ runtime: BrokerRuntime) -> Router {
         var r = Router()
-        HealthRoutes(runtime: runtime).register(&r)
-        TokenRoutes(runtime: runtime).register(&r)
-        SessionRoutes(runtime: runtime).register(&r)
-        EnrolmentRoutes(runtime: runtime).register(&r)
-        AdminRoutes(runtime: runtime).register(&r)
-        SignoutRoutes(runtime: runtime).register(&r)
-        LogoutRoutes(runtime: runtime).register(&r)
-        OperatorRoutes(runtime: runtime).register(&r)
-        WebhookRoutes(runtime: runtime).register(&r)
-        KeyRoutes(runtime: runtime).register(&r)
+        let gate = Guard(auth: runtime.auth, clock: runtime.clock, executor: runtime.executor)
+        HealthRoutes(gate: gate, pendingMigrations: runtime.pendingMigrations, engine: runtime.engine, metrics: { Metrics.render(runtime) }).register(&r)
+        TokenRoutes(gate: gate, tokens: runtime.tokens, exchanges: runtime.exchanges).register(&r)
+        SessionRoutes(gate: gate, admin: runtime.admin).register(&r)
+        EnrolmentRoutes(gate: gate, logins: runtime.logins).register(&r)
+        AdminRoutes(gate: gate, admin: runtime.admin).register(&r)
+        SignoutRoutes(gate: gate, signouts: runtime.signouts).register(&r)
+        LogoutRoutes(gate: gate, backchannel: runtime.backchannel).register(&r)
+        OperatorRoutes(gate: gate, operators: runtime.operators).register(&r)
+        WebhookRoutes(gate: gate, webhooks: runtime.webhooks).register(&r)
+        KeyRoutes(gate: gate, actors: runtime.actors).register(&r)
         runtime.requests.name(r.table)
         return r
     }

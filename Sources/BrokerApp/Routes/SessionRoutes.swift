@@ -6,21 +6,22 @@ import Foundation
 
 /// Session administration (spec §4.3): import a grant, read a session's metadata.
 struct SessionRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    let admin: SessionAdmin
 
     func register(_ r: inout Router) {
         r.add("POST", "/v1/tenants/{t}/sessions:import", importSession)
         r.add("GET", "/v1/tenants/{t}/sessions/{id}") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .admin, tenant: tenant) { _ in
-                runtime.later(req) { .json(200, Render.session(try runtime.admin.session(tenant: tenant, id: req[param: "id"]))) }
+            return gate.guarded(req, .admin, tenant: tenant) { _ in
+                gate.later(req) { .json(200, Render.session(try admin.session(tenant: tenant, id: req[param: "id"]))) }
             }
         }
     }
 
     private func importSession(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
-        return runtime.guarded(req, .admin, tenant: tenant) { principal in
+        return gate.guarded(req, .admin, tenant: tenant) { principal in
             let b = try JSONObject.parse(req.body)
             func time(_ name: String) throws -> Date? {
                 guard let s = try b.string(name) else { return nil }
@@ -31,9 +32,9 @@ struct SessionRoutes {
                                         refreshToken: try b.requiredString("refresh_token"), accessToken: try b.string("access_token"),
                                         expiresAt: try time("expires_at"), scopes: try b.string("scope").map { Scopes.parse($0) },
                                         grantedAt: try time("granted_at"))
-            return .later { [runtime] respond in
-                CurrentTrace.with(req.trace) { runtime.onExecutor {
-                    runtime.admin.importSession(i, tenant: tenant, by: principal) { result in
+            return .later { [admin, executor = gate.executor] respond in
+                CurrentTrace.with(req.trace) { executor.run {
+                    admin.importSession(i, tenant: tenant, by: principal) { result in
                         switch result {
                         case .success(let s): respond(.json(201, Render.session(s)))
                         case .failure(let e): respond(ErrorResponse.response(e, requestID: req.requestID))
@@ -43,8 +44,4 @@ struct SessionRoutes {
             }
         }
     }
-}
-
-extension BrokerRuntime {
-    func onExecutor(_ work: @escaping @Sendable () -> Void) { executor.run(work) }
 }

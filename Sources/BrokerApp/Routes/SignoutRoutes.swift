@@ -6,7 +6,8 @@ import Foundation
 
 /// Bulk sign-out jobs (spec §4.3), for admins and the `tokenbroker signout` cron command.
 struct SignoutRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    let signouts: SignoutService
 
     func register(_ r: inout Router) {
         r.add("POST", "/v1/tenants/{t}/signouts", create)
@@ -15,7 +16,7 @@ struct SignoutRoutes {
 
     private func create(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
-        return runtime.guarded(req, .admin, tenant: tenant) { p in
+        return gate.guarded(req, .admin, tenant: tenant) { p in
             let b = try JSONObject.parse(req.body)
             func time(_ name: String) throws -> Date? {
                 guard let s = try b.string(name) else { return nil }
@@ -26,8 +27,8 @@ struct SignoutRoutes {
                                            idleSince: try time("idle_since"), all: try b.bool("all") ?? false)
             let dryRun = try b.bool("dry_run") ?? false
             let key = req.header("idempotency-key")
-            return runtime.later(req) {
-                let (job, _) = try runtime.signouts.create(tenant: tenant, filter: filter, dryRun: dryRun, idempotencyKey: key, actor: p.id)
+            return gate.later(req) {
+                let (job, _) = try signouts.create(tenant: tenant, filter: filter, dryRun: dryRun, idempotencyKey: key, actor: p.id)
                 var r = HTTPResponse.json(202, Render.signout(job))
                 r.headers.append(("Location", "/v1/tenants/\(tenant)/signouts/\(job.id)"))
                 return r
@@ -37,9 +38,9 @@ struct SignoutRoutes {
 
     private func show(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
-        return runtime.guarded(req, .admin, tenant: tenant) { _ in
-            runtime.later(req) {
-                guard let job = try runtime.signouts.job(tenant: tenant, id: req[param: "id"]) else { throw BrokerError.notFound("sign-out job") }
+        return gate.guarded(req, .admin, tenant: tenant) { _ in
+            gate.later(req) {
+                guard let job = try signouts.job(tenant: tenant, id: req[param: "id"]) else { throw BrokerError.notFound("sign-out job") }
                 return .json(200, Render.signout(job))
             }
         }

@@ -6,7 +6,9 @@ import Foundation
 
 /// The worker token API (spec §4.1).
 struct TokenRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    let tokens: TokenService
+    let exchanges: ExchangeService
 
     /// The token request body: `min_ttl`, `scope`, `force_refresh`, `dpop` (one target or
     /// several, each `htm`, `htu`, `nonce`); `subject` and `client` for lookup by subject;
@@ -90,10 +92,10 @@ struct TokenRoutes {
     /// strangers).
     private func serve(_ req: HTTPRequest, subjectInBody: Bool) -> HTTPReply {
         let tenant = req[param: "t"]
-        switch runtime.access(req, .worker, tenant: tenant) {
-        case .allowed(let p): return BrokerRuntime.answer(req, p) { try handOut(req, tenant: tenant, subjectInBody: subjectInBody, $0) }
+        switch gate.access(req, .worker, tenant: tenant) {
+        case .allowed(let p): return Guard.answer(req, p) { try handOut(req, tenant: tenant, subjectInBody: subjectInBody, $0) }
         case .refused(let r): return .now(r)
-        case .lookup: return runtime.lookUp(req, .worker, tenant: tenant) { [self] p in try handOut(req, tenant: tenant, subjectInBody: subjectInBody, p) }
+        case .lookup: return gate.lookUp(req, .worker, tenant: tenant) { [self] p in try handOut(req, tenant: tenant, subjectInBody: subjectInBody, p) }
         }
     }
 
@@ -105,14 +107,14 @@ struct TokenRoutes {
         let request = a.request
         guard let t = a.lookup ?? (subjectInBody ? nil : .session(req[param: "id"])) else { throw BrokerError.internalError }
         if let x = a.exchange {
-            let exchanges = runtime.exchanges
+            let exchanges = self.exchanges
             return .later { respond in
                 CurrentTrace.with(req.trace) {
                     exchanges.exchange(by: principal, tenant: tenant, target: t, request: request, x) { respond(Render.tokenResult($0, requestID: req.requestID)) }
                 }
             }
         }
-        switch runtime.tokens.handOut(by: principal, tenant: tenant, target: t, request: request) {
+        switch tokens.handOut(by: principal, tenant: tenant, target: t, request: request) {
         case .now(let r):
             return .now(Render.tokenResult(r, requestID: req.requestID))
         case .later(let start):
@@ -128,7 +130,7 @@ struct TokenRoutes {
 
     private func batch(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
-        return runtime.guarded(req, .worker, tenant: tenant) { principal in
+        return gate.guarded(req, .worker, tenant: tenant) { principal in
             let body = try Body(req.body)
             let request = try body.request()
             guard request.dpop.isEmpty else {
@@ -198,7 +200,7 @@ struct TokenRoutes {
                 return HTTPResponse.json(200, w.bytes).uncacheable()
             }
             if targets.isEmpty { return .now(render([])) }
-            let tokens = runtime.tokens
+            let tokens = self.tokens
             let box = ResponseBox()
             let done = CurrentTrace.with(req.trace) {
                 tokens.batch(by: principal, tenant: tenant, targets: targets, request: request, completion: { box.deliver(render($0)) })

@@ -7,12 +7,13 @@ import Foundation
 /// A tenant's webhook endpoints (role operator of the tenant), their secrets shown once, and
 /// their delivery log.
 struct WebhookRoutes {
-    let runtime: BrokerRuntime
+    let gate: Guard
+    let webhooks: WebhookService
 
     func register(_ r: inout Router) {
         r.add("POST", "/v1/tenants/{t}/webhooks") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .operator, tenant: tenant) { p in
+            return gate.guarded(req, .operator, tenant: tenant) { p in
                 let b = try JSONObject.parse(req.body)
                 let url = try b.requiredString("url")
                 let types = try b.strings("events").map { names in
@@ -24,45 +25,45 @@ struct WebhookRoutes {
                         return t
                     }
                 }
-                return runtime.later(req) {
-                    let (e, secret) = try runtime.webhooks.create(tenant: tenant, url: url, events: types, actor: p.id)
+                return gate.later(req) {
+                    let (e, secret) = try webhooks.create(tenant: tenant, url: url, events: types, actor: p.id)
                     return .json(201, Self.render(e, secret: secret))
                 }
             }
         }
         r.add("GET", "/v1/tenants/{t}/webhooks") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .operator, tenant: tenant) { _ in
-                runtime.later(req) {
-                    .json(200, JSONText.object([("webhooks", JSONText.array(try runtime.webhooks.list(tenant: tenant).map { Self.render($0) }))]))
+            return gate.guarded(req, .operator, tenant: tenant) { _ in
+                gate.later(req) {
+                    .json(200, JSONText.object([("webhooks", JSONText.array(try webhooks.list(tenant: tenant).map { Self.render($0) }))]))
                 }
             }
         }
         r.add("DELETE", "/v1/tenants/{t}/webhooks/{id}") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .operator, tenant: tenant) { p in
-                runtime.later(req) {
-                    try runtime.webhooks.delete(tenant: tenant, id: req[param: "id"], actor: p.id)
+            return gate.guarded(req, .operator, tenant: tenant) { p in
+                gate.later(req) {
+                    try webhooks.delete(tenant: tenant, id: req[param: "id"], actor: p.id)
                     return HTTPResponse(status: 204)
                 }
             }
         }
         r.add("POST", "/v1/tenants/{t}/webhooks/{id}/rotate") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .operator, tenant: tenant) { p in
+            return gate.guarded(req, .operator, tenant: tenant) { p in
                 let overlap = try (req.body.isEmpty ? nil : JSONObject.parse(req.body).int("overlap_seconds")) ?? 86_400
-                return runtime.later(req) {
-                    let (e, secret) = try runtime.webhooks.rotate(tenant: tenant, id: req[param: "id"], overlap: TimeInterval(overlap), actor: p.id)
+                return gate.later(req) {
+                    let (e, secret) = try webhooks.rotate(tenant: tenant, id: req[param: "id"], overlap: TimeInterval(overlap), actor: p.id)
                     return .json(200, Self.render(e, secret: secret))
                 }
             }
         }
         r.add("GET", "/v1/tenants/{t}/webhooks/{id}/deliveries") { req in
             let tenant = req[param: "t"]
-            return runtime.guarded(req, .operator, tenant: tenant) { _ in
+            return gate.guarded(req, .operator, tenant: tenant) { _ in
                 let limit = try QueryParameters(req, allowed: ["limit"]).limit(default: 50, max: 500)
-                return runtime.later(req) {
-                    let list = try runtime.webhooks.deliveries(tenant: tenant, id: req[param: "id"], limit: limit)
+                return gate.later(req) {
+                    let list = try webhooks.deliveries(tenant: tenant, id: req[param: "id"], limit: limit)
                     return .json(200, JSONText.object([("deliveries", JSONText.array(list.map(Self.render)))]))
                 }
             }

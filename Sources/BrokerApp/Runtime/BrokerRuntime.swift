@@ -4,7 +4,6 @@ import BrokerCrypto
 import BrokerOIDC
 import BrokerPostgres
 import Foundation
-import Synchronization
 
 /// BrokerRuntime is the composition root: it builds every adapter from the configuration and
 /// wires them into the services. Nothing else constructs an adapter.
@@ -47,8 +46,6 @@ public final class BrokerRuntime: Sendable {
     /// The outbox and sign-outs still to do, counted every 15 s (metrics).
     public let backlog: BacklogGauge
     let migrator: Migrator
-    /// The background loops once started (`startBackground`), stopped by `shutdown`.
-    private let loops = Mutex<[BackgroundLoop]>([])
 
     public init(config: BrokerConfig, logger: Logger, clock: any Clock = SystemClock()) throws {
         self.config = config
@@ -137,23 +134,38 @@ public final class BrokerRuntime: Sendable {
         try pool.withConnection { try migrator.pending($0) }
     }
 
-    /// Starts background work: the change feed, the refresh engine, and the loops below.
-    public func startBackground() {
+    /// The services of a serving broker in the order they depend on one another, the listeners
+    /// last, all in one stage (they drain together); `Serve` starts them and stops them in
+    /// reverse: the listeners drain, the engine stops (running refreshes finish), the loops end
+    /// (a running pass finishes), queued work runs, the feed stops.
+    func services(listeners: [ListenerService]) -> ServiceGroup {
         let tokens = self.tokens, registry = self.registry, auth = self.auth, engine = self.engine
-        feed.subscribe { change in
+        let follower = ChangeFollower(feed: feed) { change in
             tokens.forget(change)
             registry.forget(change)
             auth.forget(change)
             engine.apply(change)
         }
-        engine.start()
-        let started = Self.loops(self)
-        loops.withLock { $0 = started }
-        for loop in started { loop.start() }
+        let log = logger
+        let order: [[any Service]] = [[follower], [executor]] + Self.loops(self).map { [$0] } + [[engine], listeners]
+        return ServiceGroup(stages: order) { event in
+            switch event {
+            case .started(let name): log.debug("service started", ("service", name))
+            case .stopped(let name, let seconds): log.info("service stopped", ("service", name), ("ms", String(Int(seconds * 1000))))
+            case .overran(let name, let seconds):
+                log.warn("service still stopping at the shutdown deadline; not waited for", ("service", name), ("ms", String(Int(seconds * 1000))))
+            }
+        }
     }
 
+    /// The longest a graceful shutdown may last, from the signal: the listeners' grace, then
+    /// the refreshes their suspended requests wait for (up to the refresh patience). The unit
+    /// file's TimeoutStopSec allows as much; a pod's terminationGracePeriodSeconds may cut it
+    /// shorter (a replica killed then loses nothing: the others resolve its attempts).
+    var shutdownBudget: TimeInterval { ListenerService.grace + config.refreshPatience }
+
     /// The background loops, each on a thread of its own so that a long pass never holds up
-    /// another; `shutdown` stops them. A failed pass is one warning line, tried again next time.
+    /// another. A failed pass is one warning line, tried again next time.
     private static func loops(_ rt: BrokerRuntime) -> [BackgroundLoop] {
         let log = rt.logger
         func loop(_ name: String, every seconds: TimeInterval, first: TimeInterval? = nil, _ failure: String,
@@ -219,16 +231,6 @@ public final class BrokerRuntime: Sendable {
                 }
             }
         }
-    }
-
-    /// Stops the engine (running refreshes finish) and the background loops (a running pass
-    /// finishes), lets queued work finish, flushes, stops listening.
-    public func shutdown() {
-        engine.stop()
-        for loop in loops.withLock({ $0 }) { loop.stop() }
-        executor.shutdown()
-        feed.stop()
-        flush()
     }
 
     /// Writes the services' log lines: tenant, client, session and code as fields.
