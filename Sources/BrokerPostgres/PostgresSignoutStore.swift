@@ -14,6 +14,7 @@ public final class PostgresSignoutStore: SignoutStore {
         let e = JSONEncoder()
         e.dateEncodingStrategy = .secondsSince1970
         e.outputFormatting = .sortedKeys
+        // Optional strings, dates and a flag: encoding cannot fail; the try! marks a programming error.
         return String(decoding: try! e.encode(f), as: UTF8.self)
     }
 
