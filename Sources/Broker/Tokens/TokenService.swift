@@ -25,7 +25,7 @@ public final class TokenService: Sendable {
         case miss
     }
 
-    public let store: any SessionStore
+    let store: any SessionStore
     let registry: RegistryCache
     let audit: any AuditSink
     let clock: any Clock
