@@ -44,10 +44,13 @@ public final class BlockingHTTP: Sendable {
     private let timeoutMS: Int
     public let maxResponseBytes: Int
 
-    public init(timeout: TimeInterval = 10, maxResponseBytes: Int = 256 * 1024) {
+    public let settings: HTTPConnectionSettings
+
+    public init(timeout: TimeInterval = 10, maxResponseBytes: Int = 256 * 1024, settings: HTTPConnectionSettings = .init()) {
         _ = Self.initialized
         timeoutMS = Int(timeout * 1000)
         self.maxResponseBytes = maxResponseBytes
+        self.settings = settings
     }
 
     /// `headers` are `Name: value` lines. `timeout` bounds this exchange (nil: the instance's).
@@ -58,7 +61,7 @@ public final class BlockingHTTP: Sendable {
     /// `publicOnly`: connect only to public addresses (webhook receivers: no loopback, private,
     /// link-local or metadata address, whatever the DNS answers).
     public func send(_ method: String, _ url: URL, headers: [String], body: [UInt8]? = nil, timeout: TimeInterval? = nil,
-                     once: Bool = false, publicOnly: Bool = false) throws(Failure) -> Reply {
+                     once: Bool = false, publicOnly: Bool = false, trust: ProviderTrust = .deployment) throws(Failure) -> Reply {
         let ms = timeout.map { max(1, Int($0 * 1000)) } ?? timeoutMS
         // The request this call is made for names its span as the call's parent (W3C Trace Context).
         let headers = CurrentTrace.value.map { headers + ["traceparent: \($0.traceparent)"] } ?? headers
@@ -68,7 +71,7 @@ public final class BlockingHTTP: Sendable {
             (body ?? []).withUnsafeBufferPointer { b in
                 tb_http_perform(handle.pointer, method, url.absoluteString, hs, Int32(headers.count),
                                 b.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, b.count,
-                                ms, maxResponseBytes, once ? 1 : 0, publicOnly ? 1 : 0)
+                                ms, maxResponseBytes, once ? 1 : 0, publicOnly ? 1 : 0, settings.caFile)
             }
         }
         defer { tb_http_free(&result) }

@@ -118,7 +118,8 @@ void *tb_http_handle_new(void) { return curl_easy_init(); }
 void tb_http_handle_free(void *handle) { if (handle) curl_easy_cleanup(handle); }
 
 tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only) {
+                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only,
+                               const char *ca_file) {
     tb_http_result r = { 0, 2, NULL, NULL, 0, -1, NULL };
     connect_guard guard = { public_only, 0 };
     int sends = 0;
@@ -143,6 +144,7 @@ tb_http_result tb_http_perform(void *handle, const char *method, const char *url
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.retry_after);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
+    if (ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, ca_file);
     if (once) {
         /* libcurl silently sends a request again on a new connection when a reused connection
          * closes without any answer (Curl_retry_request), or when an HTTP/2 stream is refused:

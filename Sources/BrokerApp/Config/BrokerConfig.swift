@@ -2,6 +2,7 @@ import Broker
 import BrokerCore
 import BrokerCrypto
 import BrokerHTTP
+import BrokerOIDC
 import Foundation
 
 /// BrokerConfig is everything the broker reads at start, from environment variables and/or a
@@ -27,6 +28,9 @@ public struct BrokerConfig: Sendable {
     public var cacheCapacity: Int
     public var lockTimeout: TimeInterval
     public var idpTimeout: TimeInterval
+    /// Provider connections: the CA file trusted (TOKENBROKER_PROVIDER_CA_FILE) and the idle
+    /// connections kept.
+    public var providerConnections = HTTPConnectionSettings()
     /// How long a sent refresh request is waited for (spec §5), whatever the caller's deadline.
     public var refreshPatience: TimeInterval
     public var refresh: RefreshEngine.Config
@@ -125,7 +129,14 @@ public struct BrokerConfig: Sendable {
             let d = try int(name, days, 0...36_500)
             if d > 0 { retention[kind] = TimeInterval(d) * 86_400 }
         }
-        return BrokerConfig(
+        var providers = HTTPConnectionSettings(caFile: value("TOKENBROKER_PROVIDER_CA_FILE"))
+        if let f = providers.caFile, !FileManager.default.isReadableFile(atPath: f) {
+            throw Invalid(description: "TOKENBROKER_PROVIDER_CA_FILE: \(f) cannot be read")
+        }
+        providers.keepAlive = TimeInterval(try int("TOKENBROKER_PROVIDER_KEEPALIVE_SECONDS", 120, 1...3600))
+        providers.idlePerHost = try int("TOKENBROKER_PROVIDER_IDLE_CONNECTIONS_PER_HOST", 8, 1...256)
+        providers.idleTotal = try int("TOKENBROKER_PROVIDER_IDLE_CONNECTIONS", 2048, 1...100_000)
+        var config = BrokerConfig(
             databaseURL: db, listenDatabaseURL: value("TOKENBROKER_LISTEN_DATABASE_URL") ?? db, http: http, listeners: listeners, sealingKeys: keys, workerThreads: workers,
             databasePoolSize: try int("TOKENBROKER_DB_POOL_SIZE", workers + httpThreads + 16 + 4, 1...1024),
             databasePreparedStatements: try bool("TOKENBROKER_DB_PREPARED_STATEMENTS", true),
@@ -143,6 +154,8 @@ public struct BrokerConfig: Sendable {
             webhookAllowPrivateNetworks: try bool("TOKENBROKER_WEBHOOK_ALLOW_PRIVATE_NETWORKS", false),
             webhookRetryCap: TimeInterval(try int("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", 600, 1...86_400)),
             issuer: try issuerValue(value("TOKENBROKER_ISSUER"), listeners))
+        config.providerConnections = providers
+        return config
     }
 
     /// TOKENBROKER_ISSUER checked (an absolute http(s) URL without query or fragment), or the

@@ -65,7 +65,7 @@ public final class BrokerRuntime: Sendable {
             logger.warn("change_notice_unsent", ("change", String(describing: change)), ("error", String(describing: error)))
         }
         executor = BlockingExecutor(threads: config.workerThreads, name: "broker-worker")
-        let http = BlockingHTTP(timeout: config.idpTimeout)
+        let http = BlockingHTTP(timeout: config.idpTimeout, settings: config.providerConnections)
         let registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)
         self.registry = registry
         let digest = OpenSSLDigest()

@@ -26,6 +26,7 @@ void tb_http_handle_free(void *handle);
  * checked on the very address libcurl connects to, so a DNS answer cannot change it after a
  * check), reason "address is not public". */
 tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only);
+                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only,
+                               const char *ca_file);
 void tb_http_free(tb_http_result *result);
 #endif
