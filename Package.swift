@@ -17,7 +17,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // curl_easy_setopt is C-variadic; this shim performs a whole exchange with typed arguments.
-        .target(name: "CCurlShim", dependencies: ["CCurl"]),
+        .target(name: "CCurlShim", dependencies: ["CCurl", "COpenSSL"]),
         // simdjson (Debian's libsimdjson-dev) is C++: this target gives it a C face
         // (tb_simdjson.h) that Swift imports, and links it. Its simdjson.pc carries a -D flag
         // SwiftPM refuses, hence no system-library target.
@@ -62,7 +62,7 @@ let package = Package(
 
         .testTarget(name: "BrokerCoreTests", dependencies: ["BrokerCore"]),
         .testTarget(name: "BrokerTests", dependencies: ["Broker", "BrokerCore", "BrokerTesting"]),
-        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore", "Broker", "BrokerApp", "BrokerTesting"]),
+        .testTarget(name: "AdapterTests", dependencies: ["BrokerCrypto", "BrokerOIDC", "BrokerPostgres", "BrokerHTTP", "BrokerJSON", "BrokerCore", "Broker", "BrokerApp", "BrokerTesting"]),
         .testTarget(name: "IntegrationTests", dependencies: ["BrokerCore", "BrokerCrypto"]),
     ],
     swiftLanguageModes: [.v6],

@@ -4,12 +4,14 @@ import Foundation
 import Synchronization
 
 /// BlockingHTTP makes one HTTP exchange with an IdP on the calling thread (a worker thread) with
-/// libcurl. Easy handles are pooled and keep their connections alive, so a refresh costs one
+/// libcurl. Connections are kept per destination (`ConnectionPool`), so a refresh costs one
 /// request on a warm connection and no hand-off to another thread — FoundationNetworking's
 /// URLSession, measured in the refresh storm, spent about a fifth of the broker's CPU in its own
-/// dispatch queues. It never follows redirects (a token endpoint that redirects is
-/// misconfigured, and following would resend credentials), caps the response size, and reports
-/// failures with generic reasons that quote nothing from the response.
+/// dispatch queues. A connection that must be opened again resumes its TLS session; the
+/// deployment's CA bundle is parsed once (`TrustStore`); DNS answers are shared. It never
+/// follows redirects (a token endpoint that redirects is misconfigured, and following would
+/// resend credentials), caps the response size, and reports failures with generic reasons that
+/// quote nothing from the response.
 public final class BlockingHTTP: Sendable {
     public struct Reply: Sendable {
         public let status: Int
@@ -25,6 +27,10 @@ public final class BlockingHTTP: Sendable {
         /// The request provably never reached the server (DNS failure, connection refused or
         /// connect timeout, TLS handshake failure): sending it again cannot repeat anything.
         case notSent(String)
+        /// The server's certificate was refused (not issued by a trusted CA, expired, or for
+        /// another name; OpenSSL's words): the request never left, and no retry mends it until
+        /// the trust or the certificate changes.
+        case certificateRefused(String)
         /// The request may have reached the server and been acted on (timeout after sending,
         /// connection closed or reset, empty reply): sending it again may repeat it.
         case unanswered(String)
@@ -32,18 +38,24 @@ public final class BlockingHTTP: Sendable {
         case tooLarge
     }
 
-    /// An idle libcurl easy handle; used by one thread at a time (the pool hands it out).
-    private final class Handle: @unchecked Sendable {
-        let pointer: UnsafeMutableRawPointer
-        init() { pointer = tb_http_handle_new() }
-        deinit { tb_http_handle_free(pointer) }
+    /// Connections and handshakes since start, all destinations together (a broker may talk to
+    /// thousands of hosts: no figure per host).
+    public struct Counts: Sendable, Equatable {
+        public var opened = 0
+        public var reused = 0
+        public var fullHandshakes = 0
+        public var resumedHandshakes = 0
+        public var caReloads = 0
+        public var caLoadFailures = 0
+        public var idle = 0
     }
 
     private static let initialized: Void = tb_http_global_init()
-    private let idle = Mutex<[Handle]>([])
+    private let pool: ConnectionPool
+    private let trustStore: TrustStore
+    private let opened = Atomic<Int>(0), reused = Atomic<Int>(0), full = Atomic<Int>(0), resumed = Atomic<Int>(0)
     private let timeoutMS: Int
     public let maxResponseBytes: Int
-
     public let settings: HTTPConnectionSettings
 
     public init(timeout: TimeInterval = 10, maxResponseBytes: Int = 256 * 1024, settings: HTTPConnectionSettings = .init()) {
@@ -51,6 +63,14 @@ public final class BlockingHTTP: Sendable {
         timeoutMS = Int(timeout * 1000)
         self.maxResponseBytes = maxResponseBytes
         self.settings = settings
+        pool = ConnectionPool(settings: settings)
+        trustStore = TrustStore(path: settings.caFile ?? TrustStore.systemBundle)
+    }
+
+    public var counts: Counts {
+        Counts(opened: opened.load(ordering: .relaxed), reused: reused.load(ordering: .relaxed),
+               fullHandshakes: full.load(ordering: .relaxed), resumedHandshakes: resumed.load(ordering: .relaxed),
+               caReloads: trustStore.reloaded, caLoadFailures: trustStore.failed, idle: pool.idleCount)
     }
 
     /// `headers` are `Name: value` lines. `timeout` bounds this exchange (nil: the instance's).
@@ -60,26 +80,40 @@ public final class BlockingHTTP: Sendable {
     /// `unanswered` (see http.c), so these requests still use warm connections.
     /// `publicOnly`: connect only to public addresses (webhook receivers: no loopback, private,
     /// link-local or metadata address, whatever the DNS answers).
+    /// `trust`: whom the TLS connection trusts (the deployment's bundle, or a client's anchors).
     public func send(_ method: String, _ url: URL, headers: [String], body: [UInt8]? = nil, timeout: TimeInterval? = nil,
                      once: Bool = false, publicOnly: Bool = false, trust: ProviderTrust = .deployment) throws(Failure) -> Reply {
         let ms = timeout.map { max(1, Int($0 * 1000)) } ?? timeoutMS
         // The request this call is made for names its span as the call's parent (W3C Trace Context).
         let headers = CurrentTrace.value.map { headers + ["traceparent: \($0.traceparent)"] } ?? headers
-        let handle = idle.withLock { $0.popLast() } ?? Handle()
-        defer { idle.withLock { $0.append(handle) } }
+        let destination = ConnectionPool.Destination(url, trust: trust, publicOnly: publicOnly)
+        if destination.scheme == "https" && trust.anchorsPEM == nil { trustStore.refresh() }
+        let handle = pool.take(destination)
+        defer { pool.give(handle, to: destination) }
         var result = withCStrings(headers) { hs in
             (body ?? []).withUnsafeBufferPointer { b in
-                tb_http_perform(handle.pointer, method, url.absoluteString, hs, Int32(headers.count),
-                                b.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, b.count,
-                                ms, maxResponseBytes, once ? 1 : 0, publicOnly ? 1 : 0, settings.caFile)
+                url.absoluteString.withCString { u in
+                    method.withCString { m in
+                        withOptionalCString(trust.anchorsPEM) { pem, pemLength in
+                            var q = tb_http_request(method: m, url: u, headers: hs, nheaders: Int32(headers.count),
+                                                    body: b.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
+                                                    body_len: b.count, timeout_ms: ms, max_bytes: maxResponseBytes,
+                                                    once: once ? 1 : 0, public_only: publicOnly ? 1 : 0, trust: trustStore.pointer,
+                                                    ca_pem: pem, ca_pem_len: pemLength, max_idle_s: Int(handle.maxIdle))
+                            return tb_http_perform(handle.pointer, &q)
+                        }
+                    }
+                }
             }
         }
         defer { tb_http_free(&result) }
+        count(result, handle)
         let reason = result.reason.map { String(cString: $0) } ?? "exchange failed"
         switch result.error {
         case 0: break
         case 1: throw .notSent(reason)
         case 3: throw .tooLarge
+        case 4: throw .certificateRefused(reason)
         default: throw .unanswered(reason)
         }
         let data = result.body.map { Data(bytes: $0, count: result.body_len) } ?? Data()
@@ -87,10 +121,26 @@ public final class BlockingHTTP: Sendable {
                      dpopNonce: result.dpop_nonce.map { String(cString: $0) }, body: data)
     }
 
+    /// Counts the exchange, and learns how long the server keeps an idle connection: a second
+    /// less than its `Keep-Alive: timeout=`, so that a connection it is about to close is not
+    /// reused (a request sent as it closes would be unanswered), within the configured keep-alive.
+    private func count(_ r: tb_http_result, _ handle: ConnectionPool.Handle) {
+        guard r.error == 0 || r.error == 2 else { return }
+        if r.connected != 0 { opened.add(1, ordering: .relaxed) } else { reused.add(1, ordering: .relaxed) }
+        if r.tls == 1 { full.add(1, ordering: .relaxed) }
+        if r.tls == 2 { resumed.add(1, ordering: .relaxed) }
+        if r.keep_alive >= 0 { handle.maxIdle = max(1, min(settings.keepAlive, TimeInterval(r.keep_alive - 1))) }
+    }
+
     private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
         let copies = strings.map { strdup($0) }
         defer { for c in copies { free(c) } }
         let pointers = copies.map { UnsafePointer($0) }
         return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
+    private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?, Int) -> R) -> R {
+        guard let s else { return body(nil, 0) }
+        return s.withCString { body($0, strlen($0)) }
     }
 }

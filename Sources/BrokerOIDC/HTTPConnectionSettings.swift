@@ -12,4 +12,7 @@ public struct HTTPConnectionSettings: Sendable, Equatable {
     public var idleTotal = 2048
 
     public init(caFile: String? = nil) { self.caFile = caFile }
+
+    /// The number of CA certificates in `caFile`, nil when it cannot be read or holds none.
+    public static func certificates(inBundle path: String) -> Int? { TrustStore.certificates(in: path) }
 }

@@ -23,6 +23,7 @@ public struct HTTPWebhookSender: WebhookSender {
         } catch {
             switch error {
             case .notSent(let why), .unanswered(let why): throw Unreachable(description: why)
+            case .certificateRefused(let why): throw Unreachable(description: "TLS certificate refused: \(why)")
             case .tooLarge: throw Unreachable(description: "the answer was too large")
             }
         }

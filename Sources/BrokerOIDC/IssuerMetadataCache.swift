@@ -50,6 +50,7 @@ public final class IssuerMetadataCache: IssuerDirectory {
         do { reply = try http.send("GET", discovery, headers: ["Accept: application/json"]) } catch {
             switch error {
             case .notSent(let why), .unanswered(let why): throw .transient(reason: "discovery: \(why)", retryAfter: nil)
+            case .certificateRefused(let why): throw .certificateRefused("discovery: \(why)")
             case .tooLarge: throw .metadata("discovery document too large")
             }
         }

@@ -63,6 +63,7 @@ public final class JWKSCache: KeySetSource {
         do { reply = try http.send("GET", uri, headers: ["Accept: application/json"]) } catch {
             switch error {
             case .notSent(let why), .unanswered(let why): throw .transient(reason: "jwks: \(why)", retryAfter: nil)
+            case .certificateRefused(let why): throw .certificateRefused("jwks: \(why)")
             case .tooLarge: throw .metadata("jwks: document too large")
             }
         }

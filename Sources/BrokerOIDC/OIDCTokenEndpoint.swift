@@ -197,6 +197,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         } catch {
             switch error {
             case .notSent(let why): throw .notSent("\(endpoint.path): \(why)")
+            case .certificateRefused(let why): throw .certificateRefused("\(endpoint.path): \(why)")
             case .unanswered(let why): throw .unanswered("\(endpoint.path): \(why)")
             case .tooLarge: throw .invalidResponse("\(endpoint.path): response too large")
             }

@@ -7,6 +7,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <pthread.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/err.h>
 
 /* Whether an IPv4 address (host order) is one a webhook must not reach (RFC 6890 special-purpose
  * ranges that are not globally reachable, and multicast). */
@@ -38,13 +43,21 @@ static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_
     return socket(address->family, address->socktype, address->protocol);
 }
 
-/* Counts the requests libcurl is about to send in one perform (CURLOPT_PREREQFUNCTION, libcurl
- * 7.80: called right before each request goes out, on a new or a reused connection) and
- * refuses any after the first before it is sent. */
+/* What one perform learns right before each request goes out (CURLOPT_PREREQFUNCTION, libcurl
+ * 7.80: called on a new or a reused connection once it is ready, TLS included): how many
+ * requests it was about to send, and whether the connection's TLS handshake resumed a session.
+ * With `once`, any request after the first is refused before it is sent. */
+typedef struct { CURL *h; int once; int sends; int tls; } prereq_state;
+
 static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port) {
-    int *sends = ud;
+    prereq_state *p = ud;
     (void)primary_ip; (void)local_ip; (void)primary_port; (void)local_port;
-    return (*sends)++ > 0 ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
+    const struct curl_tlssessioninfo *info = NULL;
+    p->tls = 0;
+    if (curl_easy_getinfo(p->h, CURLINFO_TLS_SSL_PTR, &info) == CURLE_OK && info && info->backend == CURLSSLBACKEND_OPENSSL
+        && info->internals)
+        p->tls = SSL_session_reused((SSL *)info->internals) ? 2 : 1;
+    return p->once && p->sends++ > 0 ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
 }
 
 typedef struct { char *data; size_t len, cap, max; int over; } buffer;
@@ -66,13 +79,25 @@ static size_t on_body(char *ptr, size_t size, size_t n, void *ud) {
     return add;
 }
 
+typedef struct { long retry_after; long keep_alive; } header_state;
+
+static long number_after(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    return p < end && isdigit((unsigned char)*p) ? strtol(p, NULL, 10) : -1;
+}
+
 static size_t on_header(char *ptr, size_t size, size_t n, void *ud) {
-    long *retry_after = ud;
+    header_state *h = ud;
     size_t len = size * n;
     if (len > 12 && strncasecmp(ptr, "retry-after:", 12) == 0) {
-        const char *p = ptr + 12;
-        while (p < ptr + len && (*p == ' ' || *p == '\t')) p++;
-        if (p < ptr + len && isdigit((unsigned char)*p)) *retry_after = strtol(p, NULL, 10);
+        long v = number_after(ptr + 12, ptr + len);
+        if (v >= 0) h->retry_after = v;
+    } else if (len > 11 && strncasecmp(ptr, "keep-alive:", 11) == 0) {
+        /* RFC 9112 leaves it out, but servers that close idle connections early often say when:
+         * `Keep-Alive: timeout=5, max=100`. */
+        for (const char *p = ptr + 11; p + 8 <= ptr + len; p++) {
+            if (strncasecmp(p, "timeout=", 8) == 0) { h->keep_alive = number_after(p + 8, ptr + len); break; }
+        }
     }
     return len;
 }
@@ -89,7 +114,7 @@ static void classify(CURL *h, CURLcode rc, tb_http_result *r) {
         unsent = pre == 0;
     } else {
         unsent = rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_COULDNT_CONNECT
-              || rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION;
+              || rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE;
     }
     r->error = unsent ? 1 : 2;
     if (unsent) {
@@ -97,7 +122,17 @@ static void classify(CURL *h, CURLcode rc, tb_http_result *r) {
         case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_RESOLVE_PROXY: r->reason = "could not resolve host"; break;
         case CURLE_COULDNT_CONNECT: r->reason = "connection refused"; break;
         case CURLE_OPERATION_TIMEDOUT: r->reason = "timeout before the request was sent"; break;
-        case CURLE_SSL_CONNECT_ERROR: case CURLE_PEER_FAILED_VERIFICATION: r->reason = "TLS handshake failed"; break;
+        case CURLE_SSL_CONNECT_ERROR: r->reason = "TLS handshake failed"; break;
+        case CURLE_PEER_FAILED_VERIFICATION: {
+            /* The server's certificate was refused: a trust or certificate problem that no retry
+             * mends. OpenSSL's verification result names it (a static string). */
+            long v = X509_V_OK;
+            curl_easy_getinfo(h, CURLINFO_SSL_VERIFYRESULT, &v);
+            r->error = 4;
+            r->reason = v != X509_V_OK ? X509_verify_cert_error_string(v) : "the certificate does not match the host name";
+            break;
+        }
+        case CURLE_SSL_CACERT_BADFILE: r->error = 4; r->reason = "the trusted CA certificates could not be loaded"; break;
         default: r->reason = "connection failed before the request was sent"; break;
         }
     } else {
@@ -111,63 +146,160 @@ static void classify(CURL *h, CURLcode rc, tb_http_result *r) {
     }
 }
 
-void tb_http_global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+/* DNS answers are shared by every handle (libcurl keeps each for CURLOPT_DNS_CACHE_TIMEOUT, 60 s:
+ * getaddrinfo reports no TTL). TLS sessions are not shared: libcurl's shared session cache holds
+ * eight sessions in all, while each handle serves one host and keeps that host's session. */
+static CURLSH *share;
+static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 
-void *tb_http_handle_new(void) { return curl_easy_init(); }
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud) {
+    (void)h; (void)access; (void)ud;
+    pthread_mutex_lock(&share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ud) {
+    (void)h; (void)ud;
+    pthread_mutex_unlock(&share_locks[data]);
+}
+
+void tb_http_global_init(void) {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&share_locks[i], NULL);
+    share = curl_share_init();
+    curl_share_setopt(share, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+}
+
+void *tb_http_handle_new(void) {
+    CURL *h = curl_easy_init();
+    if (h) curl_easy_setopt(h, CURLOPT_SHARE, share);
+    return h;
+}
 
 void tb_http_handle_free(void *handle) { if (handle) curl_easy_cleanup(handle); }
 
-tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only,
-                               const char *ca_file) {
-    tb_http_result r = { 0, 2, NULL, NULL, 0, -1, NULL };
-    connect_guard guard = { public_only, 0 };
-    int sends = 0;
+struct tb_http_trust {
+    pthread_mutex_t lock;
+    X509_STORE *store;   /* NULL until a bundle loaded */
+};
+
+tb_http_trust *tb_http_trust_new(void) {
+    tb_http_trust *t = calloc(1, sizeof *t);
+    if (t) pthread_mutex_init(&t->lock, NULL);
+    return t;
+}
+
+int tb_http_trust_load(tb_http_trust *t, const char *path) {
+    X509_STORE *store = X509_STORE_new();
+    if (!store) return -1;
+    if (X509_STORE_load_file(store, path) != 1) { X509_STORE_free(store); ERR_clear_error(); return -1; }
+    int n = sk_X509_OBJECT_num(X509_STORE_get0_objects(store));
+    if (n <= 0) { X509_STORE_free(store); return -1; }
+    /* As libcurl sets up its own stores: the bundle's certificates are preferred when building a
+     * chain, and any of them is an anchor (an intermediate listed in the bundle included). */
+    X509_STORE_set_flags(store, X509_V_FLAG_TRUSTED_FIRST | X509_V_FLAG_PARTIAL_CHAIN);
+    pthread_mutex_lock(&t->lock);
+    X509_STORE *old = t->store;
+    t->store = store;
+    pthread_mutex_unlock(&t->lock);
+    X509_STORE_free(old);
+    return n;
+}
+
+void tb_http_trust_free(tb_http_trust *t) {
+    if (!t) return;
+    X509_STORE_free(t->store);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+/* Called by libcurl for each new TLS connection, before its handshake, with the connection's own
+ * SSL_CTX: idle connections give their read and write buffers back, and, unless the request
+ * carries its own anchors, the shared store is put in place of the empty one libcurl made. */
+static CURLcode on_ssl_ctx(CURL *curl, void *sslctx, void *ud) {
+    SSL_CTX *ctx = sslctx;
+    tb_http_trust *t = ud;
+    (void)curl;
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+    if (!t) return CURLE_OK;
+    pthread_mutex_lock(&t->lock);
+    X509_STORE *store = t->store;
+    if (store) X509_STORE_up_ref(store);
+    pthread_mutex_unlock(&t->lock);
+    if (!store) return CURLE_SSL_CACERT_BADFILE;
+    SSL_CTX_set_cert_store(ctx, store);   /* takes the reference */
+    return CURLE_OK;
+}
+
+tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
+    tb_http_result r = { 0, 2, NULL, NULL, 0, -1, NULL, 0, 0, -1 };
+    connect_guard guard = { q->public_only, 0 };
     CURL *h = handle;
-    buffer b = { NULL, 0, 0, max_bytes, 0 };
+    prereq_state pre = { h, q->once, 0, 0 };
+    header_state hs = { -1, -1 };
+    buffer b = { NULL, 0, 0, q->max_bytes, 0 };
     struct curl_slist *list = NULL;
-    for (int i = 0; i < nheaders; i++) list = curl_slist_append(list, headers[i]);
+    for (int i = 0; i < q->nheaders; i++) list = curl_slist_append(list, q->headers[i]);
     list = curl_slist_append(list, "Expect:");   /* no 100-continue round trip */
 
-    curl_easy_reset(h);   /* keeps live connections, clears options */
-    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_reset(h);   /* keeps the live connection, the TLS session and the share; clears options */
+    curl_easy_setopt(h, CURLOPT_URL, q->url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, q->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, q->timeout_ms);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.retry_after);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &hs);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
-    if (ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, ca_file);
-    if (once) {
-        /* libcurl silently sends a request again on a new connection when a reused connection
-         * closes without any answer (Curl_retry_request), or when an HTTP/2 stream is refused:
-         * the server may well have processed the first copy. For a refresh-token grant that is
-         * a second presentation of a token the IdP has just rotated, i.e. reuse detection and a
-         * revoked family. The guard refuses the second send (the exchange then failed after the
-         * request was sent: unanswered), so warm connections serve these requests too. An idle
-         * connection is reused for a few seconds only: most servers close idle ones after 5 s
-         * or more, and one they closed earlier is seen closed before reuse. */
-        curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
-        curl_easy_setopt(h, CURLOPT_PREREQDATA, &sends);
-        curl_easy_setopt(h, CURLOPT_MAXAGE_CONN, 4L);
+    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, 1L);   /* the pool keeps one handle per connection */
+    curl_easy_setopt(h, CURLOPT_MAXAGE_CONN, q->max_idle_s > 0 ? q->max_idle_s : 1L);
+    /* Trust: the request's own anchors, or the shared store; never libcurl's per-connection
+     * reading of the bundle. Peer and host name verification stay on (libcurl's defaults). */
+    curl_easy_setopt(h, CURLOPT_CAINFO, NULL);
+    curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+    if (q->ca_pem) {
+        struct curl_blob blob = { (void *)q->ca_pem, q->ca_pem_len, CURL_BLOB_COPY };
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
     }
-    if (strcmp(method, "POST") == 0) {
+    /* libcurl prepares the store after this callback (once the ClientHello is out) and, with its
+     * CA cache on, would keep the first store it saw per handle and put it back on later
+     * connections: a replaced CA file would never be used. Off, it only sets on the shared store
+     * the two flags it already carries (TRUSTED_FIRST, PARTIAL_CHAIN): the same bits rewritten. */
+    curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+    curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, q->ca_pem ? NULL : q->trust);
+    /* libcurl silently sends a request again on a new connection when a reused connection closes
+     * without any answer (Curl_retry_request), or when an HTTP/2 stream is refused: the server
+     * may well have processed the first copy. For a refresh-token grant that is a second
+     * presentation of a token the IdP has just rotated, i.e. reuse detection and a revoked
+     * family. With `once`, the prerequest guard refuses the second send (the exchange then
+     * failed after the request was sent: unanswered), so these requests use kept connections
+     * too. A connection the server closed while idle is seen closed before reuse. */
+    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(h, CURLOPT_PREREQDATA, &pre);
+    if (strcmp(q->method, "POST") == 0) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body ? q->body : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len);
     } else {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     }
     CURLcode rc = curl_easy_perform(h);
     curl_slist_free_all(list);
-    if (rc == CURLE_ABORTED_BY_CALLBACK && sends > 1) {
+    long connects = 0;
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    r.connected = connects > 0;
+    r.tls = connects > 0 ? pre.tls : 0;
+    r.retry_after = hs.retry_after;
+    r.keep_alive = hs.keep_alive;
+    if (rc == CURLE_ABORTED_BY_CALLBACK && pre.sends > 1) {
         r.error = 2;   /* the first copy went out on a connection that then died: it may have been acted on */
         r.reason = "connection closed without an answer";
     } else if (rc == CURLE_OK) {

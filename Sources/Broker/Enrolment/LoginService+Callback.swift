@@ -139,6 +139,7 @@ extension LoginService {
             let code = OAuthError.isCode(o.error) ? o.error : "invalid_grant"
             return .badRequest(code: code, message: "the identity provider refused the code (\(code))")
         case .transient(_, let after): return .idpUnavailable(retryAfter: after)
+        case .certificateRefused(let why): return .idpCertificateRefused(reason: why)
         case .notSent, .unanswered: return .idpUnavailable(retryAfter: nil)
         case .refused(let status, _):
             return .badRequest(code: "invalid_grant", message: "the identity provider refused the code (HTTP \(status))")

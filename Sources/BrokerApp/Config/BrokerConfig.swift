@@ -130,8 +130,8 @@ public struct BrokerConfig: Sendable {
             if d > 0 { retention[kind] = TimeInterval(d) * 86_400 }
         }
         var providers = HTTPConnectionSettings(caFile: value("TOKENBROKER_PROVIDER_CA_FILE"))
-        if let f = providers.caFile, !FileManager.default.isReadableFile(atPath: f) {
-            throw Invalid(description: "TOKENBROKER_PROVIDER_CA_FILE: \(f) cannot be read")
+        if let f = providers.caFile, HTTPConnectionSettings.certificates(inBundle: f) == nil {
+            throw Invalid(description: "TOKENBROKER_PROVIDER_CA_FILE: \(f) cannot be read or holds no PEM certificate")
         }
         providers.keepAlive = TimeInterval(try int("TOKENBROKER_PROVIDER_KEEPALIVE_SECONDS", 120, 1...3600))
         providers.idlePerHost = try int("TOKENBROKER_PROVIDER_IDLE_CONNECTIONS_PER_HOST", 8, 1...256)

@@ -15,7 +15,7 @@ enum ErrorResponse {
         case .conflict, .sessionNotActive: 409
         case .payloadTooLarge: 413
         case .minTTLTooLong, .unprocessable: 422
-        case .idpRejectedClient: 502
+        case .idpRejectedClient, .idpCertificateRefused: 502
         case .idpUnavailable, .refreshBusy, .storeUnavailable, .sealingKeyUnavailable: 503
         case .internalError, .storedValueUnknown: 500
         }

@@ -57,6 +57,15 @@ enum Metrics {
                 ["revoked": 0, "refused": 0, "incomplete": 0].merging(runtime.backchannel.outcomes.counts) { $1 }, label: "outcome")
         counter("tokenbroker_jwks_fetches_total", "Fetches of issuers' JWK Sets, by outcome.",
                 ["ok": 0, "failed": 0].merging(runtime.jwks.fetches) { $1 }, label: "outcome")
+        let links = runtime.providerHTTP.counts
+        counter("tokenbroker_provider_connections_total", "Provider (IdP) exchanges by connection: opened for it, or reused.",
+                ["opened": links.opened, "reused": links.reused], label: "kind")
+        counter("tokenbroker_provider_tls_handshakes_total", "TLS handshakes with providers: full, or resuming an earlier session.",
+                ["full": links.fullHandshakes, "resumed": links.resumedHandshakes], label: "kind")
+        counter("tokenbroker_provider_ca_reloads_total", "Reads of TOKENBROKER_PROVIDER_CA_FILE after it changed, by outcome (failed: the last good bundle stays).",
+                ["ok": links.caReloads, "failed": links.caLoadFailures], label: "outcome")
+        out += "# HELP tokenbroker_provider_idle_connections Provider connections kept idle for reuse.\n# TYPE tokenbroker_provider_idle_connections gauge\n"
+        out += "tokenbroker_provider_idle_connections \(links.idle)\n"
         let backlog = runtime.backlog.last
         func backlogGauge(_ name: String, _ help: String, _ v: Double?) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(v.map { String($0) } ?? "NaN")\n"

@@ -20,6 +20,8 @@ public final class BrokerRuntime: Sendable {
     let executor: BlockingExecutor
     /// Issuers' JWK Sets (their fetches are a metric).
     public let jwks: JWKSCache
+    /// Every call to a provider (IdP): its connections, TLS sessions and trust.
+    public let providerHTTP: BlockingHTTP
     /// Request durations by route and status class.
     public let requests = RequestMetrics()
     public let tokens: TokenService
@@ -66,6 +68,7 @@ public final class BrokerRuntime: Sendable {
         }
         executor = BlockingExecutor(threads: config.workerThreads, name: "broker-worker")
         let http = BlockingHTTP(timeout: config.idpTimeout, settings: config.providerConnections)
+        providerHTTP = http
         let registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)
         self.registry = registry
         let digest = OpenSSLDigest()

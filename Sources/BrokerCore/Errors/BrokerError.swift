@@ -21,6 +21,10 @@ public enum BrokerError: Error, Sendable, Equatable {
     /// The IdP rejected the broker's own client authentication on a refresh (`invalid_client`,
     /// `unauthorized_client`, 401): an operator must fix the client registration.
     case idpRejectedClient
+    /// The provider's TLS certificate was refused (not issued by a CA this client trusts,
+    /// expired, or for another name): the request never left, and only a change of the client's
+    /// trust or of the provider's certificate mends it. The reason is OpenSSL's, never received text.
+    case idpCertificateRefused(reason: String)
     /// Another refresh of this session is still running (here or on another replica).
     case refreshBusy
     case storeUnavailable
@@ -47,6 +51,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .minTTLTooLong: "min_ttl_too_long"
         case .idpUnavailable: "idp_unavailable"
         case .idpRejectedClient: "idp_client_rejected"
+        case .idpCertificateRefused: "idp_certificate_refused"
         case .refreshBusy: "refresh_busy"
         case .storeUnavailable: "store_unavailable"
         case .sealingKeyUnavailable: "sealing_key_unavailable"
@@ -69,6 +74,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .minTTLTooLong(let max): "the IdP issues tokens living at most \(max) s: ask for min_ttl ≤ \(max)"
         case .idpUnavailable: "the identity provider is unavailable; retry later"
         case .idpRejectedClient: "the identity provider refused this client's requests (its credentials, or DPoP proofs it wants: the log says which); an operator must fix the client registration"
+        case .idpCertificateRefused(let why): "the identity provider's TLS certificate was refused (\(why)); check the trust anchors of the client registration or TOKENBROKER_PROVIDER_CA_FILE"
         case .refreshBusy: "another refresh of this session is still running; retry shortly"
         case .storeUnavailable: "the database is unavailable"
         case .sealingKeyUnavailable(let id): "stored data is sealed under key '\(id)', which this replica's TOKENBROKER_SEALING_KEYS lacks"

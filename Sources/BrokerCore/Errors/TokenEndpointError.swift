@@ -11,6 +11,8 @@ public enum TokenEndpointError: Error, Sendable, Equatable {
     /// The request provably never left this process (DNS, connection refused, connect timeout,
     /// TLS handshake): the IdP cannot have acted.
     case notSent(String)
+    /// The provider's TLS certificate was refused (OpenSSL's reason): the request never left.
+    case certificateRefused(String)
     /// The request may have reached the IdP and no usable answer came back (timeout after
     /// sending, connection closed, 504 from a gateway): the IdP may have acted.
     case unanswered(String)
@@ -26,6 +28,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable {
     public var reason: String {
         switch self {
         case .oauth(let o): "\(o.code) (HTTP \(o.status))"
+        case .certificateRefused(let r): "TLS certificate refused: \(r)"
         case .transient(let r, _), .notSent(let r), .unanswered(let r), .invalidResponse(let r), .metadata(let r): r
         case .refused(let status, let r): "HTTP \(status): \(r)"
         }
@@ -60,6 +63,7 @@ extension TokenEndpointError {
     public var callerError: BrokerError {
         switch self {
         case .transient(_, let after): .idpUnavailable(retryAfter: after)
+        case .certificateRefused(let why): .idpCertificateRefused(reason: why)
         case .metadata(let why), .invalidResponse(let why): .unprocessable(code: "idp_misconfigured", message: why)
         case .oauth, .notSent, .unanswered, .refused: .idpUnavailable(retryAfter: nil)
         }

@@ -12,6 +12,9 @@ public enum RefreshFailure: Sendable, Equatable {
     /// was looked at, so the refresh token is not consumed and the session stays active — like
     /// `clientRejected`, an operator must change the registration.
     case dpopRequired
+    /// The provider's TLS certificate was refused: the request never left, and the session
+    /// stays active with its refresh token unspent until the trust or the certificate changes.
+    case certificateRefused(reason: String)
     /// The IdP did not act: 5xx, 429, the request never left, metadata unavailable, an endpoint
     /// that is not there (404).
     case outage(retryAfter: Int?)
@@ -35,6 +38,7 @@ public enum RefreshFailure: Sendable, Equatable {
             default: return .outage(retryAfter: nil)
             }
         case .transient(_, let after): return .outage(retryAfter: after)
+        case .certificateRefused(let why): return .certificateRefused(reason: why)
         case .notSent, .metadata: return .outage(retryAfter: nil)
         case .unanswered, .invalidResponse: return .ambiguous
         }

@@ -111,6 +111,11 @@ extension RefreshMachine {
                                  event: RefreshEvent(.error, "idp_requires_dpop", row.dpopKey == nil
                                      ? "the IdP wants DPoP proofs (\(error.reason)) and this session has no DPoP key (it signed in while its client was registered without dpop); the refresh token was not consumed"
                                      : "the IdP refused the session's DPoP proof (\(error.reason)); the refresh token was not consumed"))
+        case .certificateRefused(let why):
+            var s = backingOff(row, ctx, retryAfter: nil, error.reason)
+            s.attempt = nil
+            return RefreshFinish(write: s, result: .failure(.idpCertificateRefused(reason: why)), health: .failed(retryAfter: nil),
+                                 event: RefreshEvent(.error, "idp_certificate_refused", "the IdP's TLS certificate was refused (\(why)); the refresh token was not sent; fix the client's trust anchors or TOKENBROKER_PROVIDER_CA_FILE"))
         case .outage(let retryAfter):
             var s = backingOff(row, ctx, retryAfter: retryAfter, error.reason)
             s.attempt = nil

@@ -3,30 +3,55 @@
 #include <stddef.h>
 
 /* One HTTP exchange on a reusable libcurl easy handle (curl_easy_setopt is C-variadic, which
- * Swift cannot call). The handle keeps its connections alive between calls; one thread uses it
- * at a time. Redirects are never followed; the body is capped at max_bytes. */
+ * Swift cannot call). A handle keeps one connection alive between calls, and the TLS session of
+ * its host for resumption; one thread uses it at a time. Redirects are never followed; the body
+ * is capped at max_bytes. */
 typedef struct tb_http_result {
     long status;            /* HTTP status, 0 when no response */
     int error;              /* 0 ok, 1 not sent (no complete request ever left), 2 unanswered (it
-                               may have reached the server), 3 body over the cap */
+                               may have reached the server), 3 body over the cap, 4 not sent because
+                               the server's certificate was refused (reason says why) */
     const char *reason;     /* static, generic (quotes nothing received); NULL when ok */
     char *body;             /* malloc'd, body_len bytes (+ NUL); free with tb_http_free */
     size_t body_len;
     long retry_after;       /* Retry-After in seconds, -1 when absent or not in seconds */
     char *dpop_nonce;       /* malloc'd DPoP-Nonce header value (RFC 9449 §8), NULL when absent or over 512 bytes */
+    int connected;          /* 1: a new connection was opened for this exchange; 0: a kept one was reused */
+    int tls;                /* handshake of the new connection: 0 none (plain HTTP or reused), 1 full, 2 resumed */
+    long keep_alive;        /* the server's Keep-Alive timeout in seconds, -1 when it sent none */
 } tb_http_result;
+
+/* The CA certificates trusted by default, parsed once into one OpenSSL X509_STORE shared by
+ * every connection (libcurl would otherwise parse the whole bundle for each new connection). */
+typedef struct tb_http_trust tb_http_trust;
+
+typedef struct tb_http_request {
+    const char *method;     /* "GET" or "POST" */
+    const char *url;
+    const char *const *headers;   /* nheaders "Name: value" strings */
+    int nheaders;
+    const char *body;       /* NULL for GET */
+    size_t body_len;
+    long timeout_ms;        /* bounds the whole exchange and the connect */
+    size_t max_bytes;
+    int once;               /* != 0: sent at most once, never re-sent by libcurl (see http.c) */
+    int public_only;        /* != 0: only public addresses, checked on the address connected to */
+    tb_http_trust *trust;   /* the shared store, used when ca_pem is NULL (NULL: libcurl's default) */
+    const char *ca_pem;     /* a client's own trust anchors (PEM), replacing the shared store */
+    size_t ca_pem_len;
+    long max_idle_s;        /* a kept connection idle longer than this is not reused */
+} tb_http_request;
 
 void tb_http_global_init(void);
 void *tb_http_handle_new(void);
 void tb_http_handle_free(void *handle);
-/* method "GET" or "POST"; headers: n "Name: value" strings; body may be NULL for GET. timeout_ms
- * bounds the whole exchange and the connect. once != 0: the request is sent at most once, never
- * re-sent by libcurl on a new connection (see http.c for why a refresh-token grant wants that). public_only != 0: refuses to connect to
- * an address that is not public (loopback, private, link-local, shared, multicast, reserved —
- * checked on the very address libcurl connects to, so a DNS answer cannot change it after a
- * check), reason "address is not public". */
-tb_http_result tb_http_perform(void *handle, const char *method, const char *url, const char *const *headers, int nheaders,
-                               const char *body, size_t body_len, long timeout_ms, size_t max_bytes, int once, int public_only,
-                               const char *ca_file);
+tb_http_result tb_http_perform(void *handle, const tb_http_request *request);
 void tb_http_free(tb_http_result *result);
+
+tb_http_trust *tb_http_trust_new(void);
+/* Parses a PEM bundle into a new store and puts it in place of the current one (connections
+ * already made keep theirs). Returns the number of certificates, or -1 when the file cannot be
+ * read or holds none (the current store stays). */
+int tb_http_trust_load(tb_http_trust *trust, const char *path);
+void tb_http_trust_free(tb_http_trust *trust);
 #endif

@@ -1,0 +1,112 @@
+import CCurlShim
+import Foundation
+import Synchronization
+
+/// ConnectionPool keeps idle libcurl easy handles per destination. Each handle holds at most one
+/// connection (and the TLS session of its destination, for resumption when that connection has
+/// to be opened again), so the idle handles of a destination are its idle connections. A
+/// destination is (scheme, host, port, trust, address check): a connection verified under one
+/// client's trust anchors never serves a request made under other trust.
+///
+/// Bounds: at most `idlePerHost` idle handles per destination and `idleTotal` in all; beyond
+/// either, the handle idle the longest is closed. Handles idle for longer than `maxIdle` are
+/// closed at the next sweep. Thread-safety: any thread; a handle is used by one thread at a time
+/// (it is out of the pool while in use).
+final class ConnectionPool: Sendable {
+    struct Destination: Hashable, Sendable {
+        let scheme: String
+        let host: String
+        let port: Int
+        let trust: ProviderTrust
+        let publicOnly: Bool
+
+        init(_ url: URL, trust: ProviderTrust, publicOnly: Bool) {
+            scheme = url.scheme?.lowercased() ?? ""
+            host = url.host?.lowercased() ?? ""
+            port = url.port ?? (scheme == "https" ? 443 : 80)
+            self.trust = trust
+            self.publicOnly = publicOnly
+        }
+    }
+
+    /// A libcurl easy handle; used by one thread at a time (the pool hands it out).
+    final class Handle: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+        /// How long its connection may stay idle: the server's `Keep-Alive` timeout when it sent
+        /// one (less a second), within the pool's keep-alive.
+        var maxIdle: TimeInterval
+        init(maxIdle: TimeInterval) {
+            pointer = tb_http_handle_new()
+            self.maxIdle = maxIdle
+        }
+        deinit { tb_http_handle_free(pointer) }
+    }
+
+    private struct Idle {
+        let handle: Handle
+        let since: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var idle: [Destination: [Idle]] = [:]
+        var count = 0
+        var lastSweep: ContinuousClock.Instant
+    }
+
+    private let state: Mutex<State>
+    private let settings: HTTPConnectionSettings
+    private let clock = ContinuousClock()
+    /// Handles idle for longer than this are closed (their TLS sessions are likely expired too).
+    private let maxIdle: Duration
+
+    init(settings: HTTPConnectionSettings) {
+        self.settings = settings
+        maxIdle = .seconds(max(settings.keepAlive, 600))
+        state = Mutex(State(lastSweep: clock.now))
+    }
+
+    /// The destination's most recently used idle handle, or a new one.
+    func take(_ d: Destination) -> Handle {
+        let h = state.withLock { s -> Handle? in
+            guard let i = s.idle[d]?.popLast() else { return nil }
+            if s.idle[d]!.isEmpty { s.idle[d] = nil }
+            s.count -= 1
+            return i.handle
+        }
+        return h ?? Handle(maxIdle: settings.keepAlive)
+    }
+
+    /// Returns a handle after use. The handles closed to keep the bounds are released outside
+    /// the lock (closing a TLS connection writes to it).
+    func give(_ h: Handle, to d: Destination) {
+        let now = clock.now
+        var closed: [Handle] = []
+        state.withLock { s in
+            s.idle[d, default: []].append(Idle(handle: h, since: now))
+            s.count += 1
+            if s.idle[d]!.count > settings.idlePerHost {
+                closed.append(s.idle[d]!.removeFirst().handle)
+                s.count -= 1
+            }
+            if s.count > settings.idleTotal, let oldest = s.idle.min(by: { $0.value[0].since < $1.value[0].since })?.key {
+                closed.append(s.idle[oldest]!.removeFirst().handle)
+                s.count -= 1
+                if s.idle[oldest]!.isEmpty { s.idle[oldest] = nil }
+            }
+            if now - s.lastSweep > .seconds(60) {
+                s.lastSweep = now
+                for (k, list) in s.idle {
+                    let kept = list.filter { now - $0.since < maxIdle }
+                    guard kept.count < list.count else { continue }
+                    closed += list.filter { now - $0.since >= maxIdle }.map(\.handle)
+                    s.count -= list.count - kept.count
+                    s.idle[k] = kept.isEmpty ? nil : kept
+                }
+            }
+        }
+        _ = closed   // released here, outside the lock
+    }
+
+    /// Idle handles now, all destinations together.
+    var idleCount: Int { state.withLock { $0.count } }
+}
