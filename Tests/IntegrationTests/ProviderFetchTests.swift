@@ -59,4 +59,31 @@ struct ProviderFetchTests {
         #expect(reads == [2, 1, 1, 1], "discovery reads per issuer after the restart")
         #expect(Date().timeIntervalSince(started) < 60)
     }
+
+    @Test("forty logins completed at once after a restart: one discovery read and one JWKS read for their ID tokens")
+    func oneKeySetReadForConcurrentCallbacks() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        var callbacks: [String] = []
+        for n in 0..<40 {
+            let started = try expectStatus(try await w.startLogin(subject: "user\(n)"), 201)
+            callbacks.append(try await w.authorize(started["authorization_url"] as! String))
+        }
+        let port = w.brokers[0].port
+        w.brokers[0].stop()
+        w.brokers[0] = try await BrokerServer(env: w.env, name: "broker0-restarted", port: port)
+        let stats = { () async throws -> (discovery: Int, jwks: Int) in
+            let r = try await HTTP.get(w.idp.issuer + "/stats").json
+            return (r["discovery_fetches"] as? Int ?? -1, r["jwks_fetches"] as? Int ?? -1)
+        }
+        let before = try await stats()
+        let statuses = Mutex<[Int: Int]>([:])
+        try await concurrently(callbacks, width: 40) { url in
+            let r = try await w.callback(url)
+            statuses.withLock { $0[r.status, default: 0] += 1 }
+        }
+        #expect(statuses.withLock { $0 } == [200: 40])
+        let after = try await stats()
+        #expect(after.discovery - before.discovery == 1 && after.jwks - before.jwks == 1, "\(before) → \(after)")
+    }
 }
