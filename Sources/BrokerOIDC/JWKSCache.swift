@@ -11,7 +11,8 @@ import Synchronization
 /// Keys are kept per (issuer, trust), like the metadata they are found through: keys fetched
 /// over a connection that trusted a client's own anchors are answered only to callers with the
 /// same anchors. Fetches are single-flight per (issuer, trust) on this replica: concurrent misses
-/// (or re-fetches) wait for the one fetch in progress and share its keys or its error.
+/// wait for the one fetch in progress and share its keys or its error, and so do concurrent
+/// re-fetches (whose budgets already let at most one a budget through per interval).
 ///
 /// Thread-safety: any thread; fetches run outside the locks, on the thread of the first caller.
 public final class JWKSCache: KeySetSource {
@@ -26,7 +27,13 @@ public final class JWKSCache: KeySetSource {
     private let maxAge: TimeInterval
     private let entries = Mutex<[ProviderKey: Entry]>([:])
     private let fetched = Mutex<[String: Int]>([:])
-    private let flights = BlockingSingleFlight<ProviderKey, [JSONWebKey], TokenEndpointError>()
+    /// Misses and re-fetches fly apart: a re-fetch must not be answered by a miss's flight that
+    /// found the cached keys (the ones without the token's `kid`).
+    private struct Flight: Hashable, Sendable {
+        let key: ProviderKey
+        let refetch: Bool
+    }
+    private let flights = BlockingSingleFlight<Flight, [JSONWebKey], TokenEndpointError>()
 
     /// JWK Set fetches by outcome (`ok`, `failed`): `tokenbroker_jwks_fetches_total`.
     public var fetches: [String: Int] { fetched.withLock { $0 } }
@@ -48,9 +55,11 @@ public final class JWKSCache: KeySetSource {
                 return true
             }
             guard claimed else { return c.keys }
-            return try flights.run(key) { () throws(TokenEndpointError) in try fetchAndKeep(key, now: now, refetch: budget) }
+            return try flights.run(Flight(key: key, refetch: true)) { () throws(TokenEndpointError) in
+                try fetchAndKeep(key, now: now, refetch: budget)
+            }
         }
-        return try flights.run(key) { () throws(TokenEndpointError) -> [JSONWebKey] in
+        return try flights.run(Flight(key: key, refetch: false)) { () throws(TokenEndpointError) -> [JSONWebKey] in
             // A flight that ended just before this one began has filled the cache.
             if let c = fresh(key, now: now) { return c.keys }
             return try fetchAndKeep(key, now: now, refetch: refetch)
