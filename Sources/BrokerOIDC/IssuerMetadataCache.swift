@@ -5,13 +5,22 @@ import Synchronization
 /// IssuerMetadataCache fetches `<issuer>/.well-known/openid-configuration` and keeps it for
 /// `maxAge`. The document's `issuer` must equal the configured issuer exactly (Discovery §4.3),
 /// or the client is unusable: endpoints are always taken from metadata, never guessed.
+///
+/// Documents are kept per (issuer, trust): one read over a connection that trusted a client's own
+/// anchors is answered only to callers with the same anchors. Misses are single-flight per
+/// (issuer, trust) on this replica: concurrent callers wait for the one read in progress and
+/// share its document or its error, so a restarted replica reads each document once, not once
+/// per waiting request.
+///
+/// Thread-safety: any thread; reads run outside the locks, on the thread of the first caller.
 public final class IssuerMetadataCache: IssuerDirectory {
     private let http: BlockingHTTP
     private let maxAge: TimeInterval
-    private let entries = Mutex<[String: (IssuerMetadata, Date)]>([:])
-    private let rereads = Mutex<[String: Date]>([:])
+    private let entries = Mutex<[ProviderKey: (IssuerMetadata, Date)]>([:])
+    private let rereads = Mutex<[ProviderKey: Date]>([:])
+    private let flights = BlockingSingleFlight<ProviderKey, IssuerMetadata, TokenEndpointError>()
     /// Re-reads asked for because a check against the metadata failed: at most one per this
-    /// many seconds per issuer.
+    /// many seconds per issuer and trust.
     private let minRereadInterval: TimeInterval = 30
 
     public init(http: BlockingHTTP, maxAge: TimeInterval = 3600) {
@@ -20,34 +29,47 @@ public final class IssuerMetadataCache: IssuerDirectory {
     }
 
     /// Drops the cached document when a check against it failed (an IdP that changed what it
-    /// advertises), so that the next use reads it again — rate-limited per issuer. True when
-    /// it was dropped.
+    /// advertises), so that the next use reads it again — rate-limited per issuer and trust.
+    /// True when it was dropped.
     @discardableResult
-    public func reread(issuer: String, now: Date) -> Bool {
+    public func reread(issuer: String, trustAnchors: String?, now: Date) -> Bool {
+        let key = ProviderKey(issuer: issuer, trustAnchors: trustAnchors)
         let allowed = rereads.withLock { r -> Bool in
-            if let last = r[issuer], now.timeIntervalSince(last) < minRereadInterval { return false }
-            r[issuer] = now
+            if let last = r[key], now.timeIntervalSince(last) < minRereadInterval { return false }
+            r[key] = now
             return true
         }
-        if allowed { _ = entries.withLock { $0.removeValue(forKey: issuer) } }
+        if allowed { _ = entries.withLock { $0.removeValue(forKey: key) } }
         return allowed
     }
 
-    public func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
-        if let (m, at) = entries.withLock({ $0[issuer] }), now.timeIntervalSince(at) < maxAge { return m }
-        let m = try fetch(issuer)
-        entries.withLock { $0[issuer] = (m, now) }
+    public func metadata(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+        let key = ProviderKey(issuer: issuer, trustAnchors: trustAnchors)
+        if let m = fresh(key, now: now) { return m }
+        return try flights.run(key) { () throws(TokenEndpointError) -> IssuerMetadata in
+            // A flight that ended just before this one began has filled the cache.
+            if let m = fresh(key, now: now) { return m }
+            let m = try fetch(issuer, key.trust)
+            entries.withLock { $0[key] = (m, now) }
+            return m
+        }
+    }
+
+    public func verify(issuer: String, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata {
+        try fetch(issuer, ProviderTrust(anchorsPEM: trustAnchors))
+    }
+
+    private func fresh(_ key: ProviderKey, now: Date) -> IssuerMetadata? {
+        guard let (m, at) = entries.withLock({ $0[key] }), now.timeIntervalSince(at) < maxAge else { return nil }
         return m
     }
 
-    public func verify(issuer: String) throws(TokenEndpointError) -> IssuerMetadata { try fetch(issuer) }
-
     /// Reads and checks the document now.
-    private func fetch(_ issuer: String) throws(TokenEndpointError) -> IssuerMetadata {
+    private func fetch(_ issuer: String, _ trust: ProviderTrust) throws(TokenEndpointError) -> IssuerMetadata {
         let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         guard let discovery = URL(string: base + "/.well-known/openid-configuration") else { throw .metadata("issuer is not a URL") }
         let reply: BlockingHTTP.Reply
-        do { reply = try http.send("GET", discovery, headers: ["Accept: application/json"]) } catch {
+        do { reply = try http.send("GET", discovery, headers: ["Accept: application/json"], trust: trust) } catch {
             switch error {
             case .notSent(let why), .unanswered(let why): throw .transient(reason: "discovery: \(why)", retryAfter: nil)
             case .certificateRefused(let why): throw .certificateRefused("discovery: \(why)")

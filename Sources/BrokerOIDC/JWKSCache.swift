@@ -8,7 +8,13 @@ import Synchronization
 /// RefetchBudget: a flood of forged logout tokens costs the IdP one request per 30 s and never
 /// delays the re-fetch a refreshed ID token or a login's ID token signed with a new key needs.
 ///
-/// Thread-safety: any thread; fetches run outside the lock (two racing misses may both fetch).
+/// Keys are kept per (issuer, trust), like the metadata they are found through: keys fetched
+/// over a connection that trusted a client's own anchors are answered only to callers with the
+/// same anchors. Fetches are single-flight per (issuer, trust) on this replica: concurrent misses
+/// wait for the one fetch in progress and share its keys or its error, and so do concurrent
+/// re-fetches (whose budgets already let at most one a budget through per interval).
+///
+/// Thread-safety: any thread; fetches run outside the locks, on the thread of the first caller.
 public final class JWKSCache: KeySetSource {
     private struct Entry {
         var keys: [JSONWebKey]
@@ -19,8 +25,15 @@ public final class JWKSCache: KeySetSource {
     private let http: BlockingHTTP
     private let directory: any IssuerDirectory
     private let maxAge: TimeInterval
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Mutex<[ProviderKey: Entry]>([:])
     private let fetched = Mutex<[String: Int]>([:])
+    /// Misses and re-fetches fly apart: a re-fetch must not be answered by a miss's flight that
+    /// found the cached keys (the ones without the token's `kid`).
+    private struct Flight: Hashable, Sendable {
+        let key: ProviderKey
+        let refetch: Bool
+    }
+    private let flights = BlockingSingleFlight<Flight, [JSONWebKey], TokenEndpointError>()
 
     /// JWK Set fetches by outcome (`ok`, `failed`): `tokenbroker_jwks_fetches_total`.
     public var fetches: [String: Int] { fetched.withLock { $0 } }
@@ -31,36 +44,52 @@ public final class JWKSCache: KeySetSource {
         self.maxAge = maxAge
     }
 
-    public func keys(issuer: String, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
-        let cached = entries.withLock { $0[issuer] }
-        if let c = cached, now.timeIntervalSince(c.fetchedAt) < maxAge {
+    public func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
+        let key = ProviderKey(issuer: issuer, trustAnchors: trustAnchors)
+        if let c = fresh(key, now: now) {
             guard let budget = refetch else { return c.keys }
             // Claim the budget's re-fetch before fetching, so that concurrent misses do not all go out.
             let claimed = entries.withLock { m -> Bool in
-                if let last = m[issuer]?.lastRefetch[budget], now.timeIntervalSince(last) < budget.minimumInterval { return false }
-                m[issuer]?.lastRefetch[budget] = now
+                if let last = m[key]?.lastRefetch[budget], now.timeIntervalSince(last) < budget.minimumInterval { return false }
+                m[key]?.lastRefetch[budget] = now
                 return true
             }
             guard claimed else { return c.keys }
+            return try flights.run(Flight(key: key, refetch: true)) { () throws(TokenEndpointError) in
+                try fetchAndKeep(key, now: now, refetch: budget)
+            }
         }
+        return try flights.run(Flight(key: key, refetch: false)) { () throws(TokenEndpointError) -> [JSONWebKey] in
+            // A flight that ended just before this one began has filled the cache.
+            if let c = fresh(key, now: now) { return c.keys }
+            return try fetchAndKeep(key, now: now, refetch: refetch)
+        }
+    }
+
+    private func fresh(_ key: ProviderKey, now: Date) -> Entry? {
+        guard let c = entries.withLock({ $0[key] }), now.timeIntervalSince(c.fetchedAt) < maxAge else { return nil }
+        return c
+    }
+
+    private func fetchAndKeep(_ key: ProviderKey, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
         let keys: [JSONWebKey]
-        do { keys = try fetch(issuer: issuer, now: now) } catch {
+        do { keys = try fetch(key, now: now) } catch {
             fetched.withLock { $0["failed", default: 0] += 1 }
             throw error
         }
         fetched.withLock { $0["ok", default: 0] += 1 }
         entries.withLock { m in
-            var e = Entry(keys: keys, fetchedAt: now, lastRefetch: m[issuer]?.lastRefetch ?? [:])
+            var e = Entry(keys: keys, fetchedAt: now, lastRefetch: m[key]?.lastRefetch ?? [:])
             if let budget = refetch { e.lastRefetch[budget] = now }
-            m[issuer] = e
+            m[key] = e
         }
         return keys
     }
 
-    private func fetch(issuer: String, now: Date) throws(TokenEndpointError) -> [JSONWebKey] {
-        guard let uri = try directory.metadata(issuer: issuer, now: now).jwksURI else { throw .metadata("discovery: no jwks_uri") }
+    private func fetch(_ key: ProviderKey, now: Date) throws(TokenEndpointError) -> [JSONWebKey] {
+        guard let uri = try directory.metadata(issuer: key.issuer, trustAnchors: key.trust.anchorsPEM, now: now).jwksURI else { throw .metadata("discovery: no jwks_uri") }
         let reply: BlockingHTTP.Reply
-        do { reply = try http.send("GET", uri, headers: ["Accept: application/json"]) } catch {
+        do { reply = try http.send("GET", uri, headers: ["Accept: application/json"], trust: key.trust) } catch {
             switch error {
             case .notSent(let why), .unanswered(let why): throw .transient(reason: "jwks: \(why)", retryAfter: nil)
             case .certificateRefused(let why): throw .certificateRefused("jwks: \(why)")

@@ -6,6 +6,8 @@ import Foundation
 /// exchange and revocation (RFC 6749 §2.3, OIDC Core §9): `client_secret_basic` (form-encoded id
 /// and secret in HTTP Basic), `client_secret_post`, `private_key_jwt` (a signed assertion, with
 /// `client_id` in the form as XID requires), or `none` (client_id in the form, PKCE only).
+/// Every call for a client trusts what the client's registration trusts: its own anchors, or
+/// the deployment's CA file — for its discovery document as for its endpoints.
 public final class OIDCTokenEndpoint: TokenEndpoint {
     public typealias SecretSource = @Sendable (ClientRegistration) throws -> String?
 
@@ -31,7 +33,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// waited for up to `patience`.
     public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
         -> TokenGrant {
-        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
         return try rereadingIfGone(client) { () throws(TokenEndpointError) in
             try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
                                          timeout: patience, once: true, dpop: dpop))
@@ -44,8 +46,8 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     private func rereadingIfGone<T>(_ client: ClientRegistration, _ body: () throws(TokenEndpointError) -> T) throws(TokenEndpointError) -> T {
         do { return try body() } catch {
             switch error {
-            case .notSent, .refused(404, _), .refused(405, _): metadata.reread(issuer: client.issuer, now: clock.now())
-            case .oauth(let o) where o.status == 404 || o.status == 405: metadata.reread(issuer: client.issuer, now: clock.now())
+            case .notSent, .refused(404, _), .refused(405, _): metadata.reread(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
+            case .oauth(let o) where o.status == 404 || o.status == 405: metadata.reread(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
             default: break
             }
             throw error
@@ -54,7 +56,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
 
     /// Codes are single use too: sent at most once.
     public func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
-        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
         return try TokenResponse.parse(call(client, meta.tokenEndpoint, [
             ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI), ("code_verifier", verifier)],
             once: true, dpop: dpop))
@@ -63,7 +65,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// RFC 7662 §2.1-2.2 with the client's authentication: nil when the issuer advertises no
     /// `introspection_endpoint`; otherwise the answer's `active` member.
     public func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool? {
-        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
         guard let endpoint = meta.introspectionEndpoint else { return nil }
         let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
         guard reply.status == 200 else { throw .transient(reason: "introspection endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
@@ -78,7 +80,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// that is gone makes the next login read the metadata again (`rereadingIfGone`).
     public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)], dpop: DPoPProof?) throws(TokenEndpointError)
         -> (requestURI: String, expiresIn: Int) {
-        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
         guard let endpoint = meta.pushedAuthorizationRequestEndpoint else { throw .metadata("discovery: no pushed_authorization_request_endpoint") }
         return try rereadingIfGone(client) { () throws(TokenEndpointError) in try pushed(call(client, endpoint, parameters, dpop: dpop)) }
     }
@@ -101,7 +103,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// when asked, the actor token as a JWT; the answer must name its `issued_token_type`.
     public func exchange(client: ClientRegistration, subjectToken: String, _ ask: TokenExchange, actorToken: String?, dpop: DPoPProof?)
         throws(TokenEndpointError) -> ExchangedToken {
-        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
         var form = [("grant_type", TokenExchange.grantType), ("subject_token", subjectToken),
                     ("subject_token_type", TokenExchange.accessTokenType), ("requested_token_type", TokenExchange.accessTokenType)]
         if let a = ask.audience { form.append(("audience", a)) }
@@ -117,7 +119,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
 
     /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {
-        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
         guard let endpoint = meta.revocationEndpoint else { throw .metadata("discovery: no revocation_endpoint") }
         let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
         if reply.status == 200 { return }
@@ -132,7 +134,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// the issuer advertises no end_session_endpoint.
     public func endSessionURL(client: ClientRegistration, idTokenHint: String?, postLogoutRedirectURI: String?, state: String)
         throws(TokenEndpointError) -> String? {
-        let meta = try metadata.metadata(issuer: client.issuer, now: clock.now())
+        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
         guard let endpoint = meta.endSessionEndpoint else { return nil }
         var query = [("client_id", client.clientID), ("state", state)]
         if let idTokenHint { query.insert(("id_token_hint", idTokenHint), at: 0) }
@@ -193,7 +195,8 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
                      ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", jwt)]
         }
         do {
-            return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8), timeout: timeout, once: once)
+            return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8), timeout: timeout, once: once,
+                                 trust: ProviderTrust(anchorsPEM: client.trustAnchors))
         } catch {
             switch error {
             case .notSent(let why): throw .notSent("\(endpoint.path): \(why)")

@@ -17,3 +17,7 @@ static const int tb_EVP_PKEY_KEYPAIR = EVP_PKEY_KEYPAIR;
 static const int tb_EVP_CTRL_GCM_GET_TAG = EVP_CTRL_GCM_GET_TAG;
 static const int tb_EVP_CTRL_GCM_SET_TAG = EVP_CTRL_GCM_SET_TAG;
 static const int tb_RSA_PKCS1_PSS_PADDING = RSA_PKCS1_PSS_PADDING;
+#include <openssl/bio.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>

@@ -36,6 +36,7 @@ extension DevIdP {
         var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
                                    "revocations": revocations, "client_assertions": assertions, "end_sessions": endSessions,
                                    "userinfo_calls": userinfo, "jwks_fetches": state.withLock { $0.jwksFetches },
+                                   "discovery_fetches": state.withLock { $0.discoveryFetches },
                                    "active_families": activeFamilies, "refresh_presentations": presentations,
                                    "introspections": introspections, "traceparents": traceparents, "dpop_refusals": dpopRefusals]
         state.withLock { s in

@@ -34,7 +34,7 @@ public final class DevIdP: Sendable {
 
     public func router() -> Router {
         var r = Router()
-        r.add("GET", "/.well-known/openid-configuration") { [self] _ in .now(json(200, discovery())) }
+        r.add("GET", "/.well-known/openid-configuration") { [self] _ in .now(countedDiscovery()) }
         r.add("GET", "/jwks") { [self] _ in .now(jwks()) }
         r.add("GET", "/authorize") { [self] req in .now(authorize(req)) }
         r.add("POST", "/token") { [self] req in token(req) }

@@ -142,6 +142,7 @@ struct DevIdPState {
     var switches: [String: Switch] = [:]       // by client_id
     var usedAssertionIDs: Set<String> = []
     var jwksFetches = 0
+    var discoveryFetches = 0
     /// Webhook test receivers by name: what each was sent, and whether it is down.
     var receivers: [String: Receiver] = [:]
     struct Receiver {

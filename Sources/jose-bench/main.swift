@@ -11,7 +11,7 @@ import Foundation
 /// The issuer's keys, already fetched (the broker's JWKS cache on a hit).
 struct FixedKeys: KeySetSource {
     let keys: [JSONWebKey]
-    func keys(issuer: String, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] { keys }
+    func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] { keys }
 }
 
 let seconds = Double(ProcessInfo.processInfo.environment["JOSE_BENCH_SECONDS"] ?? "2") ?? 2
@@ -27,12 +27,12 @@ for alg in JWSAlgorithm.allCases where only == nil || only == "id_token" {
     let token = try key.jws(["iss": "https://idp.example", "aud": "app", "sub": "alice", "nonce": "n", "iat": t, "exp": t + 600,
                          "sid": "s", "auth_time": t], kid: "current", type: "JWT")
     let expect = IDTokenExpectation(issuer: "https://idp.example", clientID: "app", nonce: "n")
-    _ = try verifier.verify(token, expect, now: now)   // warm-up; must pass
+    _ = try verifier.verify(token, expect, trustAnchors: nil, now: now)   // warm-up; must pass
     var n = 0
     let start = DispatchTime.now().uptimeNanoseconds
     var elapsed = 0.0
     while elapsed < seconds {
-        for _ in 0..<100 { _ = try verifier.verify(token, expect, now: now) }
+        for _ in 0..<100 { _ = try verifier.verify(token, expect, trustAnchors: nil, now: now) }
         n += 100
         elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     }

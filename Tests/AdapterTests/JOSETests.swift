@@ -9,7 +9,7 @@ final class StaticKeySet: KeySetSource, @unchecked Sendable {
     var keys: [JSONWebKey]
     var refetches = 0
     init(_ keys: [JSONWebKey]) { self.keys = keys }
-    func keys(issuer: String, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
+    func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
         if refetch != nil { refetches += 1 }
         return keys
     }
@@ -68,7 +68,7 @@ struct JOSETests {
         let keys = StaticKeySet([try key.jwk(kid: "k1")])
         let v = JWTVerifier(keys: keys, signatures: verifier)
         let token = try key.jws(claims(["sid": "s-1", "auth_time": 1_799_999_000, "email": "a@x"]), kid: "k1", type: "JWT")
-        let got = try v.verify(token, expectation, now: now)
+        let got = try v.verify(token, expectation, trustAnchors: nil, now: now)
         #expect(got.subject == "alice" && got.claims.sid == "s-1" && got.claims.email == "a@x")
         #expect(keys.refetches == 0)
     }
@@ -79,13 +79,13 @@ struct JOSETests {
         let keys = StaticKeySet([try old.jwk(kid: "k1")])
         let v = JWTVerifier(keys: keys, signatures: verifier)
         let token = try new.jws(claims(), kid: "k2", type: "JWT")
-        #expect(throws: JWTVerifier.Failure.self) { try v.verify(token, expectation, now: now) }
+        #expect(throws: JWTVerifier.Failure.self) { try v.verify(token, expectation, trustAnchors: nil, now: now) }
         #expect(keys.refetches == 1)
         keys.keys.append(try new.jwk(kid: "k2"))    // the IdP now publishes it
         keys.refetches = 0
-        _ = try v.verify(token, expectation, now: now)
+        _ = try v.verify(token, expectation, trustAnchors: nil, now: now)
         // A known kid with a bad signature is a forgery: no re-fetch.
-        #expect(throws: JWTVerifier.Failure.self) { try v.verify(old.jws(claims(), kid: "k2", type: "JWT"), expectation, now: now) }
+        #expect(throws: JWTVerifier.Failure.self) { try v.verify(old.jws(claims(), kid: "k2", type: "JWT"), expectation, trustAnchors: nil, now: now) }
         #expect(keys.refetches == 0)
     }
 
@@ -95,7 +95,7 @@ struct JOSETests {
         let v = JWTVerifier(keys: keys, signatures: verifier)
         for alg in ["none", "HS256", "HS512", "ES512", "RS384"] {
             let token = try CompactJWS.make(header: ["alg": alg, "kid": "k1"], claims: claims()) { _ in [1, 2, 3] }
-            #expect(throws: JWTVerifier.Failure.self) { try v.verify(token, expectation, now: now) }
+            #expect(throws: JWTVerifier.Failure.self) { try v.verify(token, expectation, trustAnchors: nil, now: now) }
         }
         #expect(keys.refetches == 0)
     }
@@ -104,9 +104,9 @@ struct JOSETests {
     func headers() throws {
         let key = try SigningKey.generate(.es256)
         let v = JWTVerifier(keys: StaticKeySet([try key.jwk(kid: "k1")]), signatures: verifier)
-        #expect(throws: JWTVerifier.Failure.self) { try v.verify(key.jws(claims(), kid: "k1", type: "at+jwt"), expectation, now: now) }
+        #expect(throws: JWTVerifier.Failure.self) { try v.verify(key.jws(claims(), kid: "k1", type: "at+jwt"), expectation, trustAnchors: nil, now: now) }
         let crit = try CompactJWS.make(header: ["alg": "ES256", "kid": "k1", "crit": ["b64"], "b64": false], claims: claims(), sign: key.sign)
-        #expect(throws: JWTVerifier.Failure.self) { try v.verify(crit, expectation, now: now) }
+        #expect(throws: JWTVerifier.Failure.self) { try v.verify(crit, expectation, trustAnchors: nil, now: now) }
     }
 }
 

@@ -13,13 +13,13 @@ struct LoginCallbackTests {
 
     struct OneIssuer: IssuerDirectory {
         let metadata: IssuerMetadata
-        func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata { metadata }
-        func verify(issuer: String) throws(TokenEndpointError) -> IssuerMetadata { metadata }
-        func reread(issuer: String, now: Date) -> Bool { false }
+        func metadata(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata { metadata }
+        func verify(issuer: String, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata { metadata }
+        func reread(issuer: String, trustAnchors: String?, now: Date) -> Bool { false }
     }
 
     struct NoKeys: KeySetSource {
-        func keys(issuer: String, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] { [] }
+        func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] { [] }
     }
 
     struct NoSignatures: SignatureVerifier {

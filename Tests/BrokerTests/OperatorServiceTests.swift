@@ -2,6 +2,7 @@ import Broker
 import BrokerCore
 import BrokerTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// OperatorService on in-memory stores: the rules of registration and of API keys, with no
@@ -12,13 +13,18 @@ struct OperatorServiceTests {
     struct Directory: IssuerDirectory {
         let failure: TokenEndpointError?
         var advertised: @Sendable (IssuerMetadata) -> IssuerMetadata = { $0 }
-        func metadata(issuer: String, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+        /// The trust anchors each registration's discovery read was made with.
+        var readWith: ReadLog?
+        func metadata(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
             if let failure { throw failure }
             return advertised(IssuerMetadata(issuer: issuer, tokenEndpoint: URL(string: issuer + "/token")!, authorizationEndpoint: nil, jwksURI: nil,
                                              revocationEndpoint: nil, endSessionEndpoint: nil, issParameterSupported: true))
         }
-        func verify(issuer: String) throws(TokenEndpointError) -> IssuerMetadata { try metadata(issuer: issuer, now: Date()) }
-        func reread(issuer: String, now: Date) -> Bool { false }
+        func verify(issuer: String, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata {
+            readWith?.anchors.withLock { $0.append(trustAnchors) }
+            return try metadata(issuer: issuer, trustAnchors: trustAnchors, now: Date())
+        }
+        func reread(issuer: String, trustAnchors: String?, now: Date) -> Bool { false }
     }
 
     /// Keys are opaque bytes here: signing is the OpenSSL adapter's, tested with it.
@@ -29,6 +35,13 @@ struct OperatorServiceTests {
         func signer(der: [UInt8], alg: JWSAlgorithm) -> (any JWSSigner)? { nil }
     }
 
+    final class ReadLog: Sendable { let anchors = Mutex<[String?]>([]) }
+
+    /// Anchors judged by their shape only: the certificates themselves are the OpenSSL adapter's.
+    struct Anchors: TrustAnchorCheck {
+        func problem(pem: String, now: Date) -> String? { TrustAnchorRules.shapeProblem(pem) }
+    }
+
     struct Hash: Digest {
         func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(bytes.prefix(32)) }
     }
@@ -37,13 +50,14 @@ struct OperatorServiceTests {
     let store = InMemoryRegistryStore()
     let feed = LocalChangeFeed()
 
-    func service(discovery failure: TokenEndpointError? = nil, advertised: @escaping @Sendable (IssuerMetadata) -> IssuerMetadata = { $0 }) throws -> OperatorService {
+    func service(discovery failure: TokenEndpointError? = nil, readWith: ReadLog? = nil,
+                 advertised: @escaping @Sendable (IssuerMetadata) -> IssuerMetadata = { $0 }) throws -> OperatorService {
         _ = try store.putTenant(id: "t1", name: "T1", now: clock.now())
         _ = try store.putTenant(id: "t2", name: "T2", now: clock.now())
         let registry = RegistryCache(store: store, maxAge: 0)
         return OperatorService(store: store, hasher: PlainSecretHasher(), feed: feed, audit: RecordingAuditSink(), clock: clock,
                                assertionKeys: AssertionKeys(registry: registry, digest: Hash(), keys: Keys()),
-                               directory: Directory(failure: failure, advertised: advertised),
+                               directory: Directory(failure: failure, advertised: advertised, readWith: readWith), anchors: Anchors(),
                                auth: Authenticator(store: store, hasher: PlainSecretHasher(), maxAge: 60))
     }
 
@@ -66,6 +80,30 @@ struct OperatorServiceTests {
         }
         #expect(try store.client(tenant: "t1", id: "app") == nil)
         #expect(try ops.putClient(client("https://idp.example"), secret: "s", verify: false, actor: "op").created)
+    }
+
+    @Test("trust anchors: refused with what is wrong before the issuer is read and nothing stored; good ones are what the issuer is read with")
+    func trustAnchors() throws {
+        let log = ReadLog()
+        let ops = try service(readWith: log)
+        var c = client("https://idp.example")
+        let kept = try ops.putClient(c, secret: "s", actor: "op")
+        #expect(kept.created && kept.0.client.trustAnchors == nil)
+        c.trustAnchors = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n"
+        #expect(throws: BrokerError.badRequest(code: "invalid_trust_anchors",
+                                               message: "trust_anchors: block 1 is not a certificate (it is labelled PRIVATE KEY)")) {
+            try ops.putClient(c, secret: "s", actor: "op")
+        }
+        c.trustAnchors = ""
+        #expect(throws: BrokerError.self) { try ops.putClient(c, secret: "s", verify: false, actor: "op") }
+        #expect(try store.client(tenant: "t1", id: "app")?.trustAnchors == nil)
+        #expect(log.anchors.withLock { $0 } == [nil], "a refused bundle was used to read the issuer")
+        let pem = "-----BEGIN CERTIFICATE-----\nQUFB\n-----END CERTIFICATE-----\n"
+        c.trustAnchors = pem
+        _ = try ops.putClient(c, secret: nil, actor: "op")
+        #expect(log.anchors.withLock { $0 } == [nil, pem])
+        #expect(try store.client(tenant: "t1", id: "app")?.trustAnchors == pem)
+        #expect(try ops.clientView(tenant: "t1", id: "app").client.trustAnchors == pem)
     }
 
     @Test("a client the issuer cannot serve as the broker would use it is refused at registration with each reason; what is not advertised is not held against it")

@@ -25,10 +25,12 @@ public struct JWTVerifier: Sendable {
     /// An ID token. `budget` is whose JWKS re-fetch an unknown `kid` may spend: `.refresh` for
     /// refreshed ID tokens, which came on the authenticated channel — there an unknown kid after
     /// the re-fetch means the keys are not to be had yet (`keysUnavailable`), not a forgery.
-    public func verify(_ token: String, _ expect: IDTokenExpectation, now: Date,
+    /// `trustAnchors` are the client's own (nil: the deployment's): the keys are those fetched
+    /// with that trust.
+    public func verify(_ token: String, _ expect: IDTokenExpectation, trustAnchors: String?, now: Date,
                        budget: RefetchBudget = .callback) throws(Failure) -> VerifiedIDToken {
         // An access token or a logout token must not pass for an ID token (RFC 9068 §4, RFC 8725 §3.11).
-        let jws = try signed(token, by: expect.issuer, now: now, budget: budget) { !$0.hasSuffix("at+jwt") && !$0.hasSuffix("logout+jwt") }
+        let jws = try signed(token, by: expect.issuer, trustAnchors: trustAnchors, now: now, budget: budget) { !$0.hasSuffix("at+jwt") && !$0.hasSuffix("logout+jwt") }
         if let allowed = expect.algorithms, let alg = JWSAlgorithm(rawValue: jws.algorithm), !allowed.contains(alg) {
             throw .rejected(JOSEError("alg \(alg.rawValue) is not allowed by the client's profile (\(allowed.map(\.rawValue).sorted().joined(separator: ", ")))"))
         }
@@ -36,14 +38,15 @@ public struct JWTVerifier: Sendable {
     }
 
     /// A back-channel logout token (OpenID Connect Back-Channel Logout 1.0 §2.6).
-    public func verifyLogoutToken(_ token: String, issuer: String, clientID: String, now: Date) throws(Failure) -> LogoutClaims {
-        let jws = try signed(token, by: issuer, now: now, budget: .logoutToken) { $0 == "logout+jwt" || $0 == "application/logout+jwt" || $0 == "jwt" }
+    public func verifyLogoutToken(_ token: String, issuer: String, clientID: String, trustAnchors: String?,
+                                  now: Date) throws(Failure) -> LogoutClaims {
+        let jws = try signed(token, by: issuer, trustAnchors: trustAnchors, now: now, budget: .logoutToken) { $0 == "logout+jwt" || $0 == "application/logout+jwt" || $0 == "jwt" }
         do { return try LogoutTokenRules.check(jws.claims, issuer: issuer, clientID: clientID, now: now) } catch { throw .rejected(error) }
     }
 
     /// The JWS, once its alg, its `typ` (lowercased, when present) and its signature by one of
     /// `issuer`'s keys passed.
-    private func signed(_ token: String, by issuer: String, now: Date, budget: RefetchBudget,
+    private func signed(_ token: String, by issuer: String, trustAnchors: String?, now: Date, budget: RefetchBudget,
                         typeAllowed: (String) -> Bool) throws(Failure) -> CompactJWS {
         let jws: CompactJWS
         do { jws = try CompactJWS.parse(token) } catch { throw .rejected(error) }
@@ -54,8 +57,8 @@ public struct JWTVerifier: Sendable {
         // Only the expected issuer's keys are ever consulted: an `iss` claim cannot choose them.
         // A kid missing from the cached set is the one reason to fetch again; a known key with a
         // bad signature is a forgery, and fetching would not help.
-        var candidates = try keys(for: jws, alg, issuer, now: now, refetch: nil)
-        if candidates.isEmpty { candidates = try keys(for: jws, alg, issuer, now: now, refetch: budget) }
+        var candidates = try keys(for: jws, alg, issuer, trustAnchors, now: now, refetch: nil)
+        if candidates.isEmpty { candidates = try keys(for: jws, alg, issuer, trustAnchors, now: now, refetch: budget) }
         guard !candidates.isEmpty else {
             if budget == .refresh { throw .keysUnavailable(.metadata("jwks: no key matches the kid of a refreshed ID token")) }
             throw .rejected(JOSEError("no key of the issuer matches kid and alg"))
@@ -67,9 +70,10 @@ public struct JWTVerifier: Sendable {
     }
 
     /// The issuer's keys that allow `alg` and carry the token's `kid` (any, when it names none).
-    private func keys(for jws: CompactJWS, _ alg: JWSAlgorithm, _ issuer: String, now: Date, refetch: RefetchBudget?) throws(Failure) -> [JSONWebKey] {
+    private func keys(for jws: CompactJWS, _ alg: JWSAlgorithm, _ issuer: String, _ trustAnchors: String?, now: Date,
+                      refetch: RefetchBudget?) throws(Failure) -> [JSONWebKey] {
         let set: [JSONWebKey]
-        do { set = try keys.keys(issuer: issuer, now: now, refetch: refetch) } catch { throw .keysUnavailable(error) }
+        do { set = try keys.keys(issuer: issuer, trustAnchors: trustAnchors, now: now, refetch: refetch) } catch { throw .keysUnavailable(error) }
         return set.filter { $0.allows(alg) && (jws.kid == nil || $0.kid == jws.kid) }
     }
 }

@@ -37,15 +37,17 @@ extension LoginService {
         }
         let now = clock.now()
         guard login.expiresAt > now else { return try refuse(login, "invalid_state", "the login expired; start a new one", now) }
-        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: login.issuer, now: now) }
         // Read before the iss check, which depends on the client's profile: a read that fails
-        // refuses the login (fails closed) rather than skip the check.
+        // refuses the login (fails closed) rather than skip the check. Its trust anchors are
+        // whom the issuer's metadata is read with.
         let registered: ClientRegistration?
         do { registered = try registry.client(tenant: login.tenant, id: login.client, now: now) } catch {
             return try self.refuse(login, BrokerError.answering(error) { cause in
                 events(.unexpected(tenant: login.tenant, client: login.client, session: nil, doing: "reading the login's client", cause: cause))
             }, now)
         }
+        let anchors = registered?.trustAnchors
+        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: login.issuer, trustAnchors: anchors, now: now) }
         // RFC 9207 §2.4: compare before anything else, errors included; required when advertised.
         if let iss = cb.iss {
             guard iss == login.issuer else { return try refuse(login, "issuer_mismatch", "the iss parameter is not the login's issuer", now) }
@@ -54,9 +56,9 @@ extension LoginService {
         } else if meta.issParameterSupported {
             // The IdP may have stopped advertising it: read its metadata again (rate-limited), so
             // that logins do not fail until a restart.
-            let stopped = directory.reread(issuer: login.issuer, now: now)
+            let stopped = directory.reread(issuer: login.issuer, trustAnchors: anchors, now: now)
                 // Unreadable metadata keeps the stricter answer: the login is refused.
-                && (try? directory.metadata(issuer: login.issuer, now: now))?.issParameterSupported == false
+                && (try? directory.metadata(issuer: login.issuer, trustAnchors: anchors, now: now))?.issParameterSupported == false
             if !stopped { return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now) }
         }
         if let e = cb.error {
@@ -83,7 +85,7 @@ extension LoginService {
         let verified: VerifiedIDToken
         do {
             verified = try idTokens.verify(idToken, IDTokenExpectation(issuer: login.issuer, clientID: client.clientID, nonce: login.nonce,
-                                                                       algorithms: client.idTokenAlgorithms), now: now)
+                                                                       algorithms: client.idTokenAlgorithms), trustAnchors: client.trustAnchors, now: now)
         } catch {
             switch error {
             case .rejected(let why): return try refuse(login, "invalid_id_token", "ID token rejected: \(why.reason)", now)

@@ -77,7 +77,7 @@ public struct LoginService: Sendable {
         var scopes = r.scopes ?? client.scopes
         guard scopes.count <= 50, scopes.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 100 }) else { throw bad("'scope' must be at most 50 scope tokens") }
         if !scopes.contains("openid") { scopes.insert("openid", at: 0) }
-        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: client.issuer, now: now) }
+        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: now) }
         guard let authorize = meta.authorizationEndpoint else {
             throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer's metadata has no authorization_endpoint")
         }

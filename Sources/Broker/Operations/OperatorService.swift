@@ -12,11 +12,13 @@ public struct OperatorService: Sendable {
     let clock: any Clock
     let assertionKeys: AssertionKeys
     let directory: any IssuerDirectory
+    /// Judges a registration's own trust anchors (the cryptography library's view of them).
+    let anchors: any TrustAnchorCheck
     /// This replica's key cache: dropped at once on a change here (others hear of it by NOTIFY).
     let auth: Authenticator
 
     public init(store: any RegistryStore, hasher: any SecretHasher, feed: any ChangeFeed, audit: any AuditSink, clock: any Clock,
-                assertionKeys: AssertionKeys, directory: any IssuerDirectory, auth: Authenticator) {
+                assertionKeys: AssertionKeys, directory: any IssuerDirectory, anchors: any TrustAnchorCheck, auth: Authenticator) {
         self.store = store
         self.hasher = hasher
         self.feed = feed
@@ -24,6 +26,7 @@ public struct OperatorService: Sendable {
         self.clock = clock
         self.assertionKeys = assertionKeys
         self.directory = directory
+        self.anchors = anchors
         self.auth = auth
     }
 
@@ -66,13 +69,16 @@ public struct OperatorService: Sendable {
         if let p = c.refreshPolicy.problem { throw bad("refresh_policy: \(p)") }
         guard (1...1000).contains(c.maxConcurrentRefreshes) else { throw bad("'max_concurrent_refreshes' must be 1...1000") }
         if let s = secret, s.isEmpty || s.count > 4096 { throw bad("'client_secret' must be 1...4096 characters") }
+        if let pem = c.trustAnchors, let p = anchors.problem(pem: pem, now: clock.now()) {
+            throw BrokerError.badRequest(code: "invalid_trust_anchors", message: "trust_anchors: \(p)")
+        }
         if c.authMethod == .privateKeyJWT { c.assertionAlgorithm = c.assertionAlgorithm ?? .es256 }
         if dpopAuto, !verify { c.dpopAlgorithm = nil }
         if c.profile == .fapi2, !verify {
             throw bad("a FAPI 2.0 client is registered only after its issuer's metadata is read (no ?verify=false)")
         }
         if verify {
-            let meta = try checkIssuer(c.issuer)
+            let meta = try checkIssuer(c.issuer, trustAnchors: c.trustAnchors)
             if dpopAuto, let alg = c.dpopAlgorithm, !(meta.dpopSigningAlgorithms ?? []).contains(alg.rawValue) { c.dpopAlgorithm = nil }
             if c.profile == .fapi2 {
                 let own = FAPI2Profile.clientProblems(c)
@@ -108,11 +114,12 @@ public struct OperatorService: Sendable {
         return (ClientView(client: c, publicKey: key), r.created)
     }
 
-    /// Reads the issuer's discovery document (OpenID Connect Discovery §4): refused with 400
-    /// `invalid_issuer` when it cannot be read or names another issuer.
-    private func checkIssuer(_ issuer: String) throws -> IssuerMetadata {
+    /// Reads the issuer's discovery document (OpenID Connect Discovery §4) over a connection
+    /// that trusts what the registration will trust (`trustAnchors`, or the deployment's): refused
+    /// with 400 `invalid_issuer` when it cannot be read or names another issuer.
+    private func checkIssuer(_ issuer: String, trustAnchors: String?) throws -> IssuerMetadata {
         do throws(TokenEndpointError) {
-            return try directory.verify(issuer: issuer)
+            return try directory.verify(issuer: issuer, trustAnchors: trustAnchors)
         } catch {
             throw BrokerError.badRequest(code: "invalid_issuer", message: "issuer \(issuer): \(error.reason) (?verify=false, or --no-verify, registers it without this check)")
         }

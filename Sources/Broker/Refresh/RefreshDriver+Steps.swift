@@ -19,7 +19,7 @@ extension RefreshDriver {
         let expect = IDTokenExpectation(issuer: row.issuer, clientID: client.clientID, nonce: nil, subject: row.subject,
                                         algorithms: client.idTokenAlgorithms)
         do {
-            _ = try idTokens.verify(id, expect, now: clock.now(), budget: .refresh)
+            _ = try idTokens.verify(id, expect, trustAnchors: client.trustAnchors, now: clock.now(), budget: .refresh)
             return .granted(grant, idToken: .valid)
         } catch {
             switch error {

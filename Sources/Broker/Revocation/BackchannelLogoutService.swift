@@ -46,7 +46,8 @@ public struct BackchannelLogoutService: Sendable {
         _ = try registry.activeTenant(tenant, now: now)
         guard let client = try registry.client(tenant: tenant, id: clientID, now: now) else { throw BrokerError.notFound("client") }
         let claims: LogoutClaims
-        do { claims = try verifier.verifyLogoutToken(logoutToken, issuer: client.issuer, clientID: client.clientID, now: now) } catch {
+        do { claims = try verifier.verifyLogoutToken(logoutToken, issuer: client.issuer, clientID: client.clientID,
+                                                             trustAnchors: client.trustAnchors, now: now) } catch {
             switch error {
             case .rejected(let why): throw refuse(why.reason)
             case .keysUnavailable: throw BrokerError.idpUnavailable(retryAfter: nil)

@@ -41,6 +41,10 @@ enum Commands {
         } else if let s = ProcessInfo.processInfo.environment["TOKENBROKER_CLIENT_SECRET"], !s.isEmpty {
             secret = s
         }
+        let anchors = try a.value("trust-anchors-file").map { f in
+            guard let pem = try? String(contentsOfFile: f, encoding: .utf8) else { throw Arguments.Invalid(description: "cannot read --trust-anchors-file") }
+            return pem
+        }
         let reg = ClientRegistration(
             tenant: try a.required("tenant"), id: try a.required("id"), issuer: try a.required("issuer"), clientID: try a.required("client-id"),
             authMethod: method, redirectURI: try a.required("redirect-uri"), scopes: Scopes.parse(try a.required("scopes")),
@@ -48,7 +52,7 @@ enum Commands {
             assertionAlgorithm: try a.value("assertion-alg").map { name in
                 guard let alg = JWSAlgorithm(rawValue: name) else { throw Arguments.Invalid(description: "--assertion-alg must be ES256, RS256 or PS256") }
                 return alg
-            })
+            }, trustAnchors: anchors)
         let (c, created) = try rt.operators.putClient(reg, secret: secret, verify: !a.flag("no-verify"), actor: "cli")
         print(Render.client(c))
         FileHandle.standardError.write(Data("client \(c.client.tenant)/\(c.client.id) \(created ? "created" : "updated")\n".utf8))

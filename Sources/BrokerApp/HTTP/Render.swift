@@ -152,7 +152,7 @@ enum Render {
             ("max_concurrent_refreshes", String(c.maxConcurrentRefreshes)),
             ("on_ambiguous_refresh", JSONText.quote(c.onAmbiguousRefresh.rawValue)),
             ("dpop", c.dpopAlgorithm == nil ? "false" : "true"), ("dpop_alg", JSONText.optional(c.dpopAlgorithm?.rawValue)),
-            ("profile", JSONText.quote(c.profile.rawValue)),
+            ("profile", JSONText.quote(c.profile.rawValue)), ("trust_anchors", JSONText.optional(c.trustAnchors)),
         ] + assertion)
     }
 }

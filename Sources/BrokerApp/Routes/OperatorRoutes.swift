@@ -63,7 +63,8 @@ struct OperatorRoutes {
                     throw .badRequest(code: "invalid_request", message: "'profile' must be standard or fapi2")
                 }
                 return p
-            } ?? .standard)
+            } ?? .standard,
+            trustAnchors: try b.string("trust_anchors"))
         return (reg, try b.string("client_secret"), dpopAuto)
     }
 

@@ -25,12 +25,16 @@ public struct ClientRegistration: Sendable, Equatable {
     public var dpopAlgorithm: JWSAlgorithm?
     /// The security profile the client is held to (FAPI2Profile for `fapi2`).
     public var profile: ClientProfile
+    /// The CA certificates (PEM) this client's provider connections trust instead of the
+    /// deployment's; nil: the deployment's trust. Never widens another client's trust.
+    public var trustAnchors: String?
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
                 refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8,
                 assertionAlgorithm: JWSAlgorithm? = nil, onAmbiguousRefresh: AmbiguousRefreshPolicy = .failClosed,
-                dpopAlgorithm: JWSAlgorithm? = nil, profile: ClientProfile = .standard) {
+                dpopAlgorithm: JWSAlgorithm? = nil, profile: ClientProfile = .standard,
+                trustAnchors: String? = nil) {
         self.tenant = tenant
         self.id = id
         self.issuer = issuer
@@ -45,6 +49,7 @@ public struct ClientRegistration: Sendable, Equatable {
         self.onAmbiguousRefresh = onAmbiguousRefresh
         self.dpopAlgorithm = dpopAlgorithm
         self.profile = profile
+        self.trustAnchors = trustAnchors
     }
 
     /// The ID-token algorithms the profile allows (nil: every one the broker verifies).

@@ -4,11 +4,12 @@ import Foundation
 /// RegistryStoreContract: tenants, clients and API keys. Clients belong to one tenant (the same
 /// client id in another tenant is another registration); keys name the tenants they reach.
 public enum RegistryStoreContract: String, CaseIterable, Sendable {
-    case clientsStayInTheirTenant, apiKeysRevoke, certificatePrincipals
+    case clientsStayInTheirTenant, trustAnchorsStayWithTheirClient, apiKeysRevoke, certificatePrincipals
 
     public func run(_ store: any RegistryStore) throws {
         switch self {
         case .clientsStayInTheirTenant: try Self.clientsStayInTheirTenant(store)
+        case .trustAnchorsStayWithTheirClient: try Self.trustAnchorsStayWithTheirClient(store)
         case .apiKeysRevoke: try Self.apiKeysRevoke(store)
         case .certificatePrincipals: try Self.certificatePrincipals(store)
         }
@@ -42,6 +43,30 @@ public enum RegistryStoreContract: String, CaseIterable, Sendable {
                             "a replacement without secret or key dropped the stored ones")
         let back = try store.client(tenant: a, id: "app")
         try Contract.expect(back?.issuer == "https://a2.example" && back?.refreshPolicy.idleAfter == 900, "the replacement did not read back whole")
+    }
+
+    /// A client's own trust anchors are its alone: the same client id in another tenant keeps
+    /// its own (or the deployment's), and a replacement without them goes back to the deployment's.
+    static func trustAnchorsStayWithTheirClient(_ store: any RegistryStore) throws {
+        let a = Contract.unique("ta"), b = Contract.unique("tb")
+        _ = try store.putTenant(id: a, name: "A", now: Contract.t0)
+        _ = try store.putTenant(id: b, name: "B", now: Contract.t0)
+        let pemA = "-----BEGIN CERTIFICATE-----\nQUFB\n-----END CERTIFICATE-----\n"
+        let pemB = "-----BEGIN CERTIFICATE-----\nQkJC\n-----END CERTIFICATE-----\n"
+        var ra = registration(a, issuer: "https://a.example"), rb = registration(b, issuer: "https://a.example")
+        ra.trustAnchors = pemA
+        _ = try store.putClient(ra, secret: "s", assertionKey: nil, now: Contract.t0)
+        _ = try store.putClient(rb, secret: "s", assertionKey: nil, now: Contract.t0)
+        try Contract.expect(try store.client(tenant: a, id: "app")?.trustAnchors == pemA, "a client's trust anchors did not read back verbatim")
+        try Contract.expect(try store.client(tenant: b, id: "app")?.trustAnchors == nil, "another tenant's client of the same id got its trust anchors")
+        rb.trustAnchors = pemB
+        _ = try store.putClient(rb, secret: nil, assertionKey: nil, now: Contract.t0)
+        try Contract.expect(try store.client(tenant: a, id: "app")?.trustAnchors == pemA && store.client(tenant: b, id: "app")?.trustAnchors == pemB,
+                            "trust anchors mixed across tenants")
+        ra.trustAnchors = nil
+        _ = try store.putClient(ra, secret: nil, assertionKey: nil, now: Contract.t0)
+        try Contract.expect(try store.client(tenant: a, id: "app")?.trustAnchors == nil, "a replacement without trust anchors kept the old ones")
+        try Contract.expect(try store.client(tenant: b, id: "app")?.trustAnchors == pemB, "replacing one tenant's client changed another's anchors")
     }
 
     static func apiKeysRevoke(_ store: any RegistryStore) throws {

@@ -30,6 +30,39 @@ struct TestCA {
         return (path("\(cn).pem"), path("\(cn).key"))
     }
 
+    /// A self-signed CA (basicConstraints CA:TRUE) valid only from `start` to `end`
+    /// (YYYYMMDDHHMMSSZ) — in the past for an expired one. `openssl x509 -req` cannot backdate;
+    /// `openssl ca` can, with a database of its own in this folder.
+    func pastCA(_ cn: String, start: String = "20200101000000Z", end: String = "20210101000000Z") throws -> String {
+        let db = dir.appendingPathComponent(cn + "-db")
+        try FileManager.default.createDirectory(at: db, withIntermediateDirectories: true)
+        let file = { (name: String) in db.appendingPathComponent(name).path }
+        try "".write(toFile: file("index.txt"), atomically: true, encoding: .utf8)
+        try "01\n".write(toFile: file("serial"), atomically: true, encoding: .utf8)
+        try """
+            [ca]
+            default_ca = past
+            [past]
+            database = \(file("index.txt"))
+            new_certs_dir = \(db.path)
+            serial = \(file("serial"))
+            default_md = sha256
+            policy = any
+            unique_subject = no
+            [any]
+            commonName = supplied
+            [root]
+            basicConstraints = critical,CA:TRUE
+            keyUsage = critical,keyCertSign,cRLSign
+
+            """.write(toFile: file("ca.cnf"), atomically: true, encoding: .utf8)
+        try Self.openssl(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("\(cn).key"),
+                          "-out", path("\(cn).csr"), "-subj", "/CN=\(cn)"])
+        try Self.openssl(["ca", "-batch", "-config", file("ca.cnf"), "-selfsign", "-keyfile", path("\(cn).key"), "-in", path("\(cn).csr"),
+                          "-out", path("\(cn).pem"), "-startdate", start, "-enddate", end, "-extensions", "root", "-notext"])
+        return path("\(cn).pem")
+    }
+
     /// The certificate's SHA-256 as openssl prints it (`AB:CD:…`).
     static func fingerprint(_ cert: String) throws -> String {
         let out = try openssl(["x509", "-in", cert, "-noout", "-fingerprint", "-sha256"])
