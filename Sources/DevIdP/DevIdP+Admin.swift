@@ -44,7 +44,10 @@ extension DevIdP {
             body["resource_accepted"] = s.resourceAccepted
             body["resource_refusals"] = s.resourceRefusals
         }
-        body["connections_opened"] = connectionsOpened.withLock { $0 }()
+        let connections = connectionCounts.withLock { $0 }()
+        body["connections_opened"] = connections.opened
+        body["tls_handshakes_full"] = connections.handshakesFull
+        body["tls_handshakes_resumed"] = connections.handshakesResumed
         if withTimes { body["refresh_times"] = times }
         return json(200, body)
     }

@@ -31,9 +31,20 @@ public final class DevIdP: Sendable {
     /// `http` or `https`, the default issuer's: the scheme of every issuer served.
     let scheme: String
     let state: Mutex<DevIdPState>
-    /// The server's count of accepted connections (`connections_opened` in `/stats`): tests
-    /// see from it whether a client reused its connections. Set once the server exists.
-    public let connectionsOpened = Mutex<@Sendable () -> Int>({ 0 })
+    /// The server's counts of its connections (`connections_opened`, `tls_handshakes_full`,
+    /// `tls_handshakes_resumed` in `/stats`): tests and benchmarks see from them whether a client
+    /// reused its connections and resumed its TLS sessions. Set once the server exists.
+    public let connectionCounts = Mutex<@Sendable () -> ConnectionCounts>({ ConnectionCounts() })
+
+    /// Connections accepted, and TLS handshakes by kind (one per connection, at its first request).
+    public struct ConnectionCounts: Sendable {
+        public var opened = 0, handshakesFull = 0, handshakesResumed = 0
+        public init(opened: Int = 0, handshakesFull: Int = 0, handshakesResumed: Int = 0) {
+            self.opened = opened
+            self.handshakesFull = handshakesFull
+            self.handshakesResumed = handshakesResumed
+        }
+    }
 
     public init(issuer: String, accessTTL: Int, issuerHosts: String? = nil) {
         self.issuer = issuer

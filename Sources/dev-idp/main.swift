@@ -37,7 +37,7 @@ config.headers += DevIdP.receiverHeaders   // the webhook test receiver reads th
 config.headers += DevIdP.issuerHeaders
 if let tlsCert, let tlsKey {
     // Session tickets on: a provider's clients resume their TLS sessions (counted in /stats).
-    config.tls = TLSConfig(certificateFile: tlsCert, keyFile: tlsKey, clientCAFile: nil, clientCertificateRequired: false)
+    config.tls = TLSConfig(certificateFile: tlsCert, keyFile: tlsKey, clientCAFile: nil, clientCertificateRequired: false, sessionTickets: true)
 }
 let server = MHDServer(config: config) { req in
     switch router.match(method: req.method, path: req.path) {
@@ -49,7 +49,9 @@ let server = MHDServer(config: config) { req in
     case .notFound: return .now(.json(404, "{\"error\":\"not_found\"}"))
     }
 }
-idp.connectionsOpened.withLock { $0 = { server.connectionsOpened } }
+idp.connectionCounts.withLock {
+    $0 = { .init(opened: server.connectionsOpened, handshakesFull: server.tlsHandshakesFull, handshakesResumed: server.tlsHandshakesResumed) }
+}
 do { try server.start() } catch {
     FileHandle.standardError.write(Data("dev-idp: \(error)\n".utf8))
     exit(1)
