@@ -18,6 +18,8 @@ struct TestCA: Sendable {
 
     func path(_ file: String) -> String { dir.appendingPathComponent(file).path }
     var certificate: String { path("\(name).pem") }
+    /// The CA certificate as PEM text (trust anchors given inline rather than as a file).
+    var pem: String { (try? String(contentsOfFile: certificate, encoding: .utf8)) ?? "" }
 
     /// Issues `cn`: a server certificate for 127.0.0.1 and `dnsNames` (`*.idp.localhost`: any
     /// one label before it; OpenSSL refuses a wildcard with fewer than two labels after it, so
