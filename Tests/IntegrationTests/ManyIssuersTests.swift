@@ -115,4 +115,24 @@ struct ManyIssuersTests {
             "issuer": w.idp.issuer(host: "acme"), "client_id": "other", "auth_method": "client_secret_basic", "client_secret": w.idpSecret,
             "redirect_uri": w.redirectURI, "scopes": ["openid", "offline_access"]]), 201)
     }
+
+    @Test("the issuer is the request's host: one label before the suffix, in lower case, with its port; any other host is the default issuer")
+    func issuerByHost() async throws {
+        let idp = try await DevIdPServer(tls: TestCA(name: "provider-ca"), issuerHosts: "idp.localhost")
+        defer { idp.process.stop() }
+        func issuer(host: String) async throws -> String? {
+            try await idp.call("GET", idp.issuer + "/.well-known/openid-configuration", headers: ["Host": host])["issuer"] as? String
+        }
+        let port = idp.port
+        #expect(try await issuer(host: "acme.idp.localhost:\(port)") == "https://acme.idp.localhost:\(port)")
+        #expect(try await issuer(host: "ACME.Idp.LocalHost:\(port)") == "https://acme.idp.localhost:\(port)")
+        #expect(try await issuer(host: "acme.idp.localhost") == "https://acme.idp.localhost")
+        for other in ["a.b.idp.localhost:\(port)", "idp.localhost:\(port)", "-a.idp.localhost:\(port)", "a_b.idp.localhost:\(port)",
+                      "acme.idp.localhost:x", "acme.idp.localhost.evil:\(port)"] {
+            #expect(try await issuer(host: other) == idp.issuer, "\(other)")
+        }
+        let d = try await idp.call("GET", idp.issuer(host: "i7") + "/.well-known/openid-configuration").json
+        #expect(d["token_endpoint"] as? String == idp.issuer(host: "i7") + "/token" && d["jwks_uri"] as? String == idp.issuer(host: "i7") + "/jwks")
+    }
 }
+
