@@ -156,6 +156,7 @@ def main():
     results.update(scale_bench(env, op, idp))
     results.update(million_bench(env))
     results.update(signout_bench(env, op, idp))
+    results.update(provider_https_bench(env, op, idp))
     results.update({"date": time.strftime("%Y-%m-%d"),
                     "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians"})
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
@@ -568,20 +569,26 @@ def storm_setup(env, op, idp, sessions, tag):
     key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "s", "roles": ["admin"], "tenants": [tenant]})[2])["key"]
     subjects = [f"s-{i}" for i in range(sessions)]
     tokens = json.loads(http("POST", idp + "/admin/grants", body={"client_id": app, "subjects": subjects})[2])["refresh_tokens"]
-    exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
-    from concurrent.futures import ThreadPoolExecutor
-
-    def imp(sub):
-        st, _, body = http("POST", f"{b}/v1/tenants/{tenant}/sessions:import", key, {"client": "app", "subject": sub,
-                            "refresh_token": tokens[sub], "access_token": "storm-" + secrets.token_urlsafe(24), "expires_at": exp})
-        assert st == 201, body
-    with ThreadPoolExecutor(16) as pool:
-        list(pool.map(imp, subjects))
+    import_storm_sessions(b, tenant, key, [("app", sub, tokens[sub]) for sub in subjects])
     for p in ps:
         p.send_signal(signal.SIGTERM)
         p.wait()
     psql(f"UPDATE sessions SET next_refresh_at = now() + interval '3 seconds' + random() * interval '10 seconds' WHERE tenant_id = '{tenant}'")
     return tenant, app, time.time() + 3
+
+
+def import_storm_sessions(b, tenant, key, grants):
+    """Imports (client, subject, refresh token) grants through broker `b`, 16 at a time, each with
+    an access token said to live an hour (so that nothing is refreshed at import)."""
+    exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
+
+    def imp(grant):
+        client, sub, rt = grant
+        st, _, body = http("POST", f"{b}/v1/tenants/{tenant}/sessions:import", key, {"client": client, "subject": sub,
+                            "refresh_token": rt, "access_token": "storm-" + secrets.token_urlsafe(24), "expires_at": exp})
+        assert st == 201, body
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(imp, grants))
 
 
 def pg_cpu():
@@ -667,6 +674,213 @@ def storm_bench(env, op, idp, sessions=10_000, tag=""):
             "refresh_storm_refreshes_ok": stats["refreshes_ok"], "refresh_storm_duplicates": twice + stats["reuse_detected"],
             "refresh_cpu_ms_per_refresh": round(cpu / sessions, 3), "refresh_pg_cpu_ms_per_refresh": round(stats["pg_cpu_ms"] / sessions, 3),
             "refresh_context_switches_per_refresh": round(stats["broker_switches"] / sessions, 2)}
+
+
+HTTPS_STORM_SESSIONS = int(os.environ.get("BENCH_HTTPS_STORM_SESSIONS", "10000"))
+HTTPS_STORM_HOSTS = [int(x) for x in os.environ.get("BENCH_HTTPS_STORM_HOSTS", "1,100,1000").split(",")]
+HTTPS_KEY = os.environ.get("BENCH_HTTPS_KEY", "provider_https")
+HTTPS_STORM_TIMEOUT = int(os.environ.get("BENCH_HTTPS_STORM_TIMEOUT", "300"))   # seconds a drain may take
+
+
+def https_idp(work):
+    """A test CA, a `*.idp.localhost` certificate from it, and the development IdP serving it over
+    HTTPS with every `<label>.idp.localhost` host an issuer of its own (the broker's libcurl
+    resolves `*.localhost` to loopback itself). Returns the IdP's base URL for the test controls
+    (127.0.0.1, in the certificate too), its port, the CA file and the process."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True)
+    ca, key = work / "provider-ca.pem", work / "provider-ca.key"
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-keyout", str(key), "-out", str(ca), "-subj", "/CN=bench provider CA")
+    (work / "idp.ext").write_text("subjectAltName=DNS:*.idp.localhost,DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(work / "idp.key"),
+            "-out", str(work / "idp.csr"), "-subj", "/CN=idp.localhost")
+    openssl("x509", "-req", "-in", str(work / "idp.csr"), "-CA", str(ca), "-CAkey", str(key), "-CAcreateserial", "-days", "2",
+            "-extfile", str(work / "idp.ext"), "-out", str(work / "idp.pem"))
+    trust(ca)
+    port = free_port()
+    p = start([BIN / "dev-idp", "--listen", f"127.0.0.1:{port}", "--tls-cert", str(work / "idp.pem"), "--tls-key", str(work / "idp.key"),
+               "--issuer-hosts", "idp.localhost"])
+    wait_ready(f"https://127.0.0.1:{port}/jwks")
+    return f"https://127.0.0.1:{port}", port, ca, p
+
+
+TLS_CONTEXT = None
+
+
+def trust(ca_file):
+    """From now on the benchmark's HTTP client also trusts `ca_file` (the development IdP's CA)."""
+    global opener, TLS_CONTEXT
+    import ssl
+    TLS_CONTEXT = ssl.create_default_context()
+    TLS_CONTEXT.load_verify_locations(cafile=str(ca_file))
+    opener = urllib.request.build_opener(NoRedirect, urllib.request.HTTPSHandler(context=TLS_CONTEXT))
+
+
+class StatsPoller:
+    """The IdP's /stats of all clients on one kept-alive connection, so that polling it during a
+    storm adds (almost) nothing to the connections the IdP counts; `own` is how many connections
+    the poller opened, to be taken off the IdP's count."""
+
+    def __init__(self, base):
+        u = urllib.parse.urlparse(base)
+        self.host, self.port, self.tls, self.conn, self.own = u.hostname, u.port, u.scheme == "https", None, 0
+
+    def get(self):
+        for _ in range(3):
+            if self.conn is None:
+                self.conn = (http_client.HTTPSConnection(self.host, self.port, context=TLS_CONTEXT, timeout=30) if self.tls
+                             else http_client.HTTPConnection(self.host, self.port, timeout=30))
+                self.own += 1
+            try:
+                self.conn.request("GET", "/stats")
+                return json.loads(self.conn.getresponse().read())
+            except (OSError, http_client.HTTPException):
+                self.conn.close()
+                self.conn = None
+        raise SystemExit("the IdP's /stats does not answer")
+
+    def close(self):
+        if self.conn:
+            self.conn.close()
+
+
+def rss_mb(pid):
+    return next(int(l.split()[1]) for l in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines() if l.startswith("VmRSS:")) / 1024
+
+
+def broker_provider_metrics(url):
+    """The broker's provider-connection counters from /metrics (None where it has none yet):
+    connections opened and reused, TLS handshakes full and resumed."""
+    status, _, body = http("GET", url + "/metrics")
+    found = {}
+    if status == 200:
+        for line in body.decode().splitlines():
+            m = re.match(r'tokenbroker_provider_(connections|tls_handshakes)_total\{[^}]*kind="(\w+)"[^}]*\}\s+([\d.e+]+)', line)
+            if m:
+                k = f"{m.group(1)}_{m.group(2)}"
+                found[k] = found.get(k, 0) + float(m.group(3))
+    return {k: (int(found[k]) if k in found else None) for k in
+            ["connections_opened", "connections_reused", "tls_handshakes_full", "tls_handshakes_resumed"]}
+
+
+def provider_storm(env, op, admin, issuers, sessions, tag):
+    """`sessions` sessions spread evenly over one client per issuer in `issuers`, imported through
+    one replica with their access tokens, made due at the same instant 3 s ahead; then one replica
+    drains them. Returns what the IdP and the broker counted over the drain, and the broker's CPU
+    per client registration (each fetches its issuer's discovery document)."""
+    extra = {"TOKENBROKER_LOG_LEVEL": "warn"}
+    ps, urls = start_brokers(env, 1, extra)
+    b = urls[0]
+    tenant = f"pstorm{tag}"
+    http("PUT", f"{b}/v1/tenants/{tenant}", op, {"name": "Provider storm"})
+    clients = [(f"pstorm{tag}-{j}", issuer) for j, issuer in enumerate(issuers)]
+    for client, _ in clients:
+        st, _, body = http("POST", admin + "/admin/clients", body={"client_id": client, "client_secret": "storm-secret",
+                                                                  "redirect_uris": [b + "/v1/callback"], "access_ttl": 3600})
+        assert st == 201, body
+
+    def register(j):
+        client, issuer = clients[j]
+        st, _, body = http("PUT", f"{b}/v1/tenants/{tenant}/clients/c{j}", op, {
+            "issuer": issuer, "client_id": client, "auth_method": "client_secret_basic", "client_secret": "storm-secret",
+            "redirect_uri": b + "/v1/callback", "scopes": ["openid", "offline_access"], "max_concurrent_refreshes": 16})
+        assert st == 201, body
+    cpu0, t_reg = cpu_ms(ps[0].pid), time.time()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(register, range(len(clients))))
+    registration = (cpu_ms(ps[0].pid) - cpu0) / len(clients)
+    registration_s = time.time() - t_reg
+    key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "s", "roles": ["admin"], "tenants": [tenant]})[2])["key"]
+    per = [sessions // len(clients) + (1 if j < sessions % len(clients) else 0) for j in range(len(clients))]
+    work = []
+    for j, (client, _) in enumerate(clients):
+        subjects = [f"s{j}-{i}" for i in range(per[j])]
+        if subjects:
+            tokens = json.loads(http("POST", admin + "/admin/grants", body={"client_id": client, "subjects": subjects})[2])["refresh_tokens"]
+            work += [(f"c{j}", sub, tokens[sub]) for sub in subjects]
+    import_storm_sessions(b, tenant, key, work)
+    for p in ps:
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+    psql(f"UPDATE sessions SET next_refresh_at = now() + interval '3 seconds' WHERE tenant_id = '{tenant}'")
+    t0 = time.time() + 3
+
+    poller = StatsPoller(admin)
+    before = poller.get()
+    # The development IdP serving this storm: the HTTPS one for an https base, else the plain one.
+    idp_pid = next(p.pid for p in procs if p.args[0] == BIN / "dev-idp" and p.poll() is None and
+                   ("--tls-cert" in p.args) == admin.startswith("https"))
+    ps, urls = start_brokers(env, 1, extra)
+    cpu0, idp0 = cpu_ms(ps[0].pid), cpu_ms(idp_pid)
+    while time.time() - t0 < HTTPS_STORM_TIMEOUT:
+        now = poller.get()
+        if now["refreshes_ok"] - before["refreshes_ok"] >= sessions:
+            break
+        time.sleep(0.1)
+    drained = time.time() - t0
+    time.sleep(1)   # stragglers show up in the counts
+    cpu, idp_cpu = cpu_ms(ps[0].pid) - cpu0, cpu_ms(idp_pid) - idp0
+    rss = rss_mb(ps[0].pid)
+    metrics = broker_provider_metrics(urls[0])
+    after = poller.get()
+    poller.close()
+    for p in ps:
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+    psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
+
+    def delta(k):
+        return after.get(k, 0) - before.get(k, 0)
+    refreshed = delta("refreshes_ok")
+    opened = delta("connections_opened") - (poller.own - 1)
+    calls = after["token_calls"].get("refresh_token", 0) - before["token_calls"].get("refresh_token", 0)
+    r = {"hosts": len(issuers), "sessions": sessions, "drain_seconds": round(drained, 2), "drained_all": refreshed >= sessions,
+         "refreshes_ok": refreshed, "idp_refresh_calls": calls, "reuse_detected": delta("reuse_detected"),
+         "refreshes_per_s": round(refreshed / drained, 1), "broker_cpu_ms_per_refresh": round(cpu / max(refreshed, 1), 3),
+         "idp_cpu_ms_per_refresh": round(idp_cpu / max(refreshed, 1), 3),
+         "new_connections_per_refresh_idp": round(opened / max(refreshed, 1), 3),
+         "tls_handshakes_full_idp": delta("tls_handshakes_full"), "tls_handshakes_resumed_idp": delta("tls_handshakes_resumed"),
+         "broker_rss_mb_after": round(rss, 1), "registration_cpu_ms_per_client": round(registration, 2),
+         "registration_seconds": round(registration_s, 2)}
+    if metrics["connections_opened"] is not None:
+        r["new_connections_per_refresh_broker"] = round(metrics["connections_opened"] / max(refreshed, 1), 3)
+    r["broker_metrics"] = metrics
+    return r
+
+
+def provider_https_bench(env, op, idp):
+    """The refresh storm through one replica over plain HTTP (one issuer) and over HTTPS against
+    1, 100 and 1,000 issuers (one client each, the sessions spread evenly), all against the
+    development IdP, in one run; and the broker's CPU per client registered on a new HTTPS issuer
+    (the largest case's registrations: discovery fetched at registration)."""
+    work = pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-https-"))
+    admin, port, ca, _ = https_idp(work)
+    env = {**env, "TOKENBROKER_PROVIDER_CA_FILE": str(ca)}
+    runs = {}
+    runs["http_1"] = provider_storm(env, op, idp, [idp], HTTPS_STORM_SESSIONS, "h1")
+    for n in HTTPS_STORM_HOSTS:
+        issuers = [f"https://i{j}.idp.localhost:{port}" for j in range(n)]
+        runs[f"https_{n}"] = provider_storm(env, op, admin, issuers, HTTPS_STORM_SESSIONS, f"s{n}")
+    for k, r in runs.items():
+        print(f"{k}: {r['drain_seconds']} s, {r['refreshes_per_s']} refreshes/s, {r['broker_cpu_ms_per_refresh']} ms CPU/refresh, "
+              f"{r['new_connections_per_refresh_idp']} new connections/refresh, TLS {r['tls_handshakes_full_idp']} full "
+              f"{r['tls_handshakes_resumed_idp']} resumed, RSS {r['broker_rss_mb_after']} MB, registration {r['registration_cpu_ms_per_client']} ms CPU/client")
+    out = {"runs": runs, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "commit": subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
+           "sessions": HTTPS_STORM_SESSIONS}
+    largest = max(HTTPS_STORM_HOSTS)
+    out["registration_cpu_ms_per_client_https"] = runs[f"https_{largest}"]["registration_cpu_ms_per_client"]
+    out["registration_clients"] = largest
+    if 1 in HTTPS_STORM_HOSTS and largest > 1:
+        one, many = runs["https_1"], runs[f"https_{largest}"]
+        out[f"cpu_per_refresh_{largest}_vs_1"] = round(many["broker_cpu_ms_per_refresh"] / one["broker_cpu_ms_per_refresh"], 2)
+        out[f"refreshes_per_s_{largest}_vs_1"] = round(many["refreshes_per_s"] / one["refreshes_per_s"], 2)
+        out[f"rss_{largest}_vs_1"] = round(many["broker_rss_mb_after"] / one["broker_rss_mb_after"], 2)
+    out["https_1_vs_http_cpu_per_refresh"] = round(runs["https_1"]["broker_cpu_ms_per_refresh"] / runs["http_1"]["broker_cpu_ms_per_refresh"], 2) \
+        if "https_1" in runs else None
+    shutil.rmtree(work, ignore_errors=True)
+    return {HTTPS_KEY: out}
 
 
 class Probe:
@@ -931,13 +1145,24 @@ def probe_only():
     print(json.dumps(probe_bench(*standalone()), indent=2))
 
 
+def storm_https_only():
+    """`bench.py storm-https`: the refresh storm over HTTP and over HTTPS against 1, 100 and 1,000
+    issuers (BENCH_HTTPS_STORM_HOSTS, BENCH_HTTPS_STORM_SESSIONS), merged into bench/results.json
+    under BENCH_HTTPS_KEY (default provider_https)."""
+    r = provider_https_bench(*standalone())
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(r)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(r, indent=2))
+
+
 def storm_only():
     """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
     print(json.dumps(storm_rounds(*standalone(), rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
 try:
-    {"storm": storm_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"storm": storm_only, "storm-https": storm_https_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

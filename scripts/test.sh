@@ -2,7 +2,7 @@
 # `make test`: installs what is missing, builds, checks that Package.swift declares exactly what
 # each target imports (scripts/imports-check.py), starts the private PostgreSQL (unless
 # DATABASE_URL is set) with a fresh test database, runs the whole suite (unit, adapter and
-# integration tests against real PostgreSQL and the development IdP over HTTP), then
+# integration tests against real PostgreSQL and the development IdP over HTTP and HTTPS), then
 # schemathesis against a live broker with docs/openapi.yaml as the contract, the worker
 # clients (clients/) against a live broker, then scans
 # every log of the run and a dump of the database for any secret the tests saw. Stops what

@@ -20,6 +20,9 @@ final class ConnectionDeadlines: @unchecked Sendable {
         /// verdict of `tb_mhd_client_certificate` and the fingerprint. Touched only on the
         /// connection's own MHD thread.
         var clientCertificate: (verdict: Int32, sha256: String?)?
+        /// Its TLS handshake has been counted (full or resumed). Touched only on the
+        /// connection's own MHD thread.
+        var handshakeCounted = false
         /// The daemon the connection belongs to (a reload runs two for a while).
         let daemon: DaemonState?
         init(fd: Int32, daemon: DaemonState?) {

@@ -25,6 +25,15 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
             ctx.requestID = MHDServer.requestID(nil)
             return shuttingDown(server, ctx.requestID, connection)
         }
+        if server.config.tls != nil, let w, !w.handshakeCounted {
+            // Once per connection: by its first request the handshake is over.
+            w.handshakeCounted = true
+            switch tb_mhd_tls_resumed(connection) {
+            case 1: server.handshakesResumed.add(1, ordering: .relaxed)
+            case 0: server.handshakesFull.add(1, ordering: .relaxed)
+            default: break
+            }
+        }
         var pass = HeaderPass(wanted: server.wantedHeaders)
         withUnsafeMutablePointer(to: &pass) { p in _ = MHD_get_connection_values_n(connection, tb_MHD_HEADER_KIND, walkHeader, p) }
         ctx.headers = pass.kept
@@ -97,6 +106,10 @@ let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketC
     let server = daemon.server
     if toe == tb_MHD_CONNECTION_NOTIFY_STARTED {
         daemon.adopting.subtract(1, ordering: .releasing)
+        // libmicrohttpd 0.9.75 calls this after gnutls_init and before the first handshake step
+        // (new_connection_process_ after new_connection_prepare_): the one moment tickets can
+        // be switched on for a session it made.
+        if let key = server.ticketKey { _ = tb_mhd_enable_session_tickets(connection, key.pointer) }
         let w = server.deadlines.opened(fd: tb_mhd_connection_fd(connection), daemon: daemon)
         socketContext.pointee = Unmanaged.passRetained(w).toOpaque()
     } else if let raw = socketContext.pointee {

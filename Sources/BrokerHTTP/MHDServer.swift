@@ -71,6 +71,23 @@ public final class MHDServer: Sendable {
     public var slowClientsClosed: Int { deadlines.closed.load(ordering: .relaxed) }
     /// Connections accepted since the start (kept-alive ones count once).
     public var connectionsOpened: Int { deadlines.opened.load(ordering: .relaxed) }
+    /// TLS handshakes since the start, full and resumed, each connection counted once at its
+    /// first request (a connection that sends none is not counted).
+    public var tlsHandshakesFull: Int { handshakesFull.load(ordering: .relaxed) }
+    public var tlsHandshakesResumed: Int { handshakesResumed.load(ordering: .relaxed) }
+    let handshakesFull = Atomic<Int>(0), handshakesResumed = Atomic<Int>(0)
+    /// The session-ticket key of every daemon of this server (nil: tickets off).
+    let ticketKey: TicketKey?
+
+    /// A GnuTLS session-ticket key, wiped and freed with the server.
+    final class TicketKey: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+        init?() {
+            guard let p = tb_tls_ticket_key_new() else { return nil }
+            pointer = p
+        }
+        deinit { tb_tls_ticket_key_free(pointer) }
+    }
 
     /// A started daemon and the state its callbacks get as `cls` (kept alive by this box until
     /// the daemon is stopped).
@@ -88,6 +105,8 @@ public final class MHDServer: Sendable {
         wantedHeaders = config.headers.map { ($0.lowercased(), Array($0.lowercased().utf8)) }
         self.handle = handle
         deadlines = ConnectionDeadlines(headers: config.headerTimeout, body: config.bodyTimeout, idle: TimeInterval(config.idleTimeout))
+        // Without a key (GnuTLS could not draw one) every handshake is a full one: slower, not wrong.
+        ticketKey = config.tls?.sessionTickets == true ? TicketKey() : nil
     }
 
     /// Binds the configured address for a moment and lets it go: a port in use is a start-up

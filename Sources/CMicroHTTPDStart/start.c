@@ -2,6 +2,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/crypto.h>
 #include <gnutls/x509.h>
+#include <stdlib.h>
 
 struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o) {
     /* No listening socket: the Acceptor (BrokerHTTP) accepts and hands connections over; ITC
@@ -58,6 +59,43 @@ int tb_mhd_client_certificate(struct MHD_Connection *connection, unsigned char s
     if (gnutls_certificate_verify_peers(session, &purpose, 1, &status) < 0 || status != 0) return -1;
     if (gnutls_hash_fast(GNUTLS_DIG_SHA256, peers[0].data, peers[0].size, sha256) < 0) return -1;
     return 1;
+}
+
+void *tb_tls_ticket_key_new(void) {
+    gnutls_datum_t *key = calloc(1, sizeof *key);
+    if (key == NULL) return NULL;
+    if (gnutls_session_ticket_key_generate(key) < 0) {
+        free(key);
+        return NULL;
+    }
+    return key;
+}
+
+void tb_tls_ticket_key_free(void *p) {
+    gnutls_datum_t *key = p;
+    if (key == NULL) return;
+    if (key->data != NULL) {
+        gnutls_memset(key->data, 0, key->size);
+        gnutls_free(key->data);
+    }
+    free(key);
+}
+
+static gnutls_session_t tls_session(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    return info == NULL ? NULL : (gnutls_session_t)info->tls_session;
+}
+
+int tb_mhd_enable_session_tickets(struct MHD_Connection *connection, void *key) {
+    gnutls_session_t session = tls_session(connection);
+    if (session == NULL || key == NULL) return -1;
+    return gnutls_session_ticket_enable_server(session, (const gnutls_datum_t *)key) < 0 ? -1 : 0;
+}
+
+int tb_mhd_tls_resumed(struct MHD_Connection *connection) {
+    gnutls_session_t session = tls_session(connection);
+    if (session == NULL) return -1;
+    return gnutls_session_is_resumed(session) ? 1 : 0;
 }
 
 unsigned int tb_mhd_connections(struct MHD_Daemon *daemon) {

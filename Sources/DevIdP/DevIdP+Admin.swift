@@ -45,7 +45,10 @@ extension DevIdP {
             body["resource_accepted"] = s.resourceAccepted
             body["resource_refusals"] = s.resourceRefusals
         }
-        body["connections_opened"] = connectionsOpened.withLock { $0 }()
+        let connections = connectionCounts.withLock { $0 }()
+        body["connections_opened"] = connections.opened
+        body["tls_handshakes_full"] = connections.handshakesFull
+        body["tls_handshakes_resumed"] = connections.handshakesResumed
         if withTimes { body["refresh_times"] = times }
         return json(200, body)
     }
@@ -154,7 +157,8 @@ extension DevIdP {
 
     /// `{"client_id", "sub"?, "sid"?, "mode"?}`: a back-channel logout token (OpenID Connect
     /// Back-Channel Logout 1.0 §2.4) for the test to deliver, signed with the client's ID-token
-    /// key — or wrong in one way: `bad_signature`, `nonce`, `wrong_aud`, `no_events`, `old_iat`.
+    /// key, from the issuer the request was addressed to — or wrong in one way: `bad_signature`,
+    /// `nonce`, `wrong_aud`, `no_events`, `old_iat`.
     func logoutToken(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let clientID = o["client_id"] as? String else {
             return json(400, ["error": "invalid_request"])
@@ -162,7 +166,7 @@ extension DevIdP {
         let (alg, keys) = state.withLock { ($0.clients[clientID]?.idTokenAlg ?? .es256, $0.keys) }
         let now = Int(Date().timeIntervalSince1970)
         var rng = SystemRandomNumberGenerator()
-        var c: [String: Any] = ["iss": issuer, "aud": clientID, "iat": now, "exp": now + 120, "jti": Identifiers.token(bytes: 16, using: &rng),
+        var c: [String: Any] = ["iss": issuer(for: req), "aud": clientID, "iat": now, "exp": now + 120, "jti": Identifiers.token(bytes: 16, using: &rng),
                                 "events": ["http://schemas.openid.net/event/backchannel-logout": [String: Any]()]]
         if let sub = o["sub"] as? String { c["sub"] = sub }
         if let sid = o["sid"] as? String { c["sid"] = sid }

@@ -22,7 +22,7 @@ extension DevIdP {
         let fapi2 = state.withLock { $0.settings.fapi2 }
         if !client.jwks.isEmpty {
             guard secret == nil, form["client_assertion_type"] == Self.jwtBearer, let jwt = form["client_assertion"],
-                  verifyAssertion(jwt, clientID: id, keys: client.jwks, endpoint: req.path, issuerOnly: fapi2) else { return nil }
+                  verifyAssertion(jwt, clientID: id, keys: client.jwks, issuer: issuer(for: req), endpoint: req.path, issuerOnly: fapi2) else { return nil }
             return id
         }
         if fapi2 { return nil }   // FAPI 2.0: private_key_jwt only
@@ -31,9 +31,9 @@ extension DevIdP {
     }
 
     /// RFC 7523 §3: signed by one of the client's keys; iss = sub = client_id; aud the endpoint
-    /// or the issuer (`issuerOnly`, FAPI 2.0 §5.3.2.1: the issuer identifier, one string, and
-    /// ES256 or PS256); not expired; jti never seen before.
-    private func verifyAssertion(_ jwt: String, clientID: String, keys: [JSONWebKey], endpoint: String, issuerOnly: Bool) -> Bool {
+    /// or the issuer the request was addressed to (`issuerOnly`, FAPI 2.0 §5.3.2.1: the issuer
+    /// identifier, one string, and ES256 or PS256); not expired; jti never seen before.
+    private func verifyAssertion(_ jwt: String, clientID: String, keys: [JSONWebKey], issuer: String, endpoint: String, issuerOnly: Bool) -> Bool {
         guard let jws = try? CompactJWS.parse(jwt), let alg = JWSAlgorithm(rawValue: jws.algorithm) else { return false }
         if issuerOnly {
             guard alg != .rs256, jws.claims["aud"] as? String == issuer else { return false }

@@ -17,7 +17,8 @@ extension DevIdP {
         case nonceNeeded(String)
     }
 
-    /// Checks the request's `DPoP` header for `htm` and this server's URL of `path` (§4.3).
+    /// Checks the request's `DPoP` header for `htm` and `path` at the issuer the request was
+    /// addressed to (§4.3).
     func checkProof(_ req: HTTPRequest, path: String, accessToken: String?, nonceRequired: Bool) -> ProofCheck {
         guard let proof = req.header("dpop") else { return .none }
         let parts = proof.split(separator: ".", omittingEmptySubsequences: false)
@@ -39,7 +40,7 @@ extension DevIdP {
             return .refused(code: "invalid_dpop_proof", why: "bad signature")
         }
         guard claims["htm"] as? String == req.method else { return .refused(code: "invalid_dpop_proof", why: "htm") }
-        guard let htu = claims["htu"] as? String, DPoPProof.targetURI(htu) == DPoPProof.targetURI(issuer + path) else {
+        guard let htu = claims["htu"] as? String, DPoPProof.targetURI(htu) == DPoPProof.targetURI(issuer(for: req) + path) else {
             return .refused(code: "invalid_dpop_proof", why: "htu")
         }
         let now = Date().timeIntervalSince1970

@@ -3,8 +3,8 @@ import BrokerHTTP
 /// The discovery route, counted: `discovery_fetches` in `/stats` is how often a client read the
 /// document, so that tests see a broker read it once, not once per waiting request.
 extension DevIdP {
-    func countedDiscovery() -> HTTPResponse {
+    func countedDiscovery(_ issuer: String) -> HTTPResponse {
         state.withLock { $0.discoveryFetches += 1 }
-        return json(200, discovery())
+        return json(200, discovery(issuer))
     }
 }

@@ -9,7 +9,7 @@ import Foundation
 /// registered (`actor_jwks`), the new token names the actor in `act` (§4.1). A bound subject
 /// token needs a proof of its key, and the new token is bound to it too.
 extension DevIdP {
-    func exchangeToken(_ form: [String: String], clientID: String, jkt: String?) -> HTTPResponse {
+    func exchangeToken(_ form: [String: String], clientID: String, jkt: String?, issuer: String) -> HTTPResponse {
         func refuse(_ code: String, _ why: String) -> HTTPResponse { json(400, ["error": code, "error_description": why]) }
         guard let client = state.withLock({ $0.clients[clientID] }), client.confidential else {
             return refuse("unauthorized_client", "token exchange is for confidential clients")
@@ -39,7 +39,7 @@ extension DevIdP {
         }
         var act: [String: Any]?
         if let actor = form["actor_token"] {
-            guard form["actor_token_type"] == TokenExchange.jwtTokenType, let a = verifyActor(actor, keys: client.actorJWKS) else {
+            guard form["actor_token_type"] == TokenExchange.jwtTokenType, let a = verifyActor(actor, keys: client.actorJWKS, issuer: issuer) else {
                 return refuse("invalid_request", "the actor token is not a valid JWT signed with the client's actor keys")
             }
             act = a
@@ -65,8 +65,8 @@ extension DevIdP {
     }
 
     /// The actor token's `act` (its `sub` and `iss`) when it is signed by one of `keys`, meant for
-    /// this IdP, and unexpired; nil otherwise.
-    private func verifyActor(_ jwt: String, keys: [JSONWebKey]) -> [String: Any]? {
+    /// `issuer`, and unexpired; nil otherwise.
+    private func verifyActor(_ jwt: String, keys: [JSONWebKey], issuer: String) -> [String: Any]? {
         guard let jws = try? CompactJWS.parse(jwt), let alg = JWSAlgorithm(rawValue: jws.algorithm) else { return nil }
         let verifier = OpenSSLSignatureVerifier()
         guard keys.contains(where: { (jws.kid == nil || $0.kid == jws.kid) && verifier.verify(alg, key: $0, input: jws.signingInput, signature: jws.signature) }) else {

@@ -37,8 +37,8 @@ extension DevIdP {
             let fault = grantType == "refresh_token" && (failure?.status ?? 0) == 0 ? s.takeRefreshFault(clientID) : nil
             return (failure, fault, s.stall(at: Date()))
         }
-        let bound = jkt
-        let process: @Sendable () -> HTTPResponse = { [self] in grant(form, grantType: grantType, clientID: clientID, jkt: bound) }
+        let bound = jkt, issuer = issuer(for: req)
+        let process: @Sendable () -> HTTPResponse = { [self] in grant(form, grantType: grantType, clientID: clientID, jkt: bound, issuer: issuer) }
         guard failure != nil || fault != nil || stall != nil else { return .now(process()) }
         return .later { respond in
             let release: @Sendable (HTTPResponse) -> Void = { r in Self.at(stall?.until) { respond(r) } }
@@ -59,16 +59,17 @@ extension DevIdP {
         }
     }
 
-    private func grant(_ form: [String: String], grantType: String, clientID: String, jkt: String?) -> HTTPResponse {
+    /// Answers a grant as `issuer` (the one the request was addressed to).
+    private func grant(_ form: [String: String], grantType: String, clientID: String, jkt: String?, issuer: String) -> HTTPResponse {
         switch grantType {
-        case "authorization_code": return exchangeCode(form, clientID: clientID, jkt: jkt)
-        case "refresh_token": return refresh(form, clientID: clientID, jkt: jkt)
-        case TokenExchange.grantType: return exchangeToken(form, clientID: clientID, jkt: jkt)
+        case "authorization_code": return exchangeCode(form, clientID: clientID, jkt: jkt, issuer: issuer)
+        case "refresh_token": return refresh(form, clientID: clientID, jkt: jkt, issuer: issuer)
+        case TokenExchange.grantType: return exchangeToken(form, clientID: clientID, jkt: jkt, issuer: issuer)
         default: return json(400, ["error": "unsupported_grant_type"])
         }
     }
 
-    private func exchangeCode(_ form: [String: String], clientID: String, jkt: String?) -> HTTPResponse {
+    private func exchangeCode(_ form: [String: String], clientID: String, jkt: String?, issuer: String) -> HTTPResponse {
         guard let code = form["code"], let grant = state.withLock({ $0.codes.removeValue(forKey: code) }),
               grant.client == clientID, grant.expires > Date(), grant.redirectURI == form["redirect_uri"] else {
             return json(400, ["error": "invalid_grant", "error_description": "code unknown, used, expired or not yours"])
@@ -97,10 +98,10 @@ extension DevIdP {
             familyID = family
         }
         return issue(clientID: clientID, subject: grant.subject, scope: grant.scope, nonce: grant.nonce, refresh: refresh, family: familyID,
-                     jkt: jkt)
+                     jkt: jkt, issuer: issuer)
     }
 
-    private func refresh(_ form: [String: String], clientID: String, jkt: String?) -> HTTPResponse {
+    private func refresh(_ form: [String: String], clientID: String, jkt: String?, issuer: String) -> HTTPResponse {
         guard let presented = form["refresh_token"] else { return json(400, ["error": "invalid_request"]) }
         var rng = SystemRandomNumberGenerator()
         let next = Identifiers.token(bytes: 32, using: &rng)
@@ -137,13 +138,14 @@ extension DevIdP {
         guard let outcome else { return json(400, ["error": "invalid_grant", "error_description": "refresh token invalid, revoked or reused"]) }
         let familyKey = state.withLock { $0.families[outcome.family]?.jkt }
         return issue(clientID: clientID, subject: outcome.subject, scope: outcome.scope, nonce: nil, refresh: next, family: outcome.family,
-                     jkt: familyKey ?? jkt)
+                     jkt: familyKey ?? jkt, issuer: issuer)
     }
 
     /// Signs the tokens of a grant and remembers the access token (of `family`, if any) for
-    /// introspection; with `jkt` the access token is bound to that DPoP key (RFC 9449 §6).
+    /// introspection; with `jkt` the access token is bound to that DPoP key (RFC 9449 §6). Both
+    /// tokens name `issuer` as their `iss`.
     private func issue(clientID: String, subject: String, scope: String, nonce: String?, refresh: String?, family: String?,
-                       jkt: String?) -> HTTPResponse {
+                       jkt: String?, issuer: String) -> HTTPResponse {
         let (ttl, alg, secret, mode, keys) = state.withLock { s in
             (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.clients[clientID]?.idTokenAlg ?? .es256, s.clients[clientID]?.secret,
              s.take(clientID, atAuthorize: false), s.keys)
@@ -164,7 +166,7 @@ extension DevIdP {
         if mode == .idTokenAuthTimeZero { claims["auth_time"] = 0 }
         var body: [String: Any] = ["access_token": access, "token_type": jkt == nil ? "Bearer" : "DPoP", "expires_in": ttl, "scope": scope]
         if let refresh { body["refresh_token"] = refresh }
-        if let id = idToken(claims, clientID: clientID, alg: alg, secret: secret, mode: mode, keys: keys) { body["id_token"] = id }
+        if let id = idToken(claims, clientID: clientID, alg: alg, secret: secret, mode: mode, keys: keys, issuer: issuer) { body["id_token"] = id }
         switch mode {
         case .noAccessToken: body["access_token"] = nil
         case .unknownTokenType: body["token_type"] = "MAC"
@@ -179,7 +181,7 @@ extension DevIdP {
 
     /// The ID token, made wrong in exactly the way `mode` says (nil: none at all).
     private func idToken(_ claims: [String: Any], clientID: String, alg: JWSAlgorithm, secret: String?, mode: Misbehaviour?,
-                         keys: DevIdPKeys) -> String? {
+                         keys: DevIdPKeys, issuer: String) -> String? {
         var c = claims
         let now = claims["iat"] as! Int
         switch mode {

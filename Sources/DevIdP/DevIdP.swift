@@ -20,21 +20,42 @@ import Synchronization
 /// `POST /admin/revoke-subject`, `POST /admin/grants`, `POST /admin/logout-token`,
 /// `POST /admin/refresh-fault`, `POST /admin/stall`, `POST /admin/settings`, `GET /stats`.
 /// Late answers are `.later` replies and never hold one of the server's threads.
+///
+/// One process may play many issuers (DevIdP+Issuers): every handler takes its issuer from the
+/// request (`issuer(for:)`), never from the instance.
 public final class DevIdP: Sendable {
+    /// The issuer of requests addressed to no issuer host (the only one without `issuerHosts`).
     public let issuer: String
+    /// With it, `<label>.<issuerHosts>` hosts are issuers of their own (DevIdP+Issuers).
+    public let issuerHosts: String?
+    /// `http` or `https`, the default issuer's: the scheme of every issuer served.
+    let scheme: String
     let state: Mutex<DevIdPState>
-    /// The server's count of accepted connections (`connections_opened` in `/stats`): tests
-    /// see from it whether a client reused its connections. Set once the server exists.
-    public let connectionsOpened = Mutex<@Sendable () -> Int>({ 0 })
+    /// The server's counts of its connections (`connections_opened`, `tls_handshakes_full`,
+    /// `tls_handshakes_resumed` in `/stats`): tests and benchmarks see from them whether a client
+    /// reused its connections and resumed its TLS sessions. Set once the server exists.
+    public let connectionCounts = Mutex<@Sendable () -> ConnectionCounts>({ ConnectionCounts() })
 
-    public init(issuer: String, accessTTL: Int) {
+    /// Connections accepted, and TLS handshakes by kind (one per connection, at its first request).
+    public struct ConnectionCounts: Sendable {
+        public var opened = 0, handshakesFull = 0, handshakesResumed = 0
+        public init(opened: Int = 0, handshakesFull: Int = 0, handshakesResumed: Int = 0) {
+            self.opened = opened
+            self.handshakesFull = handshakesFull
+            self.handshakesResumed = handshakesResumed
+        }
+    }
+
+    public init(issuer: String, accessTTL: Int, issuerHosts: String? = nil) {
         self.issuer = issuer
+        self.issuerHosts = issuerHosts
+        scheme = issuer.hasPrefix("https://") ? "https" : "http"
         state = Mutex(DevIdPState(defaultAccessTTL: accessTTL))
     }
 
     public func router() -> Router {
         var r = Router()
-        r.add("GET", "/.well-known/openid-configuration") { [self] _ in .now(countedDiscovery()) }
+        r.add("GET", "/.well-known/openid-configuration") { [self] req in .now(countedDiscovery(issuer(for: req))) }
         r.add("GET", "/jwks") { [self] _ in .now(jwks()) }
         r.add("GET", "/authorize") { [self] req in .now(authorize(req)) }
         r.add("POST", "/token") { [self] req in token(req) }
@@ -64,7 +85,7 @@ public final class DevIdP: Sendable {
 
     /// The discovery document (OIDC Discovery 1.0 §3); `introspection_endpoint` (RFC 8414 §2)
     /// only while introspection is switched on.
-    func discovery() -> [String: Any] {
+    func discovery(_ issuer: String) -> [String: Any] {
         var d: [String: Any] = [
             "issuer": issuer,
             "authorization_endpoint": issuer + "/authorize",
@@ -132,6 +153,7 @@ public final class DevIdP: Sendable {
             return json(400, ["error": "invalid_request", "error_description": "unknown client or redirect_uri"])
         }
         let (mode, sendsIss) = state.withLock { ($0.take(clientID, atAuthorize: true), $0.settings.issParameter) }
+        let issuer = issuer(for: req)
         func back(_ params: String) -> HTTPResponse {
             var iss = sendsIss ? "&iss=" + FormEncoding.encode(issuer) : ""
             if mode == .wrongIssParam { iss = "&iss=" + FormEncoding.encode(issuer + "/other") }

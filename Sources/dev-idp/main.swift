@@ -2,8 +2,9 @@ import BrokerHTTP
 import DevIdP
 import Foundation
 
-// dev-idp --listen 127.0.0.1:9000 [--issuer URL] [--access-ttl SECONDS]
-var listen = "127.0.0.1:9000", issuer: String?, accessTTL = 3600
+// dev-idp --listen 127.0.0.1:9000 [--issuer URL] [--access-ttl SECONDS] [--tls-cert FILE --tls-key FILE]
+//         [--issuer-hosts SUFFIX]
+var listen = "127.0.0.1:9000", issuer: String?, accessTTL = 3600, tlsCert: String?, tlsKey: String?, issuerHosts: String?
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let a = args.removeFirst()
@@ -13,6 +14,9 @@ while !args.isEmpty {
     case "--listen": listen = v
     case "--issuer": issuer = v
     case "--access-ttl": accessTTL = Int(v) ?? 3600
+    case "--tls-cert": tlsCert = v
+    case "--tls-key": tlsKey = v
+    case "--issuer-hosts": issuerHosts = v
     default: FileHandle.standardError.write(Data("dev-idp: unknown option \(a)\n".utf8)); exit(2)
     }
 }
@@ -20,11 +24,21 @@ guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.ind
     FileHandle.standardError.write(Data("dev-idp: --listen must be host:port\n".utf8))
     exit(2)
 }
+guard (tlsCert == nil) == (tlsKey == nil) else {
+    FileHandle.standardError.write(Data("dev-idp: --tls-cert and --tls-key go together\n".utf8))
+    exit(2)
+}
 let host = String(listen[..<colon])
-let idp = DevIdP(issuer: issuer ?? "http://\(host):\(port)", accessTTL: accessTTL)
+let scheme = tlsCert == nil ? "http" : "https"
+let idp = DevIdP(issuer: issuer ?? "\(scheme)://\(host):\(port)", accessTTL: accessTTL, issuerHosts: issuerHosts)
 let router = idp.router()
 var config = HTTPServerConfig(host: host, port: port, threads: 2)
 config.headers += DevIdP.receiverHeaders   // the webhook test receiver reads the signature headers
+config.headers += DevIdP.issuerHeaders
+if let tlsCert, let tlsKey {
+    // Session tickets on: a provider's clients resume their TLS sessions (counted in /stats).
+    config.tls = TLSConfig(certificateFile: tlsCert, keyFile: tlsKey, clientCAFile: nil, clientCertificateRequired: false, sessionTickets: true)
+}
 let server = MHDServer(config: config) { req in
     switch router.match(method: req.method, path: req.path) {
     case .found(let h, let p, _):
@@ -35,7 +49,9 @@ let server = MHDServer(config: config) { req in
     case .notFound: return .now(.json(404, "{\"error\":\"not_found\"}"))
     }
 }
-idp.connectionsOpened.withLock { $0 = { server.connectionsOpened } }
+idp.connectionCounts.withLock {
+    $0 = { .init(opened: server.connectionsOpened, handshakesFull: server.tlsHandshakesFull, handshakesResumed: server.tlsHandshakesResumed) }
+}
 do { try server.start() } catch {
     FileHandle.standardError.write(Data("dev-idp: \(error)\n".utf8))
     exit(1)

@@ -43,4 +43,20 @@ void *tb_mhd_socket_context(struct MHD_Connection *connection);
  * the listener's CA bundle (its DER's SHA-256 in `sha256`), 0 when none was presented, -1 when
  * one was presented that does not verify (or the connection is not TLS). */
 int tb_mhd_client_certificate(struct MHD_Connection *connection, unsigned char sha256[32]);
+
+/* A new random key for TLS session tickets (gnutls_session_ticket_key_generate), NULL when
+ * GnuTLS cannot make one; freed (and wiped) by tb_tls_ticket_key_free. */
+void *tb_tls_ticket_key_new(void);
+void tb_tls_ticket_key_free(void *key);
+
+/* Lets the connection's TLS session issue and accept session tickets sealed with `key` (RFC 5077
+ * for TLS 1.2, RFC 8446 §4.6.1 for 1.3), so that a client resumes instead of a full handshake.
+ * To be called before the handshake: libmicrohttpd creates the GnuTLS session itself and offers
+ * no option for tickets, but its MHD_CONNECTION_NOTIFY_STARTED callback runs after gnutls_init
+ * and before the first handshake step. `key` must outlive the session. 0 when enabled, -1 not
+ * (not TLS, or GnuTLS refused). */
+int tb_mhd_enable_session_tickets(struct MHD_Connection *connection, void *key);
+
+/* Whether the connection's TLS handshake resumed a session: 1 resumed, 0 full, -1 not TLS. */
+int tb_mhd_tls_resumed(struct MHD_Connection *connection);
 #endif

@@ -9,13 +9,13 @@ extension DevIdPServer {
     /// The next `count` refresh grants are processed, then answered `delayMS` late (`late`), or
     /// the connection is dropped (`drop`); `drop_unprocessed` drops it without the IdP acting.
     func refreshFault(_ mode: String, delayMS: Int = 0, count: Int = 1) async throws {
-        let r = try await HTTP.post(issuer + "/admin/refresh-fault", json: ["mode": mode, "delay_ms": delayMS, "count": count])
+        let r = try await call("POST", issuer + "/admin/refresh-fault", json: ["mode": mode, "delay_ms": delayMS, "count": count])
         precondition(r.status == 200, "refresh-fault refused")
     }
 
     /// Every token request in the next `seconds` is rotated on arrival and answered when the stall ends.
     func stall(seconds: Double) async throws {
-        _ = try await HTTP.post(issuer + "/admin/stall", json: ["seconds": seconds])
+        _ = try await call("POST", issuer + "/admin/stall", json: ["seconds": seconds])
     }
 
     func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil, issParameter: Bool? = nil, par: String? = nil,
@@ -29,7 +29,7 @@ extension DevIdPServer {
         if let issParameter { body["iss_parameter"] = issParameter }
         if let introspection { body["introspection"] = introspection }
         if let killOldAccessTokens { body["kill_old_access_tokens"] = killOldAccessTokens }
-        _ = try await HTTP.post(issuer + "/admin/settings", json: body)
+        _ = try await call("POST", issuer + "/admin/settings", json: body)
     }
 
     /// The failing answer carries exactly `body` (e.g. empty, or HTML).
@@ -37,7 +37,7 @@ extension DevIdPServer {
         var o: [String: Any] = ["status": status, "count": count, "body": body]
         if let contentType { o["content_type"] = contentType }
         if let retryAfter { o["retry_after"] = retryAfter }
-        _ = try await HTTP.post(issuer + "/admin/failures", json: o)
+        _ = try await call("POST", issuer + "/admin/failures", json: o)
     }
 
     /// Refresh grants received that named a known token, reuse detected, introspections.
@@ -48,12 +48,8 @@ extension DevIdPServer {
 
     /// The IdP's RFC 7662 answer about `token`, asked as the client.
     func introspection(_ token: String, client: String, secret: String) async throws -> [String: Any] {
-        var req = URLRequest(url: URL(string: issuer + "/introspect")!)
-        req.httpMethod = "POST"
-        req.setValue("Basic " + Data("\(client):\(secret)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
-        req.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        req.httpBody = Data("token=\(token)".utf8)
-        let (data, _) = try await HTTP.session.data(for: req)
-        return (try JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        try await call("POST", issuer + "/introspect", body: Data("token=\(token)".utf8), headers: [
+            "Authorization": "Basic " + Data("\(client):\(secret)".utf8).base64EncodedString(),
+            "Content-Type": "application/x-www-form-urlencoded"]).json
     }
 }

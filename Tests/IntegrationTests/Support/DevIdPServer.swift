@@ -7,16 +7,51 @@ import FoundationNetworking
 
 /// DevIdPServer is a running `dev-idp`, driven over HTTP exactly like a real provider, plus its
 /// test controls (client registration, failure switches, stats).
+///
+/// Over HTTPS (`tls`) it serves a certificate of that test CA for `127.0.0.1`, `localhost` and,
+/// with `issuerHosts`, `*.<issuerHosts>`; every host `<label>.<issuerHosts>` is then an issuer of
+/// its own (`issuer(host:)`), all sharing the clients and grants. A broker reaches them with the
+/// CA in TOKENBROKER_PROVIDER_CA_FILE (`providerEnv`); the test controls go through curl.
 final class DevIdPServer: @unchecked Sendable {
     let port: UInt16
     let process: ManagedProcess
-    var issuer: String { "http://127.0.0.1:\(port)" }
+    /// The CA the server's certificate comes from (nil: plain HTTP).
+    let ca: TestCA?
+    let issuerHosts: String?
+    /// The issuer of requests to 127.0.0.1 (and of the test controls).
+    var issuer: String { "\(ca == nil ? "http" : "https")://127.0.0.1:\(port)" }
 
-    init(accessTTL: Int = 3600) async throws {
+    init(accessTTL: Int = 3600, tls ca: TestCA? = nil, issuerHosts: String? = nil) async throws {
         port = TestEnv.freePort()
-        process = try ManagedProcess("dev-idp", ["--listen", "127.0.0.1:\(port)", "--access-ttl", String(accessTTL)],
-                                     env: [:], logName: TestEnv.uniqueName("dev-idp"))
-        try await waitReady("http://127.0.0.1:\(port)/.well-known/openid-configuration", process)
+        self.ca = ca
+        self.issuerHosts = issuerHosts
+        var args = ["--listen", "127.0.0.1:\(port)", "--access-ttl", String(accessTTL)]
+        if let ca {
+            let names = ["localhost"] + (issuerHosts.map { ["*." + $0] } ?? [])
+            let cert = try ca.issue(TestEnv.uniqueName("dev-idp"), server: true, dnsNames: names)
+            args += ["--tls-cert", cert.cert, "--tls-key", cert.key]
+        }
+        if let issuerHosts { args += ["--issuer-hosts", issuerHosts] }
+        process = try ManagedProcess("dev-idp", args, env: [:], logName: TestEnv.uniqueName("dev-idp"))
+        let curl = ca.map { CurlHTTP(ca: $0.certificate) }
+        try await waitReady(issuer + "/.well-known/openid-configuration", process, get: { url in
+            if let curl { return try await curl.get(url) }
+            return try await HTTP.get(url)
+        })
+    }
+
+    /// The issuer served at `<label>.<issuerHosts>` (the process must have been started with them).
+    func issuer(host label: String) -> String {
+        "\(ca == nil ? "http" : "https")://\(label).\(issuerHosts!):\(port)"
+    }
+
+    /// What a broker needs to reach this IdP over HTTPS: its CA as the providers' trust.
+    var providerEnv: [String: String] { ca.map { ["TOKENBROKER_PROVIDER_CA_FILE": $0.certificate] } ?? [:] }
+
+    /// A request to this IdP: through URLSession over HTTP, through curl with the CA over HTTPS.
+    func call(_ method: String, _ url: String, json: Any? = nil, body: Data? = nil, headers: [String: String] = [:]) async throws -> HTTP.Reply {
+        if let ca { return try await CurlHTTP(ca: ca.certificate).request(method, url, json: json, body: body, headers: headers) }
+        return try await HTTP.request(method, url, json: json, body: body, headers: headers)
     }
 
     func registerClient(_ id: String, secret: String?, redirectURI: String, accessTTL: Int = 3600, idTokenAlg: String = "ES256",
@@ -25,7 +60,7 @@ final class DevIdPServer: @unchecked Sendable {
                                    "dpop_required": dpopRequired]
         if let secret { body["client_secret"] = secret; TestEnv.secret(secret) }
         if let jwks { body["jwks"] = jwks }
-        let r = try await HTTP.post(issuer + "/admin/clients", json: body)
+        let r = try await call("POST", issuer + "/admin/clients", json: body)
         precondition(r.status == 201)
     }
 
@@ -40,16 +75,14 @@ final class DevIdPServer: @unchecked Sendable {
                         .init(name: "redirect_uri", value: redirectURI), .init(name: "scope", value: scope),
                         .init(name: "state", value: "st"), .init(name: "code_challenge", value: challenge),
                         .init(name: "code_challenge_method", value: "S256"), .init(name: "login_hint", value: subject)]
-        let a = try await HTTP.get(q.url!.absoluteString)
+        let a = try await call("GET", q.url!.absoluteString)
         guard a.status == 303, let loc = a.headers["location"], let code = URLComponents(string: loc)?.queryItems?.first(where: { $0.name == "code" })?.value else {
             throw TestEnv.Missing(description: "authorize did not redirect with a code: \(a.status)")
         }
-        var req = URLRequest(url: URL(string: issuer + "/token")!)
-        req.httpMethod = "POST"
-        req.setValue("Basic " + Data("\(client):\(secret)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
-        req.httpBody = Data("grant_type=authorization_code&code=\(code)&redirect_uri=\(redirectURI.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&code_verifier=\(verifier)".utf8)
-        let (data, _) = try await HTTP.session.data(for: req)
-        let t = try JSONSerialization.jsonObject(with: data) as! [String: Any]
+        let form = "grant_type=authorization_code&code=\(code)&redirect_uri=\(redirectURI.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)&code_verifier=\(verifier)"
+        let t = try await call("POST", issuer + "/token", body: Data(form.utf8), headers: [
+            "Authorization": "Basic " + Data("\(client):\(secret)".utf8).base64EncodedString(),
+            "Content-Type": "application/x-www-form-urlencoded"]).json
         let access = t["access_token"] as! String, refresh = t["refresh_token"] as! String
         TestEnv.secret(access)
         TestEnv.secret(refresh)
@@ -65,7 +98,7 @@ final class DevIdPServer: @unchecked Sendable {
     }
 
     func stats(client: String) async throws -> Stats {
-        let r = try await HTTP.get(issuer + "/stats?client_id=\(client)&times=1")
+        let r = try await call("GET", issuer + "/stats?client_id=\(client)&times=1")
         let calls = r["token_calls"] as? [String: Int] ?? [:]
         return Stats(refreshCalls: calls["refresh_token"] ?? 0, refreshesOK: r["refreshes_ok"] as? Int ?? 0,
                      reuseDetected: r["reuse_detected"] as? Int ?? 0,
@@ -76,18 +109,18 @@ final class DevIdPServer: @unchecked Sendable {
     func fail(status: Int, retryAfter: Int?, count: Int, endpoint: String = "token", delayMS: Int = 0) async throws {
         var body: [String: Any] = ["status": status, "count": count, "endpoint": endpoint, "delay_ms": delayMS]
         if let retryAfter { body["retry_after"] = retryAfter }
-        _ = try await HTTP.post(issuer + "/admin/failures", json: body)
+        _ = try await call("POST", issuer + "/admin/failures", json: body)
     }
 
     /// Makes the client's next `count` responses misbehave in one way (see the IdP's Misbehaviour).
     func misbehave(_ client: String, _ mode: String, count: Int = 1) async throws {
-        let r = try await HTTP.post(issuer + "/admin/misbehave", json: ["client_id": client, "mode": mode, "count": count])
+        let r = try await call("POST", issuer + "/admin/misbehave", json: ["client_id": client, "mode": mode, "count": count])
         precondition(r.status == 200, "unknown misbehaviour \(mode)")
     }
 
     /// Grants for many subjects at once (as if each had signed in): subject → refresh token.
     func grants(client: String, subjects: [String]) async throws -> [String: String] {
-        let r = try await HTTP.post(issuer + "/admin/grants", json: ["client_id": client, "subjects": subjects])
+        let r = try await call("POST", issuer + "/admin/grants", json: ["client_id": client, "subjects": subjects])
         let tokens = r["refresh_tokens"] as? [String: String] ?? [:]
         for t in tokens.values { TestEnv.secret(t) }
         return tokens
@@ -95,36 +128,34 @@ final class DevIdPServer: @unchecked Sendable {
 
     /// New signing keys at the IdP; the old ones leave the JWKS.
     func rotateKeys() async throws {
-        _ = try await HTTP.post(issuer + "/admin/rotate-keys", json: [:])
+        _ = try await call("POST", issuer + "/admin/rotate-keys", json: [:])
     }
 
     /// The raw counters of one client (token_calls, jwks_fetches, client_assertions, …).
     func counters(client: String) async throws -> [String: Any] {
-        try await HTTP.get(issuer + "/stats?client_id=\(client)").json
+        try await call("GET", issuer + "/stats?client_id=\(client)").json
     }
 
     /// Revokes every grant of `subject` at the IdP (as an IdP admin would): the next refresh gets invalid_grant.
     func revokeSubject(_ subject: String) async throws {
-        _ = try await HTTP.post(issuer + "/admin/revoke-subject", json: ["sub": subject])
+        _ = try await call("POST", issuer + "/admin/revoke-subject", json: ["sub": subject])
     }
 
     /// Presents a refresh token directly to the IdP (a replay, when the broker already spent it).
     func refreshDirectly(client: String, secret: String, refreshToken: String) async throws -> Int {
-        var req = URLRequest(url: URL(string: issuer + "/token")!)
-        req.httpMethod = "POST"
-        req.setValue("Basic " + Data("\(client):\(secret)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
-        req.httpBody = Data("grant_type=refresh_token&refresh_token=\(refreshToken)".utf8)
-        let (_, r) = try await HTTP.session.data(for: req)
-        return (r as! HTTPURLResponse).statusCode
+        try await call("POST", issuer + "/token", body: Data("grant_type=refresh_token&refresh_token=\(refreshToken)".utf8), headers: [
+            "Authorization": "Basic " + Data("\(client):\(secret)".utf8).base64EncodedString(),
+            "Content-Type": "application/x-www-form-urlencoded"]).status
     }
 }
 
 /// Waits until `url` answers, failing with the process log when the process died.
-func waitReady(_ url: String, _ p: ManagedProcess, timeout: TimeInterval = 20) async throws {
+func waitReady(_ url: String, _ p: ManagedProcess, timeout: TimeInterval = 20,
+               get: (String) async throws -> HTTP.Reply = { try await HTTP.get($0) }) async throws {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if !p.isRunning { throw TestEnv.Missing(description: "process exited: \(p.output)") }
-        if let r = try? await HTTP.get(url), r.status < 500 { return }
+        if let r = try? await get(url), r.status < 500 { return }
         try await Task.sleep(for: .milliseconds(50))
     }
     throw TestEnv.Missing(description: "\(url) not ready after \(timeout)s: \(p.output)")

@@ -1,8 +1,10 @@
 import Foundation
 
 /// TestCA makes a certificate authority and certificates signed by it with the openssl CLI, in
-/// a folder of the test's own: a server certificate for 127.0.0.1 and client certificates.
-struct TestCA {
+/// a folder of the test's own: server certificates for 127.0.0.1 (and DNS names, wildcards
+/// included) and client certificates. Two TestCAs are unrelated: neither trusts the other's
+/// certificates (e.g. a provider's certificate refused by a client that trusts another CA).
+struct TestCA: Sendable {
     let dir: URL
     let name: String
 
@@ -16,12 +18,17 @@ struct TestCA {
 
     func path(_ file: String) -> String { dir.appendingPathComponent(file).path }
     var certificate: String { path("\(name).pem") }
+    /// The CA certificate as PEM text (trust anchors given inline rather than as a file).
+    var pem: String { (try? String(contentsOfFile: certificate, encoding: .utf8)) ?? "" }
 
-    /// Issues `cn`: a server certificate for 127.0.0.1, or a client one; answers (certificate, key) paths.
+    /// Issues `cn`: a server certificate for 127.0.0.1 and `dnsNames` (`*.idp.localhost`: any
+    /// one label before it; OpenSSL refuses a wildcard with fewer than two labels after it, so
+    /// never `*.localhost`), or a client one; answers (certificate, key) paths.
     @discardableResult
-    func issue(_ cn: String, server: Bool) throws -> (cert: String, key: String) {
+    func issue(_ cn: String, server: Bool, dnsNames: [String] = []) throws -> (cert: String, key: String) {
         let ext = path("\(cn).ext")
-        try (server ? "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n" : "extendedKeyUsage=clientAuth\n")
+        let names = (dnsNames.map { "DNS:" + $0 } + ["IP:127.0.0.1"]).joined(separator: ",")
+        try (server ? "subjectAltName=\(names)\nextendedKeyUsage=serverAuth\n" : "extendedKeyUsage=clientAuth\n")
             .write(toFile: ext, atomically: true, encoding: .utf8)
         try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("\(cn).key"),
                           "-out", path("\(cn).csr"), "-subj", "/CN=\(cn)"])

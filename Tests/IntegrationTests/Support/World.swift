@@ -20,11 +20,14 @@ final class World: @unchecked Sendable {
     /// Where the broker sends the browser after a login (in the client's allowlist).
     let appURL = "https://app.example/after-login"
 
-    init(replicas: Int = 1, accessTTL: Int = 3600, extraEnv: [String: String] = [:]) async throws {
-        idp = try await DevIdPServer()
+    /// `idp`: the development IdP to use (default: a fresh one over HTTP); the brokers trust the
+    /// CA of one over HTTPS (`DevIdPServer.providerEnv`).
+    init(replicas: Int = 1, accessTTL: Int = 3600, extraEnv: [String: String] = [:], idp given: DevIdPServer? = nil) async throws {
+        if let given { idp = given } else { idp = try await DevIdPServer() }
         let key = "k1:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         var e = ["DATABASE_URL": try TestEnv.databaseURL(), "TOKENBROKER_SEALING_KEYS": key, "TOKENBROKER_LOG_LEVEL": "debug",
                  "TOKENBROKER_ACCESS_LOG": "true", "TOKENBROKER_WORKER_THREADS": "16"]
+        for (k, v) in idp.providerEnv { e[k] = v }
         for (k, v) in extraEnv { e[k] = v }
         env = e
         let migrate = try runCommand("tokenbroker", ["migrate"], env: env)
