@@ -155,6 +155,17 @@ struct RefreshMachineTests {
         }
     }
 
+    @Test("a refused provider certificate sent nothing: the session stays active with its refresh token, backs off, and the caller is told why")
+    func finishCertificateRefused() {
+        let (w, a) = sent(row())
+        let e = TokenEndpointError.certificateRefused("/token: certificate has expired")
+        #expect(RefreshFailure.classify(e) == .certificateRefused(reason: "/token: certificate has expired"))
+        let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(e), ctx)
+        #expect(f.write?.state == .active && f.write?.refreshToken == "rt-0" && f.write?.attempt == nil && f.write?.backoffUntil != nil)
+        #expect(f.result == .failure(.idpCertificateRefused(reason: "/token: certificate has expired")) && f.event?.code == "idp_certificate_refused")
+        #expect(f.health == .failed(retryAfter: nil))
+    }
+
     @Test("5xx with Retry-After backs off at least that long; the IdP did not act, the attempt is cleared")
     func finishOutage() {
         let (w, a) = sent(row())
