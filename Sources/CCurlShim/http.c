@@ -259,6 +259,9 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
     curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
     curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
     curl_easy_setopt(h, CURLOPT_MAXCONNECTS, 1L);   /* the pool keeps one handle per connection */
+    /* Every kept handle holds its receive buffer (16 KB by default) between requests; provider
+     * answers are a few KB, and a thousand hosts mean a thousand kept handles. */
+    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 4096L);
     curl_easy_setopt(h, CURLOPT_MAXAGE_CONN, q->max_idle_s > 0 ? q->max_idle_s : 1L);
     /* Trust: the request's own anchors, or the shared store; never libcurl's per-connection
      * reading of the bundle. Peer and host name verification stay on (libcurl's defaults). */
