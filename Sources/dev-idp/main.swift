@@ -33,6 +33,9 @@ let scheme = tlsCert == nil ? "http" : "https"
 let idp = DevIdP(issuer: issuer ?? "\(scheme)://\(host):\(port)", accessTTL: accessTTL, issuerHosts: issuerHosts)
 let router = idp.router()
 var config = HTTPServerConfig(host: host, port: port, threads: 2)
+// No cap per client address: a broker keeps a connection to each issuer host it talks to, and
+// every issuer of --issuer-hosts is this one address (the default cap, 256, refused the 257th).
+config.maxConnectionsPerClient = 0
 config.headers += DevIdP.receiverHeaders   // the webhook test receiver reads the signature headers
 config.headers += DevIdP.issuerHeaders
 if let tlsCert, let tlsKey {
