@@ -812,7 +812,33 @@ def provider_storm(env, op, admin, issuers, sessions, tag):
     idp_pid = next(p.pid for p in procs if p.args[0] == BIN / "dev-idp" and p.poll() is None and
                    ("--tls-cert" in p.args) == admin.startswith("https"))
     ps, urls = start_brokers(env, 1, extra)
-    cpu0, idp0 = cpu_ms(ps[0].pid), cpu_ms(idp_pid)
+    base = {"hosts": len(issuers), "sessions": sessions, "registration_cpu_ms_per_client": round(registration, 2),
+            "registration_seconds": round(registration_s, 2)}
+    # Cold: a replica just started — every host's first connection, a full handshake, and its
+    # discovery document and keys read.
+    cold = drain_storm(ps[0].pid, urls[0], idp_pid, poller, before, 1, t0, sessions)
+    # Warm: the same sessions due again on the same replica — the connections kept, the
+    # documents cached: what a running broker pays per refresh. Made due 35 s ahead, so that the
+    # replica's next load of due sessions (every 30 s) schedules them.
+    psql(f"UPDATE sessions SET next_refresh_at = now() + interval '35 seconds' WHERE tenant_id = '{tenant}'")
+    t1 = time.time() + 35
+    time.sleep(max(0, t1 - time.time() - 1))
+    again = poller.get()
+    warm = drain_storm(ps[0].pid, urls[0], idp_pid, poller, again, poller.own, t1, sessions)
+    poller.close()
+    for p in ps:
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+    psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
+    return {**base, **cold, "warm": warm}
+
+
+def drain_storm(pid, url, idp_pid, poller, before, own_before, t0, sessions):
+    """Waits until the IdP has answered `sessions` more refreshes than at `before` (or the
+    timeout), counting from `t0`; what the broker and the IdP spent and counted meanwhile (the
+    IdP's new connections less the poller's own since `before`, when it had opened `own_before`)."""
+    cpu0, idp0 = cpu_ms(pid), cpu_ms(idp_pid)
+    metrics0 = broker_provider_metrics(url)
     while time.time() - t0 < HTTPS_STORM_TIMEOUT:
         now = poller.get()
         if now["refreshes_ok"] - before["refreshes_ok"] >= sessions:
@@ -820,30 +846,25 @@ def provider_storm(env, op, admin, issuers, sessions, tag):
         time.sleep(0.1)
     drained = time.time() - t0
     time.sleep(1)   # stragglers show up in the counts
-    cpu, idp_cpu = cpu_ms(ps[0].pid) - cpu0, cpu_ms(idp_pid) - idp0
-    rss = rss_mb(ps[0].pid)
-    metrics = broker_provider_metrics(urls[0])
+    cpu, idp_cpu = cpu_ms(pid) - cpu0, cpu_ms(idp_pid) - idp0
+    rss = rss_mb(pid)
+    metrics = broker_provider_metrics(url)
     after = poller.get()
-    poller.close()
-    for p in ps:
-        p.send_signal(signal.SIGTERM)
-        p.wait()
-    psql(f"UPDATE sessions SET state = 'revoked' WHERE tenant_id = '{tenant}'")
 
     def delta(k):
         return after.get(k, 0) - before.get(k, 0)
     refreshed = delta("refreshes_ok")
-    opened = delta("connections_opened") - (poller.own - 1)
+    opened = delta("connections_opened") - (poller.own - own_before)
     calls = after["token_calls"].get("refresh_token", 0) - before["token_calls"].get("refresh_token", 0)
-    r = {"hosts": len(issuers), "sessions": sessions, "drain_seconds": round(drained, 2), "drained_all": refreshed >= sessions,
+    r = {"drain_seconds": round(drained, 2), "drained_all": refreshed >= sessions,
          "refreshes_ok": refreshed, "idp_refresh_calls": calls, "reuse_detected": delta("reuse_detected"),
          "refreshes_per_s": round(refreshed / drained, 1), "broker_cpu_ms_per_refresh": round(cpu / max(refreshed, 1), 3),
          "idp_cpu_ms_per_refresh": round(idp_cpu / max(refreshed, 1), 3),
          "new_connections_per_refresh_idp": round(opened / max(refreshed, 1), 3),
          "tls_handshakes_full_idp": delta("tls_handshakes_full"), "tls_handshakes_resumed_idp": delta("tls_handshakes_resumed"),
-         "broker_rss_mb_after": round(rss, 1), "registration_cpu_ms_per_client": round(registration, 2),
-         "registration_seconds": round(registration_s, 2)}
+         "broker_rss_mb_after": round(rss, 1)}
     if metrics["connections_opened"] is not None:
+        metrics = {k: (v - (metrics0.get(k) or 0) if v is not None else None) for k, v in metrics.items()}
         r["new_connections_per_refresh_broker"] = round(metrics["connections_opened"] / max(refreshed, 1), 3)
     r["broker_metrics"] = metrics
     return r
@@ -856,16 +877,22 @@ def provider_https_bench(env, op, idp):
     (the largest case's registrations: discovery fetched at registration)."""
     work = pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-https-"))
     admin, port, ca, _ = https_idp(work)
-    env = {**env, "TOKENBROKER_PROVIDER_CA_FILE": str(ca)}
+    # What a deployment trusts: the system's public CAs and its own (the test CA), one bundle.
+    bundle = work / "providers-bundle.pem"
+    system = pathlib.Path("/etc/ssl/certs/ca-certificates.crt")
+    bundle.write_text((system.read_text() if system.exists() else "") + ca.read_text())
+    env = {**env, "TOKENBROKER_PROVIDER_CA_FILE": str(bundle)}
     runs = {}
     runs["http_1"] = provider_storm(env, op, idp, [idp], HTTPS_STORM_SESSIONS, "h1")
     for n in HTTPS_STORM_HOSTS:
         issuers = [f"https://i{j}.idp.localhost:{port}" for j in range(n)]
         runs[f"https_{n}"] = provider_storm(env, op, admin, issuers, HTTPS_STORM_SESSIONS, f"s{n}")
     for k, r in runs.items():
-        print(f"{k}: {r['drain_seconds']} s, {r['refreshes_per_s']} refreshes/s, {r['broker_cpu_ms_per_refresh']} ms CPU/refresh, "
-              f"{r['new_connections_per_refresh_idp']} new connections/refresh, TLS {r['tls_handshakes_full_idp']} full "
-              f"{r['tls_handshakes_resumed_idp']} resumed, RSS {r['broker_rss_mb_after']} MB, registration {r['registration_cpu_ms_per_client']} ms CPU/client")
+        for phase, x in (("cold", r), ("warm", r["warm"])):
+            print(f"{k} {phase}: {x['drain_seconds']} s, {x['refreshes_per_s']} refreshes/s, {x['broker_cpu_ms_per_refresh']} ms CPU/refresh, "
+                  f"{x['new_connections_per_refresh_idp']} new connections/refresh, TLS {x['tls_handshakes_full_idp']} full "
+                  f"{x['tls_handshakes_resumed_idp']} resumed, RSS {x['broker_rss_mb_after']} MB"
+                  + (f", registration {r['registration_cpu_ms_per_client']} ms CPU/client" if phase == "cold" else ""))
     out = {"runs": runs, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "commit": subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
            "sessions": HTTPS_STORM_SESSIONS}
@@ -877,6 +904,10 @@ def provider_https_bench(env, op, idp):
         out[f"cpu_per_refresh_{largest}_vs_1"] = round(many["broker_cpu_ms_per_refresh"] / one["broker_cpu_ms_per_refresh"], 2)
         out[f"refreshes_per_s_{largest}_vs_1"] = round(many["refreshes_per_s"] / one["refreshes_per_s"], 2)
         out[f"rss_{largest}_vs_1"] = round(many["broker_rss_mb_after"] / one["broker_rss_mb_after"], 2)
+        one, many = one["warm"], many["warm"]
+        out[f"warm_cpu_per_refresh_{largest}_vs_1"] = round(many["broker_cpu_ms_per_refresh"] / one["broker_cpu_ms_per_refresh"], 2)
+        out[f"warm_refreshes_per_s_{largest}_vs_1"] = round(many["refreshes_per_s"] / one["refreshes_per_s"], 2)
+        out[f"warm_rss_{largest}_vs_1"] = round(many["broker_rss_mb_after"] / one["broker_rss_mb_after"], 2)
     out["https_1_vs_http_cpu_per_refresh"] = round(runs["https_1"]["broker_cpu_ms_per_refresh"] / runs["http_1"]["broker_cpu_ms_per_refresh"], 2) \
         if "https_1" in runs else None
     shutil.rmtree(work, ignore_errors=True)
