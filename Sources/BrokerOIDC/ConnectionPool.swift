@@ -3,8 +3,10 @@ import Foundation
 import Synchronization
 
 /// ConnectionPool keeps idle libcurl easy handles per destination. Each handle holds at most one
-/// connection (and the TLS session of its destination, for resumption when that connection has
-/// to be opened again), so the idle handles of a destination are its idle connections. A
+/// connection, so the idle handles of a destination are its idle connections; the destination's
+/// TLS sessions (and DNS answers) are kept apart from them (`Sessions`), so that any new
+/// connection to it — from a new handle, after its connections were closed — resumes a session
+/// instead of a full handshake. A
 /// destination is (scheme, host, port, trust, address check): a connection verified under one
 /// client's trust anchors never serves a request made under other trust.
 ///
@@ -29,17 +31,27 @@ final class ConnectionPool: Sendable {
         }
     }
 
+    /// A destination's libcurl share: its TLS sessions and DNS answers. Freed after the last
+    /// handle using it (each handle holds it).
+    final class Sessions: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer?
+        init() { pointer = tb_http_share_new() }
+        deinit { tb_http_share_free(pointer) }
+    }
+
     /// A libcurl easy handle; used by one thread at a time (the pool hands it out).
     final class Handle: @unchecked Sendable {
         let pointer: UnsafeMutableRawPointer
         /// How long its connection may stay idle: the server's `Keep-Alive` timeout when it sent
         /// one (less a second), within the pool's keep-alive.
         var maxIdle: TimeInterval
-        init(maxIdle: TimeInterval) {
-            pointer = tb_http_handle_new()
+        private let sessions: Sessions
+        init(maxIdle: TimeInterval, sessions: Sessions) {
+            self.sessions = sessions
+            pointer = tb_http_handle_new(sessions.pointer)
             self.maxIdle = maxIdle
         }
-        deinit { tb_http_handle_free(pointer) }
+        deinit { tb_http_handle_free(pointer) }   // before `sessions` is released
     }
 
     private struct Idle {
@@ -49,6 +61,8 @@ final class ConnectionPool: Sendable {
 
     private struct State {
         var idle: [Destination: [Idle]] = [:]
+        /// Sessions of the destinations seen last (at most `maxDestinations`), and when.
+        var sessions: [Destination: (Sessions, ContinuousClock.Instant)] = [:]
         var count = 0
         var lastSweep: ContinuousClock.Instant
     }
@@ -65,15 +79,41 @@ final class ConnectionPool: Sendable {
         state = Mutex(State(lastSweep: clock.now))
     }
 
-    /// The destination's most recently used idle handle, or a new one.
+    /// Destinations whose TLS sessions are kept (a few KB each), beyond those with idle connections.
+    private var maxDestinations: Int { max(4 * settings.idleTotal, 4096) }
+
+    /// The destination's most recently used idle handle, or a new one sharing its sessions.
     func take(_ d: Destination) -> Handle {
-        let h = state.withLock { s -> Handle? in
-            guard let i = s.idle[d]?.popLast() else { return nil }
-            if s.idle[d]!.isEmpty { s.idle[d] = nil }
-            s.count -= 1
-            return i.handle
+        let now = clock.now
+        var dropped: Sessions?
+        let found = state.withLock { s -> Either in
+            if let i = s.idle[d]?.popLast() {
+                if s.idle[d]!.isEmpty { s.idle[d] = nil }
+                s.count -= 1
+                s.sessions[d]?.1 = now
+                return .handle(i.handle)
+            }
+            if let (known, _) = s.sessions[d] {
+                s.sessions[d] = (known, now)
+                return .sessions(known)
+            }
+            let new = Sessions()
+            s.sessions[d] = (new, now)
+            if s.sessions.count > maxDestinations, let oldest = s.sessions.min(by: { $0.value.1 < $1.value.1 })?.key {
+                dropped = s.sessions.removeValue(forKey: oldest)?.0   // its handles, if any, keep it alive
+            }
+            return .sessions(new)
         }
-        return h ?? Handle(maxIdle: settings.keepAlive)
+        _ = dropped   // released outside the lock
+        switch found {
+        case .handle(let h): return h
+        case .sessions(let sessions): return Handle(maxIdle: settings.keepAlive, sessions: sessions)
+        }
+    }
+
+    private enum Either {
+        case handle(Handle)
+        case sessions(Sessions)
     }
 
     /// Returns a handle after use. The handles closed to keep the bounds are released outside

@@ -146,10 +146,12 @@ static void classify(CURL *h, CURLcode rc, tb_http_result *r) {
     }
 }
 
-/* DNS answers are shared by every handle (libcurl keeps each for CURLOPT_DNS_CACHE_TIMEOUT, 60 s:
- * getaddrinfo reports no TTL). TLS sessions are not shared: libcurl's shared session cache holds
- * eight sessions in all, while each handle serves one host and keeps that host's session. */
-static CURLSH *share;
+/* Each destination has a share of its own holding its TLS sessions and its DNS answers, which
+ * every handle of that destination uses: a new connection resumes the host's session even when
+ * it is made by a new handle, and a destination whose connections were all closed keeps its
+ * session. (One share for all would do for DNS, but libcurl's shared session cache holds eight
+ * sessions in all; a handle takes one share.) DNS answers are kept CURLOPT_DNS_CACHE_TIMEOUT,
+ * 60 s: getaddrinfo reports no lifetime. */
 static pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud) {
@@ -165,15 +167,23 @@ static void share_unlock(CURL *h, curl_lock_data data, void *ud) {
 void tb_http_global_init(void) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&share_locks[i], NULL);
-    share = curl_share_init();
+}
+
+void *tb_http_share_new(void) {
+    CURLSH *share = curl_share_init();
+    if (!share) return NULL;
     curl_share_setopt(share, CURLSHOPT_LOCKFUNC, share_lock);
     curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, share_unlock);
     curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    return share;
 }
 
-void *tb_http_handle_new(void) {
+void tb_http_share_free(void *share) { if (share) curl_share_cleanup(share); }
+
+void *tb_http_handle_new(void *share) {
     CURL *h = curl_easy_init();
-    if (h) curl_easy_setopt(h, CURLOPT_SHARE, share);
+    if (h && share) curl_easy_setopt(h, CURLOPT_SHARE, share);
     return h;
 }
 

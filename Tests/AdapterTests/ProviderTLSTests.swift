@@ -52,7 +52,20 @@ struct ProviderTLSTests {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            Thread.sleep(forTimeInterval: 0.4)
+            // Ready when it accepts a connection (a loaded machine takes longer than it seems).
+            for _ in 0..<100 where !Self.accepts(port) { Thread.sleep(forTimeInterval: 0.05) }
+        }
+
+        private static func accepts(_ port: UInt16) -> Bool {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(fd) }
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = port.bigEndian
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            return withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            } == 0
         }
         var url: URL { URL(string: "https://localhost:\(port)/")! }
         deinit { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
@@ -76,6 +89,22 @@ struct ProviderTLSTests {
         let c = http.counts
         #expect(c.opened == 3 && c.fullHandshakes == 1 && c.resumedHandshakes == 2, "\(c)")
         #expect(c.caReloads == 0 && c.caLoadFailures == 0)
+    }
+
+    @Test("a host whose kept connections were all closed still resumes its TLS session on a new one")
+    func resumedAfterEviction() throws {
+        let pki = try PKI()
+        let server = try Server(pki)
+        var settings = HTTPConnectionSettings(caFile: pki.path("ca1.pem"))
+        settings.idleTotal = 1   // one idle handle in all: each destination's evicts the other's
+        let http = BlockingHTTP(timeout: 5, settings: settings)
+        let other = URL(string: "https://127.0.0.1:\(server.port)/")!   // the same server, another destination
+        for _ in 0..<2 {
+            #expect(try get(http, server.url).get() == 200)
+            #expect(try get(http, other).get() == 200)
+        }
+        let c = http.counts
+        #expect(c.opened == 4 && c.fullHandshakes == 2 && c.resumedHandshakes == 2, "\(c)")
     }
 
     @Test("a certificate from a CA the deployment does not trust is refused, naming why")

@@ -3,8 +3,8 @@
 #include <stddef.h>
 
 /* One HTTP exchange on a reusable libcurl easy handle (curl_easy_setopt is C-variadic, which
- * Swift cannot call). A handle keeps one connection alive between calls, and the TLS session of
- * its host for resumption; one thread uses it at a time. Redirects are never followed; the body
+ * Swift cannot call). A handle keeps one connection alive between calls, and shares the TLS
+ * sessions of its destination with the destination's other handles; one thread uses it at a time. Redirects are never followed; the body
  * is capped at max_bytes. */
 typedef struct tb_http_result {
     long status;            /* HTTP status, 0 when no response */
@@ -43,7 +43,10 @@ typedef struct tb_http_request {
 } tb_http_request;
 
 void tb_http_global_init(void);
-void *tb_http_handle_new(void);
+/* A destination's TLS sessions and DNS answers, shared by its handles; freed after them. */
+void *tb_http_share_new(void);
+void tb_http_share_free(void *share);
+void *tb_http_handle_new(void *share);
 void tb_http_handle_free(void *handle);
 tb_http_result tb_http_perform(void *handle, const tb_http_request *request);
 void tb_http_free(tb_http_result *result);
