@@ -769,7 +769,9 @@ def provider_storm(env, op, admin, issuers, sessions, tag):
     one replica with their access tokens, made due at the same instant 3 s ahead; then one replica
     drains them. Returns what the IdP and the broker counted over the drain, and the broker's CPU
     per client registration (each fetches its issuer's discovery document)."""
-    extra = {"TOKENBROKER_LOG_LEVEL": "warn"}
+    # Due sessions are loaded every 10 s, so that the warm storm below can come 12 s after the
+    # cold one: within the development IdP's idle timeout (30 s), its connections still open.
+    extra = {"TOKENBROKER_LOG_LEVEL": "warn", "TOKENBROKER_REFRESH_LOAD_SECONDS": "10"}
     ps, urls = start_brokers(env, 1, extra)
     b = urls[0]
     tenant = f"pstorm{tag}"
@@ -818,10 +820,10 @@ def provider_storm(env, op, admin, issuers, sessions, tag):
     # discovery document and keys read.
     cold = drain_storm(ps[0].pid, urls[0], idp_pid, poller, before, 1, t0, sessions)
     # Warm: the same sessions due again on the same replica — the connections kept, the
-    # documents cached: what a running broker pays per refresh. Made due 35 s ahead, so that the
-    # replica's next load of due sessions (every 30 s) schedules them.
-    psql(f"UPDATE sessions SET next_refresh_at = now() + interval '35 seconds' WHERE tenant_id = '{tenant}'")
-    t1 = time.time() + 35
+    # documents cached: what a running broker pays per refresh. Made due 12 s ahead, so that the
+    # replica's next load of due sessions (every 10 s here) schedules them.
+    psql(f"UPDATE sessions SET next_refresh_at = now() + interval '12 seconds' WHERE tenant_id = '{tenant}'")
+    t1 = time.time() + 12
     time.sleep(max(0, t1 - time.time() - 1))
     again = poller.get()
     warm = drain_storm(ps[0].pid, urls[0], idp_pid, poller, again, poller.own, t1, sessions)
