@@ -47,16 +47,19 @@ static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_
  * 7.80: called on a new or a reused connection once it is ready, TLS included): how many
  * requests it was about to send, and whether the connection's TLS handshake resumed a session.
  * With `once`, any request after the first is refused before it is sent. */
-typedef struct { CURL *h; int once; int sends; int tls; } prereq_state;
+typedef struct { CURL *h; int once; int sends; int tls; SSL *ssl; } prereq_state;
 
 static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port) {
     prereq_state *p = ud;
     (void)primary_ip; (void)local_ip; (void)primary_port; (void)local_port;
     const struct curl_tlssessioninfo *info = NULL;
     p->tls = 0;
+    p->ssl = NULL;
     if (curl_easy_getinfo(p->h, CURLINFO_TLS_SSL_PTR, &info) == CURLE_OK && info && info->backend == CURLSSLBACKEND_OPENSSL
-        && info->internals)
-        p->tls = SSL_session_reused((SSL *)info->internals) ? 2 : 1;
+        && info->internals) {
+        p->ssl = info->internals;
+        p->tls = SSL_session_reused(p->ssl) ? 2 : 1;
+    }
     return p->once && p->sends++ > 0 ? CURL_PREREQFUNC_ABORT : CURL_PREREQFUNC_OK;
 }
 
@@ -246,7 +249,7 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
     tb_http_result r = { 0, 2, NULL, NULL, 0, -1, NULL, 0, 0, -1 };
     connect_guard guard = { q->public_only, 0 };
     CURL *h = handle;
-    prereq_state pre = { h, q->once, 0, 0 };
+    prereq_state pre = { h, q->once, 0, 0, NULL };
     header_state hs = { -1, -1 };
     buffer b = { NULL, 0, 0, q->max_bytes, 0 };
     struct curl_slist *list = NULL;
@@ -306,6 +309,13 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
     }
     CURLcode rc = curl_easy_perform(h);
     curl_slist_free_all(list);
+    /* A kept TLS connection would hold its record buffers (about 34 KB) while idle: OpenSSL's
+     * SSL_MODE_RELEASE_BUFFERS frees them after a read, but libcurl's last read, which meets
+     * EAGAIN, allocates them again. Freed here when the connection is still kept (libcurl reports
+     * its socket only then) and nothing is pending in them; the next request allocates them. */
+    curl_socket_t kept = CURL_SOCKET_BAD;
+    if (pre.ssl && curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &kept) == CURLE_OK && kept != CURL_SOCKET_BAD)
+        SSL_free_buffers(pre.ssl);
     long connects = 0;
     curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
     r.connected = connects > 0;
