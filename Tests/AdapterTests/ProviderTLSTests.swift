@@ -40,33 +40,36 @@ struct ProviderTLSTests {
     }
 
     /// `openssl s_server -www`: answers each GET with a status page, one connection at a time,
-    /// HTTP/1.0 (so every request is a new connection, which is what resumption needs).
+    /// HTTP/1.0 (so every request is a new connection, which is what resumption needs). It
+    /// listens on a port the kernel picks and names it on its first line (`ACCEPT 127.0.0.1:N`),
+    /// so no port is guessed and the server is ready once that line is read.
     final class Server {
         let process = Process()
         let port: UInt16
         init(_ pki: PKI) throws {
-            port = UInt16.random(in: 20_000...40_000)
+            let out = Pipe()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", pki.path("srv.pem"), "-key", pki.path("srv.key"),
-                                 "-www", "-quiet"]
-            process.standardOutput = FileHandle.nullDevice
+            process.arguments = ["s_server", "-accept", "127.0.0.1:0", "-cert", pki.path("srv.pem"), "-key", pki.path("srv.key"), "-www"]
+            process.standardOutput = out
             process.standardError = FileHandle.nullDevice
             try process.run()
-            // Ready when it accepts a connection (a loaded machine takes longer than it seems).
-            for _ in 0..<100 where !Self.accepts(port) { Thread.sleep(forTimeInterval: 0.05) }
+            port = try Self.acceptedPort(out.fileHandleForReading)
+            // The rest of its output is read and dropped, so a full pipe never stalls it.
+            Thread.detachNewThread { while let d = try? out.fileHandleForReading.read(upToCount: 4096), !d.isEmpty {} }
         }
 
-        private static func accepts(_ port: UInt16) -> Bool {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_port = port.bigEndian
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            return withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            } == 0
+        /// Reads up to the `ACCEPT host:port` line; the end of the output first means it exited.
+        private static func acceptedPort(_ output: FileHandle) throws -> UInt16 {
+            var line = Data()
+            while let byte = try output.read(upToCount: 1), !byte.isEmpty {
+                if byte.first != UInt8(ascii: "\n") { line.append(byte); continue }
+                let text = String(decoding: line, as: UTF8.self)
+                if text.hasPrefix("ACCEPT "), let port = text.split(separator: ":").last.flatMap({ UInt16($0) }) { return port }
+                line.removeAll()
+            }
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "openssl s_server exited before listening"])
         }
+
         var url: URL { URL(string: "https://localhost:\(port)/")! }
         deinit { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
     }
