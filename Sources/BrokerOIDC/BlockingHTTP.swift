@@ -20,6 +20,8 @@ public final class BlockingHTTP: Sendable {
         /// The `DPoP-Nonce` header (RFC 9449 §8, §9), when the server sent one.
         public let dpopNonce: String?
         public let body: Data
+        /// The `Content-Type` header, when the server sent one.
+        public var contentType: String? = nil
     }
 
     /// Why an exchange failed. The reasons are generic on purpose: they quote nothing received.
@@ -118,7 +120,8 @@ public final class BlockingHTTP: Sendable {
         }
         let data = result.body.map { Data(bytes: $0, count: result.body_len) } ?? Data()
         return Reply(status: result.status, retryAfter: result.retry_after >= 0 ? result.retry_after : nil,
-                     dpopNonce: result.dpop_nonce.map { String(cString: $0) }, body: data)
+                     dpopNonce: result.dpop_nonce.map { String(cString: $0) }, body: data,
+                     contentType: result.content_type.map { String(cString: $0) })
     }
 
     /// Counts the exchange, and learns how long the server keeps an idle connection: a second

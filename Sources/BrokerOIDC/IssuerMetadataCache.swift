@@ -2,11 +2,14 @@ import BrokerCore
 import Foundation
 import Synchronization
 
-/// IssuerMetadataCache fetches `<issuer>/.well-known/openid-configuration` and keeps it for
-/// `maxAge`. The document's `issuer` must equal the configured issuer exactly (Discovery §4.3),
-/// or the client is unusable: endpoints are always taken from metadata, never guessed.
+/// IssuerMetadataCache fetches a provider's metadata — `<issuer>/.well-known/openid-configuration`
+/// (OpenID Connect Discovery 1.0 §4), or RFC 8414's `/.well-known/oauth-authorization-server`
+/// inserted before the issuer's path (§3.1) — and keeps it for `maxAge`. The document's
+/// `issuer` must equal the configured issuer exactly (Discovery §4.3, RFC 8414 §3.3; or the
+/// descriptor's issuer template, character for character), or the client is unusable:
+/// endpoints are always taken from metadata or the descriptor, never guessed.
 ///
-/// Documents are kept per (issuer, trust): one read over a connection that trusted a client's own
+/// Documents are kept per (source, trust): one read over a connection that trusted a client's own
 /// anchors is answered only to callers with the same anchors. Misses are single-flight per
 /// (issuer, trust) on this replica: concurrent callers wait for the one read in progress and
 /// share its document or its error, so a restarted replica reads each document once, not once
@@ -16,9 +19,15 @@ import Synchronization
 public final class IssuerMetadataCache: IssuerDirectory {
     private let http: BlockingHTTP
     private let maxAge: TimeInterval
-    private let entries = Mutex<[ProviderKey: (IssuerMetadata, Date)]>([:])
-    private let rereads = Mutex<[ProviderKey: Date]>([:])
-    private let flights = BlockingSingleFlight<ProviderKey, IssuerMetadata, TokenEndpointError>()
+    private let entries = Mutex<[Key: (IssuerMetadata, Date)]>([:])
+    private let rereads = Mutex<[Key: Date]>([:])
+    private let flights = BlockingSingleFlight<Key, IssuerMetadata, TokenEndpointError>()
+
+    /// A document as read through one trust.
+    struct Key: Hashable, Sendable {
+        let source: MetadataSource
+        let trust: ProviderTrust
+    }
     /// Re-reads asked for because a check against the metadata failed: at most one per this
     /// many seconds per issuer and trust.
     private let minRereadInterval: TimeInterval = 30
@@ -32,8 +41,8 @@ public final class IssuerMetadataCache: IssuerDirectory {
     /// advertises), so that the next use reads it again — rate-limited per issuer and trust.
     /// True when it was dropped.
     @discardableResult
-    public func reread(issuer: String, trustAnchors: String?, now: Date) -> Bool {
-        let key = ProviderKey(issuer: issuer, trustAnchors: trustAnchors)
+    public func reread(_ source: MetadataSource, trustAnchors: String?, now: Date) -> Bool {
+        let key = Key(source: source, trust: ProviderTrust(anchorsPEM: trustAnchors))
         let allowed = rereads.withLock { r -> Bool in
             if let last = r[key], now.timeIntervalSince(last) < minRereadInterval { return false }
             r[key] = now
@@ -43,31 +52,31 @@ public final class IssuerMetadataCache: IssuerDirectory {
         return allowed
     }
 
-    public func metadata(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
-        let key = ProviderKey(issuer: issuer, trustAnchors: trustAnchors)
+    public func metadata(_ source: MetadataSource, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+        let key = Key(source: source, trust: ProviderTrust(anchorsPEM: trustAnchors))
         if let m = fresh(key, now: now) { return m }
         return try flights.run(key) { () throws(TokenEndpointError) -> IssuerMetadata in
             // A flight that ended just before this one began has filled the cache.
             if let m = fresh(key, now: now) { return m }
-            let m = try fetch(issuer, key.trust)
+            let m = try fetch(source, key.trust)
             entries.withLock { $0[key] = (m, now) }
             return m
         }
     }
 
-    public func verify(issuer: String, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata {
-        try fetch(issuer, ProviderTrust(anchorsPEM: trustAnchors))
+    public func verify(_ source: MetadataSource, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata {
+        try fetch(source, ProviderTrust(anchorsPEM: trustAnchors))
     }
 
-    private func fresh(_ key: ProviderKey, now: Date) -> IssuerMetadata? {
+    private func fresh(_ key: Key, now: Date) -> IssuerMetadata? {
         guard let (m, at) = entries.withLock({ $0[key] }), now.timeIntervalSince(at) < maxAge else { return nil }
         return m
     }
 
     /// Reads and checks the document now.
-    private func fetch(_ issuer: String, _ trust: ProviderTrust) throws(TokenEndpointError) -> IssuerMetadata {
-        let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        guard let discovery = URL(string: base + "/.well-known/openid-configuration") else { throw .metadata("issuer is not a URL") }
+    private func fetch(_ source: MetadataSource, _ trust: ProviderTrust) throws(TokenEndpointError) -> IssuerMetadata {
+        let issuer = source.issuer
+        guard let discovery = source.url.flatMap(URL.init(string:)) else { throw .metadata("issuer is not a URL") }
         let reply: BlockingHTTP.Reply
         do { reply = try http.send("GET", discovery, headers: ["Accept: application/json"], trust: trust) } catch {
             switch error {
@@ -80,9 +89,9 @@ public final class IssuerMetadataCache: IssuerDirectory {
         guard reply.status == 200, let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any] else {
             throw .metadata("discovery: no JSON document (HTTP \(reply.status))")
         }
-        guard let named = doc["issuer"] as? String, named == issuer else {
+        guard let named = doc["issuer"] as? String, named == source.namedIssuer else {
             let shown = (doc["issuer"] as? String).map { "'\($0.prefix(300))'" } ?? "no issuer"
-            throw .metadata("discovery at \(discovery.absoluteString) names \(shown), not the configured issuer '\(issuer)' (they must be equal, character for character)")
+            throw .metadata("discovery at \(discovery.absoluteString) names \(shown), not the configured issuer '\(source.namedIssuer)' (they must be equal, character for character)")
         }
         guard let token = (doc["token_endpoint"] as? String).flatMap(URL.init(string:)) else {
             throw .metadata("discovery: no token_endpoint")
@@ -99,6 +108,7 @@ public final class IssuerMetadataCache: IssuerDirectory {
         m.tokenEndpointAuthMethods = doc["token_endpoint_auth_methods_supported"] as? [String]
         m.tokenEndpointAuthSigningAlgorithms = doc["token_endpoint_auth_signing_alg_values_supported"] as? [String]
         m.dpopSigningAlgorithms = doc["dpop_signing_alg_values_supported"] as? [String]
+        m.userinfoEndpoint = url("userinfo_endpoint")
         return m
     }
 }

@@ -1,9 +1,11 @@
 import BrokerCore
 import Foundation
 
-/// OIDCTokenEndpoint calls a client's IdP token and revocation endpoints, found through
-/// discovery, with the client's authentication method — one code path for refresh, code
-/// exchange and revocation (RFC 6749 §2.3, OIDC Core §9): `client_secret_basic` (form-encoded id
+/// OIDCTokenEndpoint calls a client's provider: its token and revocation endpoints, found through
+/// discovery, RFC 8414 metadata or the client's provider descriptor, with the client's
+/// authentication method — one code path for refresh, code exchange and revocation (RFC 6749
+/// §2.3, OIDC Core §9), each request and answer shaped as the descriptor says (extra parameters,
+/// a JSON body, form-encoded answers, tokens where its pointers say): `client_secret_basic` (form-encoded id
 /// and secret in HTTP Basic), `client_secret_post`, `private_key_jwt` (a signed assertion, with
 /// `client_id` in the form as XID requires), or `none` (client_id in the form, PKCE only).
 /// Every call for a client trusts what the client's registration trusts: its own anchors, or
@@ -11,11 +13,11 @@ import Foundation
 public final class OIDCTokenEndpoint: TokenEndpoint {
     public typealias SecretSource = @Sendable (ClientRegistration) throws -> String?
 
-    private let http: BlockingHTTP
-    private let metadata: any IssuerDirectory
+    let http: BlockingHTTP
+    let metadata: any IssuerDirectory
     private let secret: SecretSource
     private let assertions: (any ClientAssertionSigner)?
-    private let clock: any Clock
+    let clock: any Clock
     /// The last `DPoP-Nonce` each endpoint sent (RFC 9449 §8.2): the next proof carries it, so
     /// that an IdP that wants nonces asks again only when it rotates them.
     private let nonces = DPoPNonces()
@@ -33,10 +35,11 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// waited for up to `patience`.
     public func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
         -> TokenGrant {
-        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
+        let meta = try metadata.metadata(for: client, now: clock.now())
         return try rereadingIfGone(client) { () throws(TokenEndpointError) in
-            try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)],
-                                         timeout: patience, once: true, dpop: dpop))
+            try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+                                            + client.descriptor.tokenRequest.refreshParams.map { ($0.name, $0.value) },
+                                         timeout: patience, once: true, dpop: dpop), TokenResponse.Reading(client.descriptor, subject: false))
         }
     }
 
@@ -46,8 +49,8 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     private func rereadingIfGone<T>(_ client: ClientRegistration, _ body: () throws(TokenEndpointError) -> T) throws(TokenEndpointError) -> T {
         do { return try body() } catch {
             switch error {
-            case .notSent, .refused(404, _), .refused(405, _): metadata.reread(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
-            case .oauth(let o) where o.status == 404 || o.status == 405: metadata.reread(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
+            case .notSent, .refused(404, _), .refused(405, _): metadata.reread(for: client, now: clock.now())
+            case .oauth(let o) where o.status == 404 || o.status == 405: metadata.reread(for: client, now: clock.now())
             default: break
             }
             throw error
@@ -56,16 +59,17 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
 
     /// Codes are single use too: sent at most once.
     public func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
-        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
-        return try TokenResponse.parse(call(client, meta.tokenEndpoint, [
-            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI), ("code_verifier", verifier)],
-            once: true, dpop: dpop))
+        let meta = try metadata.metadata(for: client, now: clock.now())
+        var form = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI)]
+        if client.descriptor.authorization.pkce { form.append(("code_verifier", verifier)) }
+        form += client.descriptor.tokenRequest.params.map { ($0.name, $0.value) }
+        return try TokenResponse.parse(call(client, meta.tokenEndpoint, form, once: true, dpop: dpop), TokenResponse.Reading(client.descriptor, subject: true))
     }
 
     /// RFC 7662 §2.1-2.2 with the client's authentication: nil when the issuer advertises no
     /// `introspection_endpoint`; otherwise the answer's `active` member.
     public func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool? {
-        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
+        let meta = try metadata.metadata(for: client, now: clock.now())
         guard let endpoint = meta.introspectionEndpoint else { return nil }
         let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
         guard reply.status == 200 else { throw .transient(reason: "introspection endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
@@ -80,7 +84,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// that is gone makes the next login read the metadata again (`rereadingIfGone`).
     public func pushAuthorizationRequest(client: ClientRegistration, parameters: [(String, String)], dpop: DPoPProof?) throws(TokenEndpointError)
         -> (requestURI: String, expiresIn: Int) {
-        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
+        let meta = try metadata.metadata(for: client, now: clock.now())
         guard let endpoint = meta.pushedAuthorizationRequestEndpoint else { throw .metadata("discovery: no pushed_authorization_request_endpoint") }
         return try rereadingIfGone(client) { () throws(TokenEndpointError) in try pushed(call(client, endpoint, parameters, dpop: dpop)) }
     }
@@ -103,7 +107,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// when asked, the actor token as a JWT; the answer must name its `issued_token_type`.
     public func exchange(client: ClientRegistration, subjectToken: String, _ ask: TokenExchange, actorToken: String?, dpop: DPoPProof?)
         throws(TokenEndpointError) -> ExchangedToken {
-        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
+        let meta = try metadata.metadata(for: client, now: clock.now())
         var form = [("grant_type", TokenExchange.grantType), ("subject_token", subjectToken),
                     ("subject_token_type", TokenExchange.accessTokenType), ("requested_token_type", TokenExchange.accessTokenType)]
         if let a = ask.audience { form.append(("audience", a)) }
@@ -117,9 +121,15 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         return ExchangedToken(grant: grant, issuedTokenType: type)
     }
 
-    /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying.
+    /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying. A provider
+    /// whose descriptor describes its own request is revoked that way (`described`).
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {
-        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
+        switch client.descriptor.revocation.style {
+        case .none: throw .metadata("the provider offers no token revocation")
+        case .request: return try described(client, token: token, hint: hint)
+        case .rfc7009: break
+        }
+        let meta = try metadata.metadata(for: client, now: clock.now())
         guard let endpoint = meta.revocationEndpoint else { throw .metadata("discovery: no revocation_endpoint") }
         let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
         if reply.status == 200 { return }
@@ -134,7 +144,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// the issuer advertises no end_session_endpoint.
     public func endSessionURL(client: ClientRegistration, idTokenHint: String?, postLogoutRedirectURI: String?, state: String)
         throws(TokenEndpointError) -> String? {
-        let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
+        let meta = try metadata.metadata(for: client, now: clock.now())
         guard let endpoint = meta.endSessionEndpoint else { return nil }
         var query = [("client_id", client.clientID), ("state", state)]
         if let idTokenHint { query.insert(("id_token_hint", idTokenHint), at: 0) }
@@ -194,8 +204,14 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
             form += [("client_id", client.clientID),
                      ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", jwt)]
         }
+        // The body as the provider takes it: a form (RFC 6749), or a JSON object of the same members.
+        var body = Array(FormEncoding.body(form).utf8)
+        if client.descriptor.tokenRequest.encoding == .json {
+            headers[0] = "Content-Type: application/json"
+            body = Array(ProviderDescriptor.canonical(Dictionary(form, uniquingKeysWith: { a, _ in a })).utf8)
+        }
         do {
-            return try http.send("POST", endpoint, headers: headers, body: Array(FormEncoding.body(form).utf8), timeout: timeout, once: once,
+            return try http.send("POST", endpoint, headers: headers, body: body, timeout: timeout, once: once,
                                  trust: ProviderTrust(anchorsPEM: client.trustAnchors))
         } catch {
             switch error {
@@ -207,7 +223,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         }
     }
 
-    private func clientSecret(_ client: ClientRegistration) throws(TokenEndpointError) -> String {
+    func clientSecret(_ client: ClientRegistration) throws(TokenEndpointError) -> String {
         let s: String?
         do { s = try secret(client) } catch { throw .metadata("client secret unavailable") }
         guard let s else { throw .metadata("client has no secret") }

@@ -48,7 +48,8 @@ public final class PostgresRegistryStore: RegistryStore {
             try c.execute("""
                 SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' ') AS scopes,
                        array_to_string(redirect_after_allowed, ' ') AS redirect_after_allowed, refresh_policy::text AS refresh_policy,
-                       max_concurrent_refreshes, assertion_alg, on_ambiguous_refresh, dpop_alg, profile, trust_anchors
+                       max_concurrent_refreshes, assertion_alg, on_ambiguous_refresh, dpop_alg, profile, trust_anchors,
+                       provider, descriptor
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """, plan: .generic).first { r in
                 let t = "clients"
@@ -59,7 +60,7 @@ public final class PostgresRegistryStore: RegistryStore {
                     assertionAlgorithm: r.known("assertion_alg", table: t),
                     onAmbiguousRefresh: r.known("on_ambiguous_refresh", table: t),
                     dpopAlgorithm: r.known("dpop_alg", table: t), profile: r.known("profile", table: t),
-                    trustAnchors: r["trust_anchors"])
+                    trustAnchors: r["trust_anchors"], provider: r["provider"], descriptor: Self.descriptor(r))
             }
         }
     }
@@ -70,6 +71,15 @@ public final class PostgresRegistryStore: RegistryStore {
         let text: String = try r["refresh_policy"]
         do { return try JSONDecoder().decode(RefreshPolicy.self, from: Data(text.utf8)) } catch {
             throw BrokerError.storedValueUnknown(column: "clients.refresh_policy", value: String(text.prefix(200)))
+        }
+    }
+
+    /// The stored descriptor: one this release cannot read (a member of a newer release's)
+    /// refuses the client rather than running it as another provider.
+    static func descriptor(_ r: PGRow) throws -> ProviderDescriptor {
+        guard let text: String = try r["descriptor"] else { return .openID }
+        do { return try ProviderDescriptor(jsonText: text) } catch {
+            throw BrokerError.storedValueUnknown(column: "clients.descriptor", value: String(text.prefix(200)))
         }
     }
 
@@ -98,11 +108,12 @@ public final class PostgresRegistryStore: RegistryStore {
             let r = try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,
                     redirect_after_allowed, refresh_policy, max_concurrent_refreshes, assertion_alg, assertion_key, on_ambiguous_refresh,
-                    dpop_alg, profile, trust_anchors, created_at, updated_at)
+                    dpop_alg, profile, trust_anchors, provider, descriptor, created_at, updated_at)
                 VALUES (\(cl.tenant), \(cl.id), \(cl.issuer), \(cl.clientID), \(cl.authMethod.rawValue), \(sealed),
                     \(cl.redirectURI), \(cl.scopes), \(cl.redirectAfterAllowed), \(policy)::jsonb, \(cl.maxConcurrentRefreshes),
                     \(cl.assertionAlgorithm?.rawValue), \(sealedKey), \(cl.onAmbiguousRefresh.rawValue),
-                    \(cl.dpopAlgorithm?.rawValue), \(cl.profile.rawValue), \(cl.trustAnchors), \(now), \(now))
+                    \(cl.dpopAlgorithm?.rawValue), \(cl.profile.rawValue), \(cl.trustAnchors), \(cl.provider),
+                    \(cl.descriptor == .openID ? nil : cl.descriptor.json), \(now), \(now))
                 ON CONFLICT (tenant_id, id) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id,
                     auth_method = excluded.auth_method, client_secret = coalesce(excluded.client_secret, clients.client_secret),
                     redirect_uri = excluded.redirect_uri, scopes = excluded.scopes,
@@ -110,7 +121,8 @@ public final class PostgresRegistryStore: RegistryStore {
                     max_concurrent_refreshes = excluded.max_concurrent_refreshes, assertion_alg = excluded.assertion_alg,
                     assertion_key = coalesce(excluded.assertion_key, clients.assertion_key),
                     on_ambiguous_refresh = excluded.on_ambiguous_refresh, dpop_alg = excluded.dpop_alg,
-                    profile = excluded.profile, trust_anchors = excluded.trust_anchors, updated_at = excluded.updated_at
+                    profile = excluded.profile, trust_anchors = excluded.trust_anchors, provider = excluded.provider,
+                    descriptor = excluded.descriptor, updated_at = excluded.updated_at
                 RETURNING (xmax = 0) AS created
                 """)
             return (cl, try r.first { try $0["created"] } ?? false)

@@ -50,6 +50,10 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
     /// Records nothing: revocation is tested against the development IdP.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {}
 
+    public func userID(client: ClientRegistration, accessToken: String) throws(TokenEndpointError) -> String {
+        throw .metadata("no userinfo here")
+    }
+
     public func endSessionURL(client: ClientRegistration, idTokenHint: String?, postLogoutRedirectURI: String?, state: String)
         throws(TokenEndpointError) -> String? { nil }
 

@@ -300,12 +300,16 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
      * too. A connection the server closed while idle is seen closed before reuse. */
     curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
     curl_easy_setopt(h, CURLOPT_PREREQDATA, &pre);
-    if (strcmp(q->method, "POST") == 0) {
+    if (strcmp(q->method, "GET") == 0) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+    } else {
+        /* POST with its body; another method (a provider's DELETE of a token) as POST renamed,
+         * so that its body, when it has one, goes out the same way. */
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body ? q->body : "");
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len);
-    } else {
-        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, strcmp(q->method, "POST") == 0 ? NULL : q->method);
     }
     CURLcode rc = curl_easy_perform(h);
     curl_slist_free_all(list);
@@ -332,6 +336,10 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
         if (curl_easy_header(h, "DPoP-Nonce", 0, CURLH_HEADER, -1, &nonce) == CURLHE_OK && nonce && nonce->value
             && strlen(nonce->value) <= 512)
             r.dpop_nonce = strdup(nonce->value);
+        struct curl_header *type = NULL;
+        if (curl_easy_header(h, "Content-Type", 0, CURLH_HEADER, -1, &type) == CURLHE_OK && type && type->value
+            && strlen(type->value) <= 256)
+            r.content_type = strdup(type->value);
     } else if (b.over) {
         r.error = 3;
         r.reason = "response too large";
@@ -349,4 +357,6 @@ void tb_http_free(tb_http_result *result) {
     result->body = NULL;
     free(result->dpop_nonce);
     result->dpop_nonce = NULL;
+    free(result->content_type);
+    result->content_type = NULL;
 }

@@ -46,8 +46,10 @@ struct ProviderTLSTests {
     final class Server {
         let process = Process()
         let port: UInt16
+        /// Its output, kept open for as long as it runs (a closed pipe would end it with SIGPIPE).
+        let output = Pipe()
         init(_ pki: PKI) throws {
-            let out = Pipe()
+            let out = output
             process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
             process.arguments = ["s_server", "-accept", "127.0.0.1:0", "-cert", pki.path("srv.pem"), "-key", pki.path("srv.key"), "-www"]
             process.standardOutput = out
@@ -55,14 +57,26 @@ struct ProviderTLSTests {
             try process.run()
             port = try Self.acceptedPort(out.fileHandleForReading)
             // The rest of its output is read and dropped, so a full pipe never stalls it.
-            Thread.detachNewThread { while let d = try? out.fileHandleForReading.read(upToCount: 4096), !d.isEmpty {} }
+            let fd = out.fileHandleForReading.fileDescriptor
+            Thread.detachNewThread {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let n = read(fd, &buffer, buffer.count)
+                    if n > 0 || (n < 0 && errno == EINTR) { continue }
+                    break
+                }
+            }
         }
 
         /// Reads up to the `ACCEPT host:port` line; the end of the output first means it exited.
+        /// Plain read(2), tried again when a signal interrupts it (a child of another test ending).
         private static func acceptedPort(_ output: FileHandle) throws -> UInt16 {
-            var line = Data()
-            while let byte = try output.read(upToCount: 1), !byte.isEmpty {
-                if byte.first != UInt8(ascii: "\n") { line.append(byte); continue }
+            var line = [UInt8](), byte: UInt8 = 0
+            while true {
+                let n = read(output.fileDescriptor, &byte, 1)
+                if n < 0, errno == EINTR { continue }
+                guard n == 1 else { break }
+                if byte != UInt8(ascii: "\n") { line.append(byte); continue }
                 let text = String(decoding: line, as: UTF8.self)
                 if text.hasPrefix("ACCEPT "), let port = text.split(separator: ":").last.flatMap({ UInt16($0) }) { return port }
                 line.removeAll()

@@ -13,9 +13,9 @@ struct LoginCallbackTests {
 
     struct OneIssuer: IssuerDirectory {
         let metadata: IssuerMetadata
-        func metadata(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata { metadata }
-        func verify(issuer: String, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata { metadata }
-        func reread(issuer: String, trustAnchors: String?, now: Date) -> Bool { false }
+        func metadata(_ source: MetadataSource, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata { metadata }
+        func verify(_ source: MetadataSource, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata { metadata }
+        func reread(_ source: MetadataSource, trustAnchors: String?, now: Date) -> Bool { false }
     }
 
     struct NoKeys: KeySetSource {

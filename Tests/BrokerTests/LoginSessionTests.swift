@@ -25,12 +25,12 @@ struct LoginSessionTests {
                                        claims: IdentityClaims(sid: nil, email: nil, authTime: nil))
         let client = ClientRegistration(tenant: "t1", id: "app", issuer: "https://idp.example", clientID: "app",
                                         authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"])
-        let s = LoginService.session(from: grant, verified, login: login, client: client, now: now)
+        let s = LoginService.session(from: grant, subject: verified.subject, claims: verified.claims, login: login, client: client, now: now)
         #expect(s.accessExpiresAt == Date(timeIntervalSince1970: Double(exp)))
         #expect(try #require(s.nextRefreshAt) < Date(timeIntervalSince1970: Double(exp)))
         // An opaque token keeps expires_in.
         let opaque = TokenGrant(accessToken: "opaque-token", tokenType: .bearer, expiresIn: 3600, refreshToken: "rt", scope: nil, idToken: nil)
-        #expect(LoginService.session(from: opaque, verified, login: login, client: client, now: now).accessExpiresAt
+        #expect(LoginService.session(from: opaque, subject: verified.subject, claims: verified.claims, login: login, client: client, now: now).accessExpiresAt
                 == now.addingTimeInterval(3600))
     }
 }

@@ -15,16 +15,17 @@ struct OperatorServiceTests {
         var advertised: @Sendable (IssuerMetadata) -> IssuerMetadata = { $0 }
         /// The trust anchors each registration's discovery read was made with.
         var readWith: ReadLog?
-        func metadata(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+        func metadata(_ source: MetadataSource, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+            let issuer = source.issuer
             if let failure { throw failure }
             return advertised(IssuerMetadata(issuer: issuer, tokenEndpoint: URL(string: issuer + "/token")!, authorizationEndpoint: nil, jwksURI: nil,
                                              revocationEndpoint: nil, endSessionEndpoint: nil, issParameterSupported: true))
         }
-        func verify(issuer: String, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata {
+        func verify(_ source: MetadataSource, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata {
             readWith?.anchors.withLock { $0.append(trustAnchors) }
-            return try metadata(issuer: issuer, trustAnchors: trustAnchors, now: Date())
+            return try metadata(source, trustAnchors: trustAnchors, now: Date())
         }
-        func reread(issuer: String, trustAnchors: String?, now: Date) -> Bool { false }
+        func reread(_ source: MetadataSource, trustAnchors: String?, now: Date) -> Bool { false }
     }
 
     /// Keys are opaque bytes here: signing is the OpenSSL adapter's, tested with it.

@@ -47,7 +47,11 @@ extension LoginService {
             }, now)
         }
         let anchors = registered?.trustAnchors
-        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: login.issuer, trustAnchors: anchors, now: now) }
+        let meta = try Self.mapped { () throws(TokenEndpointError) in
+            // The registration's metadata (and descriptor's endpoints); an OpenID issuer's when it is gone.
+            if let registered, registered.issuer == login.issuer { return try directory.metadata(for: registered, now: now) }
+            return try directory.metadata(issuer: login.issuer, trustAnchors: anchors, now: now)
+        }
         // RFC 9207 §2.4: compare before anything else, errors included; required when advertised.
         if let iss = cb.iss {
             guard iss == login.issuer else { return try refuse(login, "issuer_mismatch", "the iss parameter is not the login's issuer", now) }
@@ -81,6 +85,20 @@ extension LoginService {
         do { grant = try endpoint.exchangeCode(client: client, code: code, verifier: login.verifier, dpop: proof) } catch {
             return try self.refuse(login, Self.refusal(error, sentProof: proof != nil), now)
         }
+        guard client.descriptor.kind == .oidc else {
+            // A plain OAuth 2.0 provider: no ID token; the user's id from the answer or a "who am I" call.
+            let subject: String
+            do throws(TokenEndpointError) {
+                if let s = grant.subject { subject = s } else { subject = try endpoint.userID(client: client, accessToken: grant.accessToken) }
+            } catch {
+                switch error {
+                case .transient, .notSent, .unanswered: return try self.refuse(login, .idpUnavailable(retryAfter: nil), now)
+                case .certificateRefused(let why): return try self.refuse(login, .idpCertificateRefused(reason: why), now)
+                default: return try refuse(login, "invalid_token_response", "the user's id could not be learnt: \(error.reason)", now)
+                }
+            }
+            return try store(Self.session(from: grant, subject: subject, claims: IdentityClaims(), login: login, client: client, now: now), login, now)
+        }
         guard let idToken = grant.idToken else { return try refuse(login, "invalid_token_response", "the token response has no id_token", now) }
         let verified: VerifiedIDToken
         do {
@@ -92,28 +110,39 @@ extension LoginService {
             case .keysUnavailable: return try self.refuse(login, .idpUnavailable(retryAfter: nil), now)
             }
         }
-        let session = Self.session(from: grant, verified, login: login, client: client, now: now)
+        return try store(Self.session(from: grant, subject: verified.subject, claims: verified.claims, login: login, client: client, now: now), login, now)
+    }
+
+    /// Stores the new session and tells the other replicas.
+    private func store(_ session: Session, _ login: PendingLogin, _ now: Date) throws -> Completion {
+        let client = session.client
         try sessions.insert(session)
-        feed.publish(.subject(tenant: login.tenant, client: client.id, subject: verified.subject))
-        feed.publish(.scheduled(tenant: login.tenant, id: session.id, client: client.id, at: session.nextRefreshAt))
+        feed.publish(.subject(tenant: login.tenant, client: client, subject: session.subject))
+        feed.publish(.scheduled(tenant: login.tenant, id: session.id, client: client, at: session.nextRefreshAt))
         audit.record(AuditEvent(at: now, actor: "callback", action: .loginComplete, tenant: login.tenant, session: session.id, outcome: "ok"))
         return .signedIn(session, redirectAfter: login.redirectAfter)
     }
 
-    /// The new session: tokens from the grant, claims from the verified ID token, the grant's
-    /// start now (spec §8). Without a refresh token the session lives until its access token
-    /// expires, then needs re-authentication.
-    static func session(from g: TokenGrant, _ v: VerifiedIDToken, login: PendingLogin, client: ClientRegistration, now: Date) -> Session {
+    /// The new session: tokens from the grant, the user's id and claims (from the verified ID
+    /// token, or for a plain OAuth 2.0 provider from its answer), the grant's start now (spec
+    /// §8). Without a refresh token the session lives until its access token expires (the end of
+    /// its grant, announced as such), then needs re-authentication; a token that never expires
+    /// is never scheduled.
+    static func session(from g: TokenGrant, subject: String, claims: IdentityClaims, login: PendingLogin, client: ClientRegistration,
+                        now: Date) -> Session {
         var rng = SystemRandomNumberGenerator()
-        let lifetime = g.expiresIn ?? 300
-        let expires = AccessTokenExpiry.clamp(now.addingTimeInterval(lifetime), token: g.accessToken)
-        let next = g.refreshToken == nil ? expires : client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: expires, jitter: Double.random(in: -1...1))
-        return Session(tenant: login.tenant, id: Identifiers.session(using: &rng), client: client.id, subject: v.subject, issuer: login.issuer,
-                       scopes: g.scope ?? login.scopes, claims: v.claims, accessToken: g.accessToken, accessExpiresAt: expires,
-                       accessLifetime: lifetime, refreshToken: g.refreshToken, idToken: g.idToken, state: .active, nextRefreshAt: next,
-                       grantedAt: now, createdAt: now, lastRefreshedAt: now,
-                       grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now), accessTokenType: g.tokenType,
-                       dpopKey: login.dpopKey)
+        let expires = g.expiresAt(sentAt: now, client.descriptor.grant)
+        let never = expires == Session.neverExpires
+        let refresh = client.descriptor.grant.refreshTokens == .none ? nil : g.refreshToken
+        let next = never || refresh == nil ? (never ? nil : expires)
+            : client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: expires, jitter: Double.random(in: -1...1))
+        var grantEnds = g.grantExpiry(policy: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now), sentAt: now)
+        if refresh == nil, !never { grantEnds = min(grantEnds ?? expires, expires) }
+        return Session(tenant: login.tenant, id: Identifiers.session(using: &rng), client: client.id, subject: subject, issuer: login.issuer,
+                       scopes: g.scope ?? login.scopes, claims: claims, accessToken: g.accessToken, accessExpiresAt: expires,
+                       accessLifetime: never ? nil : expires.timeIntervalSince(now), refreshToken: refresh, idToken: g.idToken, state: .active,
+                       nextRefreshAt: next, grantedAt: now, createdAt: now, lastRefreshedAt: now, grantExpiresAt: grantEnds,
+                       accessTokenType: g.tokenType, dpopKey: login.dpopKey, metadata: g.metadata)
     }
 
     /// An IdP's refusal of DPoP (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`) on `request`,

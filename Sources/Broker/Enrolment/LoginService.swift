@@ -76,8 +76,11 @@ public struct LoginService: Sendable {
         if let hint = r.loginHint, hint.isEmpty || hint.utf8.count > 255 { throw bad("'login_hint' must be 1...255 bytes") }
         var scopes = r.scopes ?? client.scopes
         guard scopes.count <= 50, scopes.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 100 }) else { throw bad("'scope' must be at most 50 scope tokens") }
-        if !scopes.contains("openid") { scopes.insert("openid", at: 0) }
-        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: now) }
+        let d = client.descriptor
+        // OpenID Connect Core §3.1.2.1: `openid` makes it an OpenID request; a plain OAuth 2.0
+        // provider may not know that scope.
+        if d.kind == .oidc, !scopes.contains("openid") { scopes.insert("openid", at: 0) }
+        let meta = try Self.mapped { () throws(TokenEndpointError) in try directory.metadata(for: client, now: now) }
         guard let authorize = meta.authorizationEndpoint else {
             throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer's metadata has no authorization_endpoint")
         }
@@ -104,11 +107,19 @@ public struct LoginService: Sendable {
                                  redirectAfter: r.redirectAfter, createdAt: now, expiresAt: now.addingTimeInterval(Self.lifetime),
                                  dpopKey: dpop?.key)
         var query = [("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", client.redirectURI),
-                     ("scope", scopes.joined(separator: " ")), ("state", state), ("nonce", nonce),
-                     ("code_challenge", Base64URL.encode(try digest.sha256(Array(verifier.utf8)))), ("code_challenge_method", "S256")]
+                     (d.authorization.scopeParam, scopes.joined(separator: d.authorization.scopeSeparator)), ("state", state)]
+        if d.kind == .oidc { query.append(("nonce", nonce)) }
+        if d.authorization.pkce {
+            query += [("code_challenge", Base64URL.encode(try digest.sha256(Array(verifier.utf8)))), ("code_challenge_method", "S256")]
+        }
         if let hint = r.loginHint { query.append(("login_hint", hint)) }
         if let dpop { query.append(("dpop_jkt", dpop.proof.thumbprint)) }
-        if scopes.contains("offline_access") { query.append(("prompt", "consent")) }   // OIDC Core §11
+        if d.kind == .oidc, scopes.contains("offline_access") { query.append(("prompt", "consent")) }   // OIDC Core §11
+        // The provider's own parameters (`access_type=offline`), each in place of the broker's of that name.
+        for p in d.authorization.params {
+            query.removeAll { $0.0 == p.name }
+            query.append((p.name, p.value))
+        }
         // RFC 9126: where the issuer offers PAR, the request is pushed with the client's
         // authentication and the browser carries only client_id and request_uri; an issuer
         // that requires PAR without offering its endpoint cannot be served.

@@ -16,9 +16,12 @@ public struct OperatorService: Sendable {
     let anchors: any TrustAnchorCheck
     /// This replica's key cache: dropped at once on a change here (others hear of it by NOTIFY).
     let auth: Authenticator
+    /// The provider descriptors registrations may name.
+    let catalogue: ProviderCatalogue
 
     public init(store: any RegistryStore, hasher: any SecretHasher, feed: any ChangeFeed, audit: any AuditSink, clock: any Clock,
-                assertionKeys: AssertionKeys, directory: any IssuerDirectory, anchors: any TrustAnchorCheck, auth: Authenticator) {
+                assertionKeys: AssertionKeys, directory: any IssuerDirectory, anchors: any TrustAnchorCheck, auth: Authenticator,
+                catalogue: ProviderCatalogue = ProviderCatalogue()) {
         self.store = store
         self.hasher = hasher
         self.feed = feed
@@ -28,6 +31,7 @@ public struct OperatorService: Sendable {
         self.directory = directory
         self.anchors = anchors
         self.auth = auth
+        self.catalogue = catalogue
     }
 
     public func putTenant(id: String, name: String, actor: String) throws -> (Tenant, created: Bool) {
@@ -55,13 +59,18 @@ public struct OperatorService: Sendable {
     /// issuer, so that a trailing slash or a wrong port is refused here, not at the first login.
     /// `dpopAuto`: the registration's DPoP algorithm is kept only when the issuer advertises it
     /// (RFC 9449 §5.1); without `verify` nothing is known, and the client stays bearer.
+    /// `provider`: the catalogue entry and descriptor the registration names (ProviderCatalogue);
+    /// a provider that publishes no metadata is checked against nothing but its descriptor.
     public func putClient(_ reg: ClientRegistration, secret: String?, verify: Bool = true, dpopAuto: Bool = false,
-                          actor: String) throws -> (ClientView, created: Bool) {
-        var c = reg
+                          provider: ProviderChoice = ProviderChoice(), actor: String) throws -> (ClientView, created: Bool) {
+        var c = try catalogue.resolve(reg, provider)
         func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
         guard Slug.isValid(c.id) else { throw bad("client id must match [a-z0-9][a-z0-9-]{0,62}") }
         guard try store.tenant(c.tenant) != nil else { throw BrokerError.notFound("tenant") }
         if let p = URLRules.issuerProblem(c.issuer) { throw bad(p) }
+        for (what, url) in c.descriptor.urls {
+            if let p = URLRules.problem(url, what: what) { throw BrokerError.badRequest(code: "invalid_descriptor", message: p) }
+        }
         if let p = URLRules.problem(c.redirectURI, what: "redirect_uri") { throw bad(p) }
         for u in c.redirectAfterAllowed { if let p = URLRules.problem(u, what: "redirect_after_allowed entry") { throw bad(p) } }
         guard !c.clientID.isEmpty, c.clientID.count <= 512 else { throw bad("'client_id' must be 1...512 characters") }
@@ -78,7 +87,7 @@ public struct OperatorService: Sendable {
             throw bad("a FAPI 2.0 client is registered only after its issuer's metadata is read (no ?verify=false)")
         }
         if verify {
-            let meta = try checkIssuer(c.issuer, trustAnchors: c.trustAnchors)
+            let meta = try checkIssuer(c)
             if dpopAuto, let alg = c.dpopAlgorithm, !(meta.dpopSigningAlgorithms ?? []).contains(alg.rawValue) { c.dpopAlgorithm = nil }
             if c.profile == .fapi2 {
                 let own = FAPI2Profile.clientProblems(c)
@@ -114,14 +123,19 @@ public struct OperatorService: Sendable {
         return (ClientView(client: c, publicKey: key), r.created)
     }
 
-    /// Reads the issuer's discovery document (OpenID Connect Discovery §4) over a connection
-    /// that trusts what the registration will trust (`trustAnchors`, or the deployment's): refused
-    /// with 400 `invalid_issuer` when it cannot be read or names another issuer.
-    private func checkIssuer(_ issuer: String, trustAnchors: String?) throws -> IssuerMetadata {
+    /// Reads the provider's metadata (OpenID Connect Discovery §4, or RFC 8414 §3) over a
+    /// connection that trusts what the registration will trust (`trustAnchors`, or the
+    /// deployment's): refused with 400 `invalid_issuer` when it cannot be read or names another
+    /// issuer. A provider without metadata has its descriptor's endpoints only.
+    private func checkIssuer(_ c: ClientRegistration) throws -> IssuerMetadata {
+        guard let source = c.metadataSource else {
+            guard let m = IssuerMetadata.explicit(issuer: c.issuer, c.descriptor.endpoints) else { throw BrokerError.internalError }
+            return m
+        }
         do throws(TokenEndpointError) {
-            return try directory.verify(issuer: issuer, trustAnchors: trustAnchors)
+            return try directory.verify(source, trustAnchors: c.trustAnchors).overridden(by: c.descriptor.endpoints)
         } catch {
-            throw BrokerError.badRequest(code: "invalid_issuer", message: "issuer \(issuer): \(error.reason) (?verify=false, or --no-verify, registers it without this check)")
+            throw BrokerError.badRequest(code: "invalid_issuer", message: "issuer \(source.issuer): \(error.reason) (?verify=false, or --no-verify, registers it without this check)")
         }
     }
 

@@ -14,6 +14,8 @@ public struct IssuedToken: Sendable, Equatable {
     public var dpopProofs: [String] = []
     /// For an exchanged token, its RFC 8693 `issued_token_type`.
     public var issuedTokenType: String? = nil
+    /// The session's kept members of its provider's answer (`Session.metadata`), a JSON object.
+    public var metadata: String? = nil
     /// Where the rendered document of a plain token handed out from the cache is kept (nil
     /// otherwise). Not part of the token: equality ignores it.
     public var memo: TokenDocumentMemo? = nil
@@ -23,8 +25,11 @@ public struct IssuedToken: Sendable, Equatable {
     public static func == (a: IssuedToken, b: IssuedToken) -> Bool {
         a.accessToken == b.accessToken && a.tokenType == b.tokenType && a.expiresAt == b.expiresAt && a.expiresIn == b.expiresIn
             && a.scope == b.scope && a.sessionID == b.sessionID && a.subject == b.subject && a.dpopProofs == b.dpopProofs
-            && a.issuedTokenType == b.issuedTokenType
+            && a.issuedTokenType == b.issuedTokenType && a.metadata == b.metadata
     }
+
+    /// A token that never expires (`Session.neverExpires`): handed out with `expires_at: null`.
+    public var neverExpires: Bool { expiresAt == Session.neverExpires }
 
     /// The token as written at `now`: `expires_in` counted again, or nil when less life is left
     /// than was promised (an answer that waited — a batch's slowest item — must not carry it).

@@ -44,6 +44,10 @@ public struct BrokerConfig: Sendable {
     public var accessLog: Bool
     public var logLevel: LogLevel
     public var migrationsDirectory: URL?
+    /// The shipped provider catalogue (TOKENBROKER_CATALOGUE_DIR; nil: providers/ found as sql/ is)
+    /// and the operator's own descriptors (TOKENBROKER_PROVIDERS_DIR), whose entries win.
+    public var catalogueDirectory: URL?
+    public var providersDirectory: URL?
     /// Webhook endpoints may be plain http:// (development, tests); otherwise https:// only.
     public var webhookAllowHTTP = false
     /// Webhook deliveries may connect to loopback, private and link-local addresses (development, tests).
@@ -155,6 +159,14 @@ public struct BrokerConfig: Sendable {
             webhookRetryCap: TimeInterval(try int("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", 600, 1...86_400)),
             issuer: try issuerValue(value("TOKENBROKER_ISSUER"), listeners))
         config.providerConnections = providers
+        for (name, keyPath) in [("TOKENBROKER_CATALOGUE_DIR", \BrokerConfig.catalogueDirectory), ("TOKENBROKER_PROVIDERS_DIR", \BrokerConfig.providersDirectory)] {
+            guard let dir = value(name) else { continue }
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: dir, isDirectory: &isDir), isDir.boolValue else {
+                throw Invalid(description: "\(name): \(dir) is not a readable folder")
+            }
+            config[keyPath: keyPath] = URL(fileURLWithPath: dir)
+        }
         return config
     }
 

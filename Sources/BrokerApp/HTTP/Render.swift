@@ -21,12 +21,21 @@ enum Render {
     private static func members(_ t: IssuedToken, into w: inout JSONWriter) {
         w.string("access_token", t.accessToken)
         w.string("token_type", t.tokenType.rawValue)
-        w.time("expires_at", t.expiresAt, millis: true)
-        w.int("expires_in", t.expiresIn)
+        if t.neverExpires {
+            w.key("expires_at"); w.raw("null")
+            w.key("expires_in"); w.raw("null")
+        } else {
+            w.time("expires_at", t.expiresAt, millis: true)
+            w.int("expires_in", t.expiresIn)
+        }
         w.string("scope", Scopes.format(t.scope))
         w.string("session_id", t.sessionID)
         w.string("subject", t.subject)
         if let type = t.issuedTokenType { w.string("issued_token_type", type) }
+        if let m = t.metadata {
+            w.key("metadata")
+            w.raw(m)
+        }
         if !t.dpopProofs.isEmpty {
             w.key("dpop_proofs")
             w.beginArray()
@@ -61,11 +70,13 @@ enum Render {
             ("state", JSONText.quote(s.state.rawValue)), ("reason", JSONText.optional(s.reason)),
             ("refresh_attempt_started_at", RFC3339.optional(s.attempt?.startedAt)), ("backoff_until", RFC3339.optional(s.backoffUntil)),
             ("sid", JSONText.optional(s.claims.sid)), ("email", JSONText.optional(s.claims.email)),
-            ("auth_time", RFC3339.optional(s.claims.authTime)), ("access_expires_at", RFC3339.optional(s.accessExpiresAt)),
+            ("auth_time", RFC3339.optional(s.claims.authTime)),
+            ("access_expires_at", s.accessNeverExpires ? "null" : RFC3339.optional(s.accessExpiresAt)),
             ("next_refresh_at", RFC3339.optional(s.nextRefreshAt)), ("refresh_mode", JSONText.optional(s.refreshMode)),
             ("version", String(s.version)),
             ("failure_count", String(s.failureCount)), ("last_error", JSONText.optional(s.lastError)),
             ("granted_at", RFC3339.optional(s.grantedAt)), ("grant_expires_at", RFC3339.optional(s.grantExpiresAt)),
+            ("metadata", s.metadata ?? "null"),
             ("created_at", RFC3339.optional(s.createdAt)),
             ("last_used_at", RFC3339.optional(s.lastUsedAt)), ("last_refreshed_at", RFC3339.optional(s.lastRefreshedAt)),
         ]
@@ -153,6 +164,9 @@ enum Render {
             ("on_ambiguous_refresh", JSONText.quote(c.onAmbiguousRefresh.rawValue)),
             ("dpop", c.dpopAlgorithm == nil ? "false" : "true"), ("dpop_alg", JSONText.optional(c.dpopAlgorithm?.rawValue)),
             ("profile", JSONText.quote(c.profile.rawValue)), ("trust_anchors", JSONText.optional(c.trustAnchors)),
+            // The provider: the catalogue entry, and the descriptor in force (null: an OpenID provider by discovery).
+            ("protocol", JSONText.quote(c.descriptor.kind.rawValue)), ("provider", JSONText.optional(c.provider)),
+            ("descriptor", c.descriptor == .openID ? "null" : c.descriptor.json),
         ] + assertion)
     }
 }

@@ -10,7 +10,8 @@ struct OperatorRoutes {
     let operators: OperatorService
 
     /// The client registration in a PUT body (spec §4.3); the secret is returned separately, and
-    /// whether DPoP is to follow the issuer's metadata (`"dpop": "auto"`).
+    /// whether DPoP is to follow the issuer's metadata (`"dpop": "auto"`). `issuer` may be
+    /// absent when the provider's descriptor has one (or its endpoints): the catalogue resolves it.
     static func registration(_ b: JSONObject, tenant: String, id: String) throws -> (ClientRegistration, secret: String?, dpopAuto: Bool) {
         let methodName = try b.requiredString("auth_method")
         guard let method = ClientAuthMethod(rawValue: methodName) else {
@@ -42,7 +43,7 @@ struct OperatorRoutes {
             throw BrokerError.badRequest(code: "invalid_request", message: "'scopes' is required")
         }
         let reg = ClientRegistration(
-            tenant: tenant, id: id, issuer: try b.requiredString("issuer"), clientID: try b.requiredString("client_id"), authMethod: method,
+            tenant: tenant, id: id, issuer: try b.string("issuer") ?? "", clientID: try b.requiredString("client_id"), authMethod: method,
             redirectURI: try b.requiredString("redirect_uri"), scopes: scopes, redirectAfterAllowed: try b.strings("redirect_after_allowed") ?? [],
             refreshPolicy: policy, maxConcurrentRefreshes: try b.int("max_concurrent_refreshes") ?? 8,
             assertionAlgorithm: try b.string("assertion_alg").map { name throws(BrokerError) -> JWSAlgorithm in
@@ -68,6 +69,20 @@ struct OperatorRoutes {
         return (reg, try b.string("client_secret"), dpopAuto)
     }
 
+    /// The provider a PUT body names: `provider` (a catalogue entry), `protocol` (`oidc` or
+    /// `oauth2`), and `descriptor`, a JSON object kept as compact text for the catalogue to merge.
+    static func providerChoice(_ b: JSONObject, body: [UInt8]) throws -> ProviderChoice {
+        var choice = ProviderChoice(provider: try b.string("provider"), protocolName: try b.string("protocol"))
+        if let p = choice.protocolName, ProviderDescriptor.Kind(rawValue: p) == nil {
+            throw BrokerError.badRequest(code: "invalid_request", message: "'protocol' must be oidc or oauth2")
+        }
+        if try b.object("descriptor") != nil, let whole = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
+           let d = whole["descriptor"] as? [String: Any] {
+            choice.patch = ProviderDescriptor.canonical(d)
+        }
+        return choice
+    }
+
     func register(_ r: inout Router) {
         r.add("PUT", "/v1/tenants/{t}") { req in
             let tenant = req[param: "t"]
@@ -83,9 +98,12 @@ struct OperatorRoutes {
             let tenant = req[param: "t"]
             return gate.guarded(req, .operator, tenant: tenant) { p in
                 let verify = try QueryParameters(req, allowed: ["verify"]).bool("verify", default: true)
-                let (reg, secret, dpopAuto) = try Self.registration(try JSONObject.parse(req.body), tenant: tenant, id: req[param: "c"])
+                let body = try JSONObject.parse(req.body)
+                let (reg, secret, dpopAuto) = try Self.registration(body, tenant: tenant, id: req[param: "c"])
+                let provider = try Self.providerChoice(body, body: req.body)
                 return gate.later(req) {
-                    let (c, created) = try operators.putClient(reg, secret: secret, verify: verify, dpopAuto: dpopAuto, actor: p.id)
+                    let (c, created) = try operators.putClient(reg, secret: secret, verify: verify, dpopAuto: dpopAuto, provider: provider,
+                                                               actor: p.id)
                     return .json(created ? 201 : 200, Render.client(c))
                 }
             }

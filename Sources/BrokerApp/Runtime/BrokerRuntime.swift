@@ -92,8 +92,11 @@ public final class BrokerRuntime: Sendable {
                                     clock: clock, executor: executor, events: Self.eventLog(logger))
         let hasher = SHA256SecretHasher()
         auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
+        let catalogue = try ProviderCatalogue.load([config.catalogueDirectory ?? Self.findCatalogue()].filter {
+            FileManager.default.fileExists(atPath: $0.path)
+        } + (config.providersDirectory.map { [$0] } ?? []))
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys,
-                                    directory: directory, anchors: OpenSSLTrustAnchors(), auth: auth)
+                                    directory: directory, anchors: OpenSSLTrustAnchors(), auth: auth, catalogue: catalogue)
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout, events: Self.eventLog(logger))
         let flushBuffers = Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
@@ -255,18 +258,25 @@ public final class BrokerRuntime: Sendable {
     }
 
     /// sql/ next to the working directory, the installed copy, or the checkout of the binary.
-    static func findMigrations() -> URL {
+    static func findMigrations() -> URL { findShared("sql", holding: "001_init.sql") }
+
+    /// The shipped provider catalogue: providers/ found as sql/ is.
+    static func findCatalogue() -> URL { findShared("providers", holding: "github.json") }
+
+    /// `folder` next to the working directory, installed under /usr/share/tokenbroker, or in the
+    /// checkout of the binary: the first that holds `file`.
+    static func findShared(_ folder: String, holding file: String) -> URL {
         let fm = FileManager.default
-        var candidates = [URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent("sql"),
-                          URL(fileURLWithPath: "/usr/share/tokenbroker/sql")]
-        // No /proc: the other places are still tried, and a missing sql/ is reported by the caller.
+        var candidates = [URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent(folder),
+                          URL(fileURLWithPath: "/usr/share/tokenbroker/" + folder)]
+        // No /proc: the other places are still tried, and a missing folder is reported by the caller.
         if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
             for _ in 0..<4 {
                 dir = dir.deletingLastPathComponent()
-                candidates.append(dir.appendingPathComponent("sql"))
+                candidates.append(dir.appendingPathComponent(folder))
             }
         }
-        return candidates.first { fm.fileExists(atPath: $0.appendingPathComponent("001_init.sql").path) } ?? candidates[0]
+        return candidates.first { fm.fileExists(atPath: $0.appendingPathComponent(file).path) } ?? candidates[0]
     }
 }

@@ -28,13 +28,18 @@ public struct ClientRegistration: Sendable, Equatable {
     /// The CA certificates (PEM) this client's provider connections trust instead of the
     /// deployment's; nil: the deployment's trust. Never widens another client's trust.
     public var trustAnchors: String?
+    /// The catalogue entry the registration was made from (`github`), if any.
+    public var provider: String?
+    /// What the provider does differently from the standards; `.openID` for an OpenID provider
+    /// found by discovery.
+    public var descriptor: ProviderDescriptor
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
                 refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8,
                 assertionAlgorithm: JWSAlgorithm? = nil, onAmbiguousRefresh: AmbiguousRefreshPolicy = .failClosed,
                 dpopAlgorithm: JWSAlgorithm? = nil, profile: ClientProfile = .standard,
-                trustAnchors: String? = nil) {
+                trustAnchors: String? = nil, provider: String? = nil, descriptor: ProviderDescriptor = .openID) {
         self.tenant = tenant
         self.id = id
         self.issuer = issuer
@@ -50,6 +55,8 @@ public struct ClientRegistration: Sendable, Equatable {
         self.dpopAlgorithm = dpopAlgorithm
         self.profile = profile
         self.trustAnchors = trustAnchors
+        self.provider = provider
+        self.descriptor = descriptor
     }
 
     /// The ID-token algorithms the profile allows (nil: every one the broker verifies).
@@ -58,4 +65,18 @@ public struct ClientRegistration: Sendable, Equatable {
     /// The `aud` of this client's assertions at `endpoint`: the issuer identifier, a single
     /// string, under FAPI 2.0 (§5.3.2.1); the endpoint otherwise (RFC 7523 §3 allows both).
     public func assertionAudience(endpoint: String) -> String { profile == .fapi2 ? issuer : endpoint }
+
+    /// Where the client's provider metadata is read: discovery for an OpenID provider; RFC 8414
+    /// for an OAuth 2.0 provider, unless its descriptor gives the token endpoint, and then every
+    /// endpoint comes from the descriptor and no metadata is read (nil).
+    public var metadataSource: MetadataSource? {
+        let d = descriptor
+        if d.kind == .oauth2, d.endpoints.token != nil { return nil }
+        return MetadataSource(issuer: d.issuer ?? issuer, document: d.kind == .oidc ? .openID : .authorizationServer, namedIssuer: d.issuerTemplate)
+    }
+
+    /// `scheme://host[:port]` of a URL: the issuer a provider without metadata is known by.
+    public static func origin(of url: URL) -> String {
+        (url.scheme ?? "https") + "://" + (url.host ?? "") + (url.port.map { ":\($0)" } ?? "")
+    }
 }

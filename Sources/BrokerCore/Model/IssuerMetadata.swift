@@ -1,7 +1,8 @@
 import Foundation
 
-/// IssuerMetadata is the part of an OpenID Provider's discovery document the broker uses
-/// (OpenID Connect Discovery 1.0 §3, RFC 8414 §2, RFC 9207 §3).
+/// IssuerMetadata is the part of a provider's metadata the broker uses (OpenID Connect Discovery
+/// 1.0 §3, RFC 8414 §2, RFC 9207 §3), with the endpoints a provider descriptor gives explicitly
+/// put over it (`overridden(by:)`), or made from those endpoints alone (`explicit`).
 public struct IssuerMetadata: Sendable, Equatable {
     public let issuer: String
     public let tokenEndpoint: URL
@@ -24,6 +25,8 @@ public struct IssuerMetadata: Sendable, Equatable {
     public var tokenEndpointAuthSigningAlgorithms: [String]? = nil
     /// RFC 9449 §5.1: the algorithms the IdP accepts in DPoP proofs.
     public var dpopSigningAlgorithms: [String]? = nil
+    /// OpenID Connect Core §5.3 (or a descriptor's "who am I" endpoint).
+    public var userinfoEndpoint: URL? = nil
 
     public init(issuer: String, tokenEndpoint: URL, authorizationEndpoint: URL?, jwksURI: URL?, revocationEndpoint: URL?,
                 endSessionEndpoint: URL?, issParameterSupported: Bool, introspectionEndpoint: URL? = nil,
@@ -38,5 +41,32 @@ public struct IssuerMetadata: Sendable, Equatable {
         self.endSessionEndpoint = endSessionEndpoint
         self.issParameterSupported = issParameterSupported
         self.introspectionEndpoint = introspectionEndpoint
+    }
+}
+
+extension IssuerMetadata {
+    /// The endpoints a descriptor gives, each one over the document's.
+    public func overridden(by e: ProviderEndpoints) -> IssuerMetadata {
+        var m = IssuerMetadata(issuer: issuer, tokenEndpoint: e.token ?? tokenEndpoint, authorizationEndpoint: e.authorization ?? authorizationEndpoint,
+                               jwksURI: jwksURI, revocationEndpoint: e.revocation ?? revocationEndpoint, endSessionEndpoint: endSessionEndpoint,
+                               issParameterSupported: issParameterSupported, introspectionEndpoint: e.introspection ?? introspectionEndpoint,
+                               pushedAuthorizationRequestEndpoint: pushedAuthorizationRequestEndpoint,
+                               requirePushedAuthorizationRequests: requirePushedAuthorizationRequests)
+        m.idTokenSigningAlgorithms = idTokenSigningAlgorithms
+        m.tokenEndpointAuthMethods = tokenEndpointAuthMethods
+        m.tokenEndpointAuthSigningAlgorithms = tokenEndpointAuthSigningAlgorithms
+        m.dpopSigningAlgorithms = dpopSigningAlgorithms
+        m.userinfoEndpoint = e.userinfo ?? userinfoEndpoint
+        return m
+    }
+
+    /// The metadata of a provider that publishes none: the descriptor's endpoints only.
+    public static func explicit(issuer: String, _ e: ProviderEndpoints) -> IssuerMetadata? {
+        guard let token = e.token else { return nil }
+        var m = IssuerMetadata(issuer: issuer, tokenEndpoint: token, authorizationEndpoint: e.authorization, jwksURI: nil,
+                               revocationEndpoint: e.revocation, endSessionEndpoint: nil, issParameterSupported: false,
+                               introspectionEndpoint: e.introspection)
+        m.userinfoEndpoint = e.userinfo
+        return m
     }
 }

@@ -35,13 +35,14 @@ public struct Session: Sendable, Equatable {
         var grantExpiresAt: Date?
         var accessTokenType: TokenType
         let dpopKey: DPoPKeyMaterial?
+        var metadata: String?
 
         init(tenant: String, id: String, client: String, subject: String, issuer: String, scopes: [String],
             claims: IdentityClaims, accessToken: String?, accessExpiresAt: Date?, accessLifetime: TimeInterval?,
             refreshToken: String?, idToken: String?, state: SessionState, nextRefreshAt: Date?, version: Int64, failureCount: Int,
             lastError: String?, grantedAt: Date, createdAt: Date, lastUsedAt: Date?, lastRefreshedAt: Date?,
             attempt: RefreshAttempt?, backoffUntil: Date?, reason: String?, grantExpiresAt: Date?, accessTokenType: TokenType,
-            dpopKey: DPoPKeyMaterial?) {
+            dpopKey: DPoPKeyMaterial?, metadata: String?) {
             self.tenant = tenant
             self.id = id
             self.client = client
@@ -69,6 +70,7 @@ public struct Session: Sendable, Equatable {
             self.grantExpiresAt = grantExpiresAt
             self.accessTokenType = accessTokenType
             self.dpopKey = dpopKey
+            self.metadata = metadata
         }
 
         func copy() -> Storage {
@@ -77,7 +79,7 @@ public struct Session: Sendable, Equatable {
                 refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
                 failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt,
                 lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil,
-                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey)
+                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata)
         }
     }
 
@@ -187,6 +189,13 @@ public struct Session: Sendable, Equatable {
     /// The session's DPoP key (RFC 9449), when its client binds tokens: the same key from the
     /// code exchange to the last refresh.
     public var dpopKey: DPoPKeyMaterial? { storage.dpopKey }
+    /// Members of the provider's token answer kept with the session (its descriptor's
+    /// `token_response.keep`: Salesforce's `instance_url`), as one compact JSON object, handed
+    /// out with every token as `metadata`; nil when the descriptor keeps none.
+    public var metadata: String? {
+        get { storage.metadata }
+        set { change { $0.metadata = newValue } }
+    }
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
@@ -195,13 +204,13 @@ public struct Session: Sendable, Equatable {
                 version: Int64 = 1, failureCount: Int = 0, lastError: String? = nil, grantedAt: Date,
                 createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
                 attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil,
-                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil) {
+                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil, metadata: String? = nil) {
         storage = Storage(tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes,
             claims: claims, accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime,
             refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
             failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt,
             lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil, reason: reason,
-            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey)
+            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata)
     }
 
     public static func == (a: Session, b: Session) -> Bool {
@@ -234,6 +243,7 @@ public struct Session: Sendable, Equatable {
             && x.grantExpiresAt == y.grantExpiresAt
             && x.accessTokenType == y.accessTokenType
             && x.dpopKey == y.dpopKey
+            && x.metadata == y.metadata
     }
 
     /// Proactive: refreshed ahead of expiry; idle: not handed out lately, refreshed on demand and
@@ -245,6 +255,14 @@ public struct Session: Sendable, Equatable {
         if let exp = accessExpiresAt, next > exp, attempt == nil, backoffUntil == nil { return "idle" }
         return "proactive"
     }
+
+    /// The expiry of an access token that never expires (a provider that gives none and says so
+    /// in its descriptor, GitHub OAuth Apps): far enough for any `min_ttl`, handed out as
+    /// `expires_at: null`, stored as it is.
+    public static let neverExpires = Date(timeIntervalSince1970: 253_402_300_799)   // 9999-12-31T23:59:59Z
+
+    /// Whether the access token never expires.
+    public var accessNeverExpires: Bool { accessExpiresAt == Self.neverExpires }
 
     /// Seconds the access token still lives at `now` (negative once expired, nil without one).
     public func accessTTL(at now: Date) -> TimeInterval? {

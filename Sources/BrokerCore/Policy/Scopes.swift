@@ -1,10 +1,14 @@
-/// Scopes parses and prints OAuth scope strings (RFC 6749 §3.3: space-delimited, case-sensitive).
+import Foundation
+
+/// Scopes parses and prints OAuth scope strings (RFC 6749 §3.3: space-delimited, case-sensitive;
+/// a provider's descriptor may say commas, as GitHub and Slack write them).
 public enum Scopes {
-    public static func parse(_ s: String?) -> [String] {
+    public static func parse(_ s: String?, separator: String = " ") -> [String] {
         guard let s else { return [] }
         var seen = Set<String>()
-        return s.split(separator: " ").map(String.init).filter { seen.insert($0).inserted }
+        let sep = separator.first ?? " "
+        return s.split(separator: sep).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && seen.insert($0).inserted }
     }
 
-    public static func format(_ scopes: [String]) -> String { scopes.joined(separator: " ") }
+    public static func format(_ scopes: [String], separator: String = " ") -> String { scopes.joined(separator: separator) }
 }

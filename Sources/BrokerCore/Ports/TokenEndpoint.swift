@@ -35,7 +35,12 @@ public protocol TokenEndpoint: Sendable {
     func exchange(client: ClientRegistration, subjectToken: String, _ ask: TokenExchange, actorToken: String?, dpop: DPoPProof?)
         throws(TokenEndpointError) -> ExchangedToken
 
-    /// Revokes a token (RFC 7009 §2.1); `hint` is `refresh_token` or `access_token`.
+    /// The user's id at the provider, from its "who am I" call with `accessToken` (the client's
+    /// provider descriptor says which call and where the id is in its answer).
+    func userID(client: ClientRegistration, accessToken: String) throws(TokenEndpointError) -> String
+
+    /// Revokes a token (RFC 7009 §2.1, or the provider's own request its descriptor describes);
+    /// `hint` is `refresh_token` or `access_token`.
     func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError)
 
     /// The URL the user's browser must be sent to so that the IdP ends the user's session

@@ -16,9 +16,14 @@ public struct RefreshContext: Sendable, Equatable {
     public var draw: Double
     /// Uniform in -1...1: the schedule's jitter.
     public var jitter: Double
+    /// What the client's provider does with its grants (rotating or reusable refresh tokens,
+    /// tokens that never expire) and how its refusals are read (its descriptor).
+    public var grant: GrantLifetime
+    public var refusals: RefusalCodes
 
     public init(now: Date, policy: RefreshPolicy = RefreshPolicy(), retry: RetryPolicy = RetryPolicy(), patience: TimeInterval = 120,
-                onAmbiguous: AmbiguousRefreshPolicy = .failClosed, blockedUntil: Date? = nil, draw: Double = 1, jitter: Double = 0) {
+                onAmbiguous: AmbiguousRefreshPolicy = .failClosed, blockedUntil: Date? = nil, draw: Double = 1, jitter: Double = 0,
+                grant: GrantLifetime = GrantLifetime(), refusals: RefusalCodes = RefusalCodes()) {
         self.now = now
         self.policy = policy
         self.retry = retry
@@ -27,5 +32,7 @@ public struct RefreshContext: Sendable, Equatable {
         self.blockedUntil = blockedUntil
         self.draw = draw
         self.jitter = jitter
+        self.grant = grant
+        self.refusals = refusals
     }
 }

@@ -1,8 +1,9 @@
 /// RefreshFailure classifies a failed refresh by what it says about the IdP having acted —
-/// status first, then the RFC 6749 §5.2 code (spec §5, §8).
+/// status first, then the RFC 6749 §5.2 code, read as the provider's descriptor says
+/// (`RefusalCodes`).
 public enum RefreshFailure: Sendable, Equatable {
-    /// The IdP refused this grant: `invalid_grant`, `access_denied` with 403, any other RFC 6749
-    /// error, a bare 400 or 403. The session needs a new sign-in.
+    /// The IdP refused this grant: `invalid_grant`, any other code the descriptor does not name
+    /// as retried or as refusing the client, a bare 400 or 403. The session needs a new sign-in.
     case grantDead(reason: String)
     /// The IdP refused the client, not the grant: `invalid_client`, `unauthorized_client`, or
     /// 401. The session stays active; an operator must fix the registration.
@@ -16,19 +17,20 @@ public enum RefreshFailure: Sendable, Equatable {
     /// stays active with its refresh token unspent until the trust or the certificate changes.
     case certificateRefused(reason: String)
     /// The IdP did not act: 5xx, 429, the request never left, metadata unavailable, an endpoint
-    /// that is not there (404).
+    /// that is not there (404), or a refusal the descriptor says is retried (`invalid_request`).
     case outage(retryAfter: Int?)
     /// The IdP may have acted and the answer is lost: timeout after sending, connection closed,
     /// 504, an unusable 200.
     case ambiguous
 
-    public static func classify(_ e: TokenEndpointError) -> RefreshFailure {
+    public static func classify(_ e: TokenEndpointError, _ refusals: RefusalCodes = RefusalCodes()) -> RefreshFailure {
         switch e {
         case .oauth(let o):
             // Not token-endpoint codes in RFC 6749 §5.2, but sent by some IdPs when overloaded.
             if o.error == "temporarily_unavailable" || o.error == "server_error" { return .outage(retryAfter: nil) }
             if o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce" { return .dpopRequired }
-            if o.error == "invalid_client" || o.error == "unauthorized_client" || o.status == 401 { return .clientRejected }
+            if refusals.clientRefused.contains(o.error) || o.status == 401 { return .clientRejected }
+            if refusals.retried.contains(o.error) { return .outage(retryAfter: nil) }
             return .grantDead(reason: o.code)
         case .refused(let status, _):
             switch status {

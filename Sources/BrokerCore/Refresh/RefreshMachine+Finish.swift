@@ -66,11 +66,13 @@ extension RefreshMachine {
 
     /// The session after a good answer: expiry counted from when the request was sent (the
     /// token may have been issued then) and never later than a JWT access token's own `exp`;
-    /// the old refresh token kept when none came (spec §8).
+    /// the old refresh token kept when none came (spec §8); the kept members replaced when the
+    /// answer has any; the grant's own lifetime, when the provider gives one, shortening the
+    /// policy's.
     static func applied(_ grant: TokenGrant, to old: Session, sentAt: Date, _ ctx: RefreshContext) -> Session {
         var s = old
-        let expires = AccessTokenExpiry.clamp(sentAt.addingTimeInterval(grant.expiresIn ?? 300), token: grant.accessToken)
-        let lifetime = expires.timeIntervalSince(sentAt)
+        let expires = grant.expiresAt(sentAt: sentAt, ctx.grant)
+        let lifetime = expires == Session.neverExpires ? nil : expires.timeIntervalSince(sentAt)
         s.state = .active
         s.reason = nil
         s.accessToken = grant.accessToken
@@ -84,15 +86,17 @@ extension RefreshMachine {
         s.lastError = nil
         s.backoffUntil = nil
         s.lastRefreshedAt = ctx.now
-        s.grantExpiresAt = ctx.policy.grantExpiry(grantedAt: old.grantedAt, refreshedAt: ctx.now)
-        s.nextRefreshAt = ctx.policy.schedule(s, issuedAt: sentAt, expiresAt: expires, now: ctx.now, jitter: ctx.jitter)
+        s.grantExpiresAt = grant.grantExpiry(policy: ctx.policy.grantExpiry(grantedAt: old.grantedAt, refreshedAt: ctx.now), sentAt: sentAt)
+        s.metadata = grant.metadata ?? old.metadata
+        s.nextRefreshAt = expires == Session.neverExpires ? nil
+            : ctx.policy.schedule(s, issuedAt: sentAt, expiresAt: expires, now: ctx.now, jitter: ctx.jitter)
         return s
     }
 
     /// A failed attempt, classified by what it says about the IdP having acted: refusals end the
     /// grant or blame the client, outages back off, ambiguity is resolved with evidence.
     static func failed(_ row: Session, _ error: TokenEndpointError, _ ctx: RefreshContext) -> RefreshFinish {
-        switch RefreshFailure.classify(error) {
+        switch RefreshFailure.classify(error, ctx.refusals) {
         case .grantDead(let reason):
             var s = row.ended(.needsReauth, reason: reason, lastError: error.reason)
             s.attempt = nil
@@ -122,6 +126,9 @@ extension RefreshMachine {
             return RefreshFinish(write: s, result: .failure(.idpUnavailable(retryAfter: retryAfter ?? seconds(s.backoffUntil!, ctx.now))),
                                  health: .failed(retryAfter: retryAfter),
                                  event: RefreshEvent(.warn, "idp_unavailable", "refresh failed, the IdP did not act (\(error.reason)); backing off"))
+        case .ambiguous where ctx.grant.refreshTokens == .reusable:
+            // A refresh token that stays valid may be presented again: nothing was lost.
+            return retried(row, "the refresh may have reached the IdP and no answer came (\(error.reason)); its refresh token is reusable, so it is retried")
         case .ambiguous:
             return RefreshFinish(result: .failure(.refreshBusy), next: .resolve,
                                  event: RefreshEvent(.warn, "refresh_outcome_unknown", "the refresh may have reached the IdP and no answer came (\(error.reason)); resolving without presenting it again"))

@@ -33,7 +33,7 @@ extension RefreshMachine {
     }
 
     /// The attempt did not reach the IdP: clear it and make the session due at once.
-    private static func retried(_ row: Session, _ why: String) -> RefreshFinish {
+    static func retried(_ row: Session, _ why: String) -> RefreshFinish {
         var s = row
         s.version += 1
         s.attempt = nil

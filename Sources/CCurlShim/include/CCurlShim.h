@@ -19,6 +19,7 @@ typedef struct tb_http_result {
     int connected;          /* 1: a new connection was opened for this exchange; 0: a kept one was reused */
     int tls;                /* handshake of the new connection: 0 none (plain HTTP or reused), 1 full, 2 resumed */
     long keep_alive;        /* the server's Keep-Alive timeout in seconds, -1 when it sent none */
+    char *content_type;     /* malloc'd Content-Type header value, NULL when absent or over 256 bytes */
 } tb_http_result;
 
 /* The CA certificates trusted by default, parsed once into one OpenSSL X509_STORE shared by
@@ -26,7 +27,7 @@ typedef struct tb_http_result {
 typedef struct tb_http_trust tb_http_trust;
 
 typedef struct tb_http_request {
-    const char *method;     /* "GET" or "POST" */
+    const char *method;     /* "GET", "POST", or another method (sent with the body when there is one) */
     const char *url;
     const char *const *headers;   /* nheaders "Name: value" strings */
     int nheaders;
