@@ -44,8 +44,8 @@ public final class JWKSCache: KeySetSource {
         self.maxAge = maxAge
     }
 
-    public func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
-        let key = ProviderKey(issuer: issuer, trustAnchors: trustAnchors)
+    public func keys(_ source: MetadataSource, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
+        let key = ProviderKey(source, trustAnchors: trustAnchors)
         if let c = fresh(key, now: now) {
             guard let budget = refetch else { return c.keys }
             // Claim the budget's re-fetch before fetching, so that concurrent misses do not all go out.
@@ -87,7 +87,7 @@ public final class JWKSCache: KeySetSource {
     }
 
     private func fetch(_ key: ProviderKey, now: Date) throws(TokenEndpointError) -> [JSONWebKey] {
-        guard let uri = try directory.metadata(issuer: key.issuer, trustAnchors: key.trust.anchorsPEM, now: now).jwksURI else { throw .metadata("discovery: no jwks_uri") }
+        guard let uri = try directory.metadata(key.source, trustAnchors: key.trust.anchorsPEM, now: now).jwksURI else { throw .metadata("discovery: no jwks_uri") }
         let reply: BlockingHTTP.Reply
         do { reply = try http.send("GET", uri, headers: ["Accept: application/json"], trust: key.trust) } catch {
             switch error {

@@ -17,6 +17,8 @@ enum TokenResponse {
         var shape = TokenResponseShape()
         var scopeSeparator = " "
         var subject: JSONPointer?
+        /// An OpenID answer's ID token is read; a plain OAuth 2.0 provider's answer has none.
+        var idToken = true
 
         init() {}
 
@@ -26,6 +28,7 @@ enum TokenResponse {
             shape = d.tokenResponse
             scopeSeparator = d.authorization.scopeSeparator
             self.subject = subject && d.subjectSource.from == .tokenResponse ? d.subjectSource.pointer : nil
+            idToken = d.kind == .oidc
         }
     }
 
@@ -67,7 +70,7 @@ enum TokenResponse {
         var grant = TokenGrant(accessToken: access, tokenType: type, expiresIn: seconds(shape.expiresIn),
                                refreshToken: shape.refreshToken.text(in: doc).flatMap { $0.isEmpty ? nil : $0 },
                                scope: shape.scope.text(in: doc).map { Scopes.parse($0, separator: reading.scopeSeparator) },
-                               idToken: shape.idToken.text(in: doc))
+                               idToken: reading.idToken ? shape.idToken.text(in: doc) : nil)
         grant.grantExpiresIn = seconds(shape.grantExpiresIn)
         grant.metadata = try kept(shape, doc, endpoint)
         if let p = reading.subject {

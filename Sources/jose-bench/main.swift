@@ -11,7 +11,7 @@ import Foundation
 /// The issuer's keys, already fetched (the broker's JWKS cache on a hit).
 struct FixedKeys: KeySetSource {
     let keys: [JSONWebKey]
-    func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] { keys }
+    func keys(_ source: MetadataSource, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] { keys }
 }
 
 let seconds = Double(ProcessInfo.processInfo.environment["JOSE_BENCH_SECONDS"] ?? "2") ?? 2

@@ -9,7 +9,7 @@ final class StaticKeySet: KeySetSource, @unchecked Sendable {
     var keys: [JSONWebKey]
     var refetches = 0
     init(_ keys: [JSONWebKey]) { self.keys = keys }
-    func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
+    func keys(_ source: MetadataSource, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
         if refetch != nil { refetches += 1 }
         return keys
     }

@@ -72,4 +72,16 @@ struct IDTokenRulesTests {
         #expect((try? CompactJWS.parse(Base64URL.encode(Array(#"{"alg":"ES256","crit":["x"]}"#.utf8)) + ".\(p).AAAA")) == nil)
         #expect((try? CompactJWS.parse("\(h).\(p).AAAA", maxBytes: 10)) == nil)
     }
+
+    @Test("a multi-tenant issuer template: iss must be the template with the token's own tid, nothing else")
+    func issuerTemplate() {
+        var e = IDTokenExpectation(issuer: "https://login.example/common/v2.0", clientID: "app", nonce: "n-1")
+        e.issuerTemplate = "https://login.example/{tenantid}/v2.0"
+        let tenant = claims { $0["iss"] = "https://login.example/7c1b/v2.0"; $0["tid"] = "7c1b" }
+        #expect(refusal(tenant, e) == nil)
+        #expect(refusal(claims { $0["iss"] = "https://login.example/7c1b/v2.0"; $0["tid"] = "other" }, e) != nil, "another tenant's iss")
+        #expect(refusal(claims { $0["iss"] = "https://login.example/7c1b/v2.0" }, e) != nil, "no tid")
+        #expect(refusal(claims { $0["iss"] = "https://login.example/a/b/v2.0"; $0["tid"] = "a/b" }, e) != nil, "a tid that is a path")
+        #expect(refusal(claims { $0["iss"] = "https://login.example/common/v2.0"; $0["tid"] = "7c1b" }, e) != nil, "the common issuer itself")
+    }
 }

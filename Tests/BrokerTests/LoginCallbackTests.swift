@@ -19,7 +19,7 @@ struct LoginCallbackTests {
     }
 
     struct NoKeys: KeySetSource {
-        func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] { [] }
+        func keys(_ source: MetadataSource, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] { [] }
     }
 
     struct NoSignatures: SignatureVerifier {

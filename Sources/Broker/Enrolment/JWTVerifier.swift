@@ -30,7 +30,8 @@ public struct JWTVerifier: Sendable {
     public func verify(_ token: String, _ expect: IDTokenExpectation, trustAnchors: String?, now: Date,
                        budget: RefetchBudget = .callback) throws(Failure) -> VerifiedIDToken {
         // An access token or a logout token must not pass for an ID token (RFC 9068 §4, RFC 8725 §3.11).
-        let jws = try signed(token, by: expect.issuer, trustAnchors: trustAnchors, now: now, budget: budget) { !$0.hasSuffix("at+jwt") && !$0.hasSuffix("logout+jwt") }
+        let source = MetadataSource(issuer: expect.issuer, document: .openID, namedIssuer: expect.issuerTemplate)
+        let jws = try signed(token, by: source, trustAnchors: trustAnchors, now: now, budget: budget) { !$0.hasSuffix("at+jwt") && !$0.hasSuffix("logout+jwt") }
         if let allowed = expect.algorithms, let alg = JWSAlgorithm(rawValue: jws.algorithm), !allowed.contains(alg) {
             throw .rejected(JOSEError("alg \(alg.rawValue) is not allowed by the client's profile (\(allowed.map(\.rawValue).sorted().joined(separator: ", ")))"))
         }
@@ -40,13 +41,13 @@ public struct JWTVerifier: Sendable {
     /// A back-channel logout token (OpenID Connect Back-Channel Logout 1.0 §2.6).
     public func verifyLogoutToken(_ token: String, issuer: String, clientID: String, trustAnchors: String?,
                                   now: Date) throws(Failure) -> LogoutClaims {
-        let jws = try signed(token, by: issuer, trustAnchors: trustAnchors, now: now, budget: .logoutToken) { $0 == "logout+jwt" || $0 == "application/logout+jwt" || $0 == "jwt" }
+        let jws = try signed(token, by: .openID(issuer), trustAnchors: trustAnchors, now: now, budget: .logoutToken) { $0 == "logout+jwt" || $0 == "application/logout+jwt" || $0 == "jwt" }
         do { return try LogoutTokenRules.check(jws.claims, issuer: issuer, clientID: clientID, now: now) } catch { throw .rejected(error) }
     }
 
     /// The JWS, once its alg, its `typ` (lowercased, when present) and its signature by one of
     /// `issuer`'s keys passed.
-    private func signed(_ token: String, by issuer: String, trustAnchors: String?, now: Date, budget: RefetchBudget,
+    private func signed(_ token: String, by issuer: MetadataSource, trustAnchors: String?, now: Date, budget: RefetchBudget,
                         typeAllowed: (String) -> Bool) throws(Failure) -> CompactJWS {
         let jws: CompactJWS
         do { jws = try CompactJWS.parse(token) } catch { throw .rejected(error) }
@@ -70,10 +71,10 @@ public struct JWTVerifier: Sendable {
     }
 
     /// The issuer's keys that allow `alg` and carry the token's `kid` (any, when it names none).
-    private func keys(for jws: CompactJWS, _ alg: JWSAlgorithm, _ issuer: String, _ trustAnchors: String?, now: Date,
+    private func keys(for jws: CompactJWS, _ alg: JWSAlgorithm, _ issuer: MetadataSource, _ trustAnchors: String?, now: Date,
                       refetch: RefetchBudget?) throws(Failure) -> [JSONWebKey] {
         let set: [JSONWebKey]
-        do { set = try keys.keys(issuer: issuer, trustAnchors: trustAnchors, now: now, refetch: refetch) } catch { throw .keysUnavailable(error) }
+        do { set = try keys.keys(issuer, trustAnchors: trustAnchors, now: now, refetch: refetch) } catch { throw .keysUnavailable(error) }
         return set.filter { $0.allows(alg) && (jws.kid == nil || $0.kid == jws.kid) }
     }
 }

@@ -102,8 +102,9 @@ extension LoginService {
         guard let idToken = grant.idToken else { return try refuse(login, "invalid_token_response", "the token response has no id_token", now) }
         let verified: VerifiedIDToken
         do {
-            verified = try idTokens.verify(idToken, IDTokenExpectation(issuer: login.issuer, clientID: client.clientID, nonce: login.nonce,
-                                                                       algorithms: client.idTokenAlgorithms), trustAnchors: client.trustAnchors, now: now)
+            var expect = IDTokenExpectation(issuer: login.issuer, clientID: client.clientID, nonce: login.nonce, algorithms: client.idTokenAlgorithms)
+            expect.issuerTemplate = client.descriptor.issuerTemplate
+            verified = try idTokens.verify(idToken, expect, trustAnchors: client.trustAnchors, now: now)
         } catch {
             switch error {
             case .rejected(let why): return try refuse(login, "invalid_id_token", "ID token rejected: \(why.reason)", now)

@@ -13,11 +13,13 @@ extension RefreshDriver {
             return .failed(error)
         }
         metrics.refreshLatency.observe(label, clock.now().timeIntervalSince(started))
-        guard let id = grant.idToken, let idTokens else { return .granted(grant, idToken: .valid) }
+        // A plain OAuth 2.0 provider's answer carries no ID token (TokenResponse does not read one).
+        guard client.descriptor.kind == .oidc, let id = grant.idToken, let idTokens else { return .granted(grant, idToken: .valid) }
         // OIDC Core §12.2: same issuer, subject and client, no nonce. It came on the
         // authenticated token-endpoint channel, so an unknown kid earns a JWKS re-fetch.
-        let expect = IDTokenExpectation(issuer: row.issuer, clientID: client.clientID, nonce: nil, subject: row.subject,
+        var expect = IDTokenExpectation(issuer: row.issuer, clientID: client.clientID, nonce: nil, subject: row.subject,
                                         algorithms: client.idTokenAlgorithms)
+        expect.issuerTemplate = client.descriptor.issuerTemplate
         do {
             _ = try idTokens.verify(id, expect, trustAnchors: client.trustAnchors, now: clock.now(), budget: .refresh)
             return .granted(grant, idToken: .valid)

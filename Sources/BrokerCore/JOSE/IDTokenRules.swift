@@ -4,7 +4,15 @@ import Foundation
 /// Core §3.1.3.7 steps 2–11, spec §7). Pure: the time is an argument.
 public enum IDTokenRules {
     public static func check(_ c: [String: Any], _ e: IDTokenExpectation, now: Date) throws(JOSEError) -> VerifiedIDToken {
-        guard c["iss"] as? String == e.issuer else { throw JOSEError("iss is not the issuer") }
+        if let template = e.issuerTemplate {
+            // The tenant is the token's own; it must make the template's issuer exactly.
+            guard let tid = c["tid"] as? String, !tid.isEmpty, !tid.contains("/"), tid.utf8.count <= 64,
+                  c["iss"] as? String == template.replacingOccurrences(of: ProviderDescriptor.tenantPlaceholder, with: tid) else {
+                throw JOSEError("iss is not the issuer template with the token's tid")
+            }
+        } else {
+            guard c["iss"] as? String == e.issuer else { throw JOSEError("iss is not the issuer") }
+        }
         let audiences: [String]
         if let one = c["aud"] as? String { audiences = [one] } else if let many = c["aud"] as? [String] { audiences = many } else {
             throw JOSEError("aud missing")

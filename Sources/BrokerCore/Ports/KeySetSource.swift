@@ -1,13 +1,21 @@
 import Foundation
 
-/// KeySetSource gives an issuer's signing keys (its JWKS, found through discovery), cached per
-/// issuer and trust: `trustAnchors` is the client's own CA certificates (PEM), nil for the
-/// deployment's, and keys fetched under one trust are never answered to a caller of another.
+/// KeySetSource gives an issuer's signing keys (its JWKS, found through its discovery document,
+/// `source`), cached per document and trust: `trustAnchors` is the client's own CA certificates
+/// (PEM), nil for the deployment's, and keys fetched under one trust are never answered to a
+/// caller of another.
 public protocol KeySetSource: Sendable {
     /// The issuer's usable keys. With a `refetch` budget the source fetches them again — unless
     /// that budget was spent too recently for the issuer (so that a flood of tokens naming
     /// unknown `kid`s cannot make the broker hammer the IdP), in which case it answers what it has.
-    func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey]
+    func keys(_ source: MetadataSource, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey]
+}
+
+extension KeySetSource {
+    /// An OpenID provider's keys, found through its discovery document.
+    public func keys(issuer: String, trustAnchors: String?, now: Date, refetch: RefetchBudget?) throws(TokenEndpointError) -> [JSONWebKey] {
+        try keys(.openID(issuer), trustAnchors: trustAnchors, now: now, refetch: refetch)
+    }
 }
 
 /// RefetchBudget is whose re-fetch a token with an unknown `kid` may spend, per issuer. Tokens
