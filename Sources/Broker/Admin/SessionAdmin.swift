@@ -90,14 +90,18 @@ public struct SessionAdmin: Sendable {
     public struct Import: Sendable {
         public var client: String
         public var subject: String
-        public var refreshToken: String
+        /// Nil: a grant without a refresh token, kept until its access token expires (or for
+        /// good, when the client's provider issues tokens that never expire).
+        public var refreshToken: String?
         public var accessToken: String?
         public var expiresAt: Date?
         public var scopes: [String]?
         public var grantedAt: Date?
+        /// Members of the provider's answer to keep with the session (a JSON object, compact).
+        public var metadata: String?
 
-        public init(client: String, subject: String, refreshToken: String, accessToken: String?, expiresAt: Date?, scopes: [String]?,
-                    grantedAt: Date?) {
+        public init(client: String, subject: String, refreshToken: String?, accessToken: String?, expiresAt: Date?, scopes: [String]?,
+                    grantedAt: Date?, metadata: String? = nil) {
             self.client = client
             self.subject = subject
             self.refreshToken = refreshToken
@@ -105,6 +109,7 @@ public struct SessionAdmin: Sendable {
             self.expiresAt = expiresAt
             self.scopes = scopes
             self.grantedAt = grantedAt
+            self.metadata = metadata
         }
     }
 
@@ -114,22 +119,37 @@ public struct SessionAdmin: Sendable {
         let now = clock.now()
         guard let client = try registry.client(tenant: tenant, id: i.client, now: now) else { throw BrokerError.notFound("client") }
         guard !i.subject.isEmpty, i.subject.utf8.count <= 255 else { throw bad("'subject' must be 1...255 bytes") }
-        guard !i.refreshToken.isEmpty, i.refreshToken.utf8.count <= 8192 else { throw bad("'refresh_token' must be 1...8192 bytes") }
+        if let r = i.refreshToken, r.isEmpty || r.utf8.count > 8192 { throw bad("'refresh_token' must be 1...8192 bytes") }
         if let a = i.accessToken, a.isEmpty || a.utf8.count > 16384 { throw bad("'access_token' must be 1...16384 bytes") }
-        if i.accessToken != nil, i.expiresAt == nil { throw bad("'expires_at' is required with 'access_token'") }
+        let never = !client.descriptor.grant.accessTokenExpires
+        if i.accessToken != nil, i.expiresAt == nil, !never { throw bad("'expires_at' is required with 'access_token'") }
+        guard i.refreshToken != nil || i.accessToken != nil else { throw bad("'refresh_token' or 'access_token' is required") }
+        if i.refreshToken != nil, client.descriptor.grant.refreshTokens == .none {
+            throw bad("the client's provider issues no refresh tokens: import the access token alone")
+        }
+        if let m = i.metadata, m.utf8.count > TokenResponseShape.maxKept * TokenResponseShape.maxKeptBytes { throw bad("'metadata' is too large") }
         if let g = i.grantedAt, g > now.addingTimeInterval(60) { throw bad("'granted_at' is in the future") }
         var rng = SystemRandomNumberGenerator()
         // Never later than the token's own exp (a JWT's, read unverified): the caller's figure
         // may be counted from after the token was issued.
         // nil: no access token to keep (none given, or already expired), so it is refreshed at once.
-        let expiresAt = i.accessToken.flatMap { t in i.expiresAt.map { AccessTokenExpiry.clamp($0, token: t) } }.flatMap { $0 > now ? $0 : nil }
+        // A token of a provider whose tokens never expire, imported without expires_at, never does.
+        let expiresAt = i.accessToken.flatMap { t in
+            i.expiresAt.map { AccessTokenExpiry.clamp($0, token: t) } ?? (never ? Session.neverExpires : nil)
+        }.flatMap { $0 > now ? $0 : nil }
+        guard i.refreshToken != nil || expiresAt != nil else { throw bad("an access token without a refresh token must not have expired") }
+        let forever = expiresAt == Session.neverExpires
+        // Without a refresh token, the grant ends with its access token (announced as such).
+        let grantEnds = i.refreshToken == nil && !forever ? expiresAt
+            : client.refreshPolicy.grantExpiry(grantedAt: i.grantedAt ?? now, refreshedAt: nil)
         let session = Session(
             tenant: tenant, id: Identifiers.session(using: &rng), client: client.id, subject: i.subject, issuer: client.issuer,
             scopes: i.scopes ?? client.scopes, accessToken: expiresAt == nil ? nil : i.accessToken, accessExpiresAt: expiresAt,
             refreshToken: i.refreshToken, state: .active,
-            nextRefreshAt: expiresAt.map { client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: $0, jitter: Double.random(in: -1...1)) } ?? now,
+            nextRefreshAt: forever ? nil : i.refreshToken == nil ? expiresAt
+                : expiresAt.map { client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: $0, jitter: Double.random(in: -1...1)) } ?? now,
             grantedAt: i.grantedAt ?? now,
-            createdAt: now, grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: i.grantedAt ?? now, refreshedAt: nil))
+            createdAt: now, grantExpiresAt: grantEnds, metadata: i.metadata)
         try store.insert(session)
         feed.publish(.subject(tenant: tenant, client: client.id, subject: i.subject))
         feed.publish(.scheduled(tenant: tenant, id: session.id, client: client.id, at: session.nextRefreshAt))

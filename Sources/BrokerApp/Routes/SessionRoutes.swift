@@ -19,6 +19,13 @@ struct SessionRoutes {
         }
     }
 
+    /// An import's `metadata`: a JSON object, kept as compact text.
+    static func metadata(_ b: JSONObject, body: [UInt8]) throws -> String? {
+        guard try b.object("metadata") != nil,
+              let m = ((try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any])?["metadata"] as? [String: Any], !m.isEmpty else { return nil }
+        return ProviderDescriptor.canonical(m)
+    }
+
     private func importSession(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
         return gate.guarded(req, .admin, tenant: tenant) { principal in
@@ -29,9 +36,9 @@ struct SessionRoutes {
                 return d
             }
             let i = SessionAdmin.Import(client: try b.requiredString("client"), subject: try b.requiredString("subject"),
-                                        refreshToken: try b.requiredString("refresh_token"), accessToken: try b.string("access_token"),
+                                        refreshToken: try b.string("refresh_token"), accessToken: try b.string("access_token"),
                                         expiresAt: try time("expires_at"), scopes: try b.string("scope").map { Scopes.parse($0) },
-                                        grantedAt: try time("granted_at"))
+                                        grantedAt: try time("granted_at"), metadata: try Self.metadata(b, body: req.body))
             return .later { [admin, executor = gate.executor] respond in
                 CurrentTrace.with(req.trace) { executor.run {
                     admin.importSession(i, tenant: tenant, by: principal) { result in
