@@ -67,10 +67,10 @@ public struct OperatorService: Sendable {
         func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
         guard Slug.isValid(c.id) else { throw bad("client id must match [a-z0-9][a-z0-9-]{0,62}") }
         guard try store.tenant(c.tenant) != nil else { throw BrokerError.notFound("tenant") }
-        if let p = URLRules.issuerProblem(c.issuer) { throw bad(p) }
         for (what, url) in c.descriptor.urls {
-            if let p = URLRules.problem(url, what: what) { throw BrokerError.badRequest(code: "invalid_descriptor", message: p) }
+            if let p = URLRules.problem(url, what: what) { throw BrokerError.badRequest(code: "invalid_descriptor", message: "descriptor: \(p)") }
         }
+        if let p = URLRules.issuerProblem(c.issuer) { throw bad(p) }
         if let p = URLRules.problem(c.redirectURI, what: "redirect_uri") { throw bad(p) }
         for u in c.redirectAfterAllowed { if let p = URLRules.problem(u, what: "redirect_after_allowed entry") { throw bad(p) } }
         guard !c.clientID.isEmpty, c.clientID.count <= 512 else { throw bad("'client_id' must be 1...512 characters") }
