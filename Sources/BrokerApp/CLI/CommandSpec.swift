@@ -29,15 +29,17 @@ struct CommandSpec {
             tokenbroker tenant list [--config FILE]                 list tenants
             """, options: ["name"], positionals: 1...2),
         CommandSpec(name: "client", usage: """
-            tokenbroker client put --tenant T --id C --issuer URL --client-id ID --auth-method M --redirect-uri URL
+            tokenbroker client put --tenant T --id C [--issuer URL] --client-id ID --auth-method M --redirect-uri URL
                                    --scopes "openid offline_access" [--client-secret-file F] [--redirect-after-allowed URL]...
                                    [--min-ttl S] [--lead-seconds S] [--jitter-seconds S] [--assertion-alg ALG] [--trust-anchors-file F]
-                                   [--no-verify] [--config FILE]
+                                   [--provider NAME] [--protocol oidc|oauth2] [--descriptor-file F] [--no-verify] [--config FILE]
               create or replace a client registration (the secret is read from the file, or from TOKENBROKER_CLIENT_SECRET);
-              the issuer's discovery document must name exactly --issuer, unless --no-verify; --trust-anchors-file: PEM CA
-              certificates this client's provider connections trust instead of the deployment's
+              the issuer's metadata must name exactly --issuer, unless --no-verify; --trust-anchors-file: PEM CA
+              certificates this client's provider connections trust instead of the deployment's; --provider: a catalogue
+              entry (docs/providers.md), with --descriptor-file's JSON object merged over it (docs/provider-descriptors.md)
             """, options: ["tenant", "id", "issuer", "client-id", "auth-method", "redirect-uri", "scopes", "client-secret-file",
-                           "redirect-after-allowed", "min-ttl", "lead-seconds", "jitter-seconds", "assertion-alg", "trust-anchors-file"],
+                           "redirect-after-allowed", "min-ttl", "lead-seconds", "jitter-seconds", "assertion-alg", "trust-anchors-file",
+                           "provider", "protocol", "descriptor-file"],
             flags: ["no-verify"], positionals: 1...1),
         CommandSpec(name: "apikey", usage: """
             tokenbroker apikey create --name N --role R [--role R]... (--tenant T [--tenant T]... | --all-tenants)

@@ -46,14 +46,22 @@ enum Commands {
             return pem
         }
         let reg = ClientRegistration(
-            tenant: try a.required("tenant"), id: try a.required("id"), issuer: try a.required("issuer"), clientID: try a.required("client-id"),
+            tenant: try a.required("tenant"), id: try a.required("id"), issuer: a.value("issuer") ?? "", clientID: try a.required("client-id"),
             authMethod: method, redirectURI: try a.required("redirect-uri"), scopes: Scopes.parse(try a.required("scopes")),
             redirectAfterAllowed: a.values("redirect-after-allowed"), refreshPolicy: policy,
             assertionAlgorithm: try a.value("assertion-alg").map { name in
                 guard let alg = JWSAlgorithm(rawValue: name) else { throw Arguments.Invalid(description: "--assertion-alg must be ES256, RS256 or PS256") }
                 return alg
             }, trustAnchors: anchors)
-        let (c, created) = try rt.operators.putClient(reg, secret: secret, verify: !a.flag("no-verify"), actor: "cli")
+        var provider = ProviderChoice(provider: a.value("provider"), protocolName: a.value("protocol"))
+        if let p = provider.protocolName, ProviderDescriptor.Kind(rawValue: p) == nil { throw Arguments.Invalid(description: "--protocol must be oidc or oauth2") }
+        if let f = a.value("descriptor-file") {
+            guard let data = FileManager.default.contents(atPath: f), let d = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+                throw Arguments.Invalid(description: "--descriptor-file must name a readable JSON object")
+            }
+            provider.patch = ProviderDescriptor.canonical(d)
+        }
+        let (c, created) = try rt.operators.putClient(reg, secret: secret, verify: !a.flag("no-verify"), provider: provider, actor: "cli")
         print(Render.client(c))
         FileHandle.standardError.write(Data("client \(c.client.tenant)/\(c.client.id) \(created ? "created" : "updated")\n".utf8))
         rt.flush()
