@@ -10,7 +10,8 @@ extension OIDCTokenEndpoint {
     public func userID(client: ClientRegistration, accessToken: String) throws(TokenEndpointError) -> String {
         let source = client.descriptor.subjectSource
         let meta = try metadata.metadata(for: client, now: clock.now())
-        guard let url = source.url ?? meta.userinfoEndpoint else { throw .metadata("the provider has no userinfo endpoint to learn the user's id from") }
+        let named = source.url.flatMap { URL(string: $0.replacingOccurrences(of: "{token}", with: Self.pathSegment(accessToken))) }
+        guard let url = named ?? meta.userinfoEndpoint else { throw .metadata("the provider has no userinfo endpoint to learn the user's id from") }
         let reply: BlockingHTTP.Reply
         do {
             // A User-Agent: some APIs (GitHub's) refuse requests without one.
@@ -36,7 +37,8 @@ extension OIDCTokenEndpoint {
         let r = client.descriptor.revocation
         if let which = r.token, "\(which.rawValue)_token" != hint { return }
         guard let template = r.url,
-              var components = URLComponents(string: template.replacingOccurrences(of: "{client_id}", with: FormEncoding.encode(client.clientID))) else {
+              var components = URLComponents(string: template.replacingOccurrences(of: "{client_id}", with: Self.pathSegment(client.clientID))
+                .replacingOccurrences(of: "{token}", with: r.tokenIn == .path ? Self.pathSegment(token) : "{token}")) else {
             throw .metadata("the provider descriptor gives no revocation url")
         }
         var headers = ["Accept: application/json", "User-Agent: tokenbroker"]
@@ -47,6 +49,7 @@ extension OIDCTokenEndpoint {
         case .json(let name): json[name] = token
         case .query(let name): components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: name, value: token)]
         case .bearer: headers.append("Authorization: Bearer " + token)
+        case .path: break
         }
         switch r.clientAuth {
         case .none: break
@@ -84,6 +87,11 @@ extension OIDCTokenEndpoint {
         }
         if reply.status >= 500 || reply.status == 429 { throw .transient(reason: "revocation: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
         throw .invalidResponse("revocation: HTTP \(reply.status)")
+    }
+
+    /// A value put in a URL's path: every byte but RFC 3986's unreserved ones percent-encoded.
+    static func pathSegment(_ s: String) -> String {
+        s.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? ""
     }
 
     /// A transport failure of a call that spends nothing (may be repeated).

@@ -79,6 +79,8 @@ struct ProviderDescriptorTests {
             (#"{"revocation": {"style": "request"}}"#, "revocation.url", "is required"),
             (#"{"revocation": {"style": "request", "url": "https://x.example/r", "token_in": "header:x"}}"#, "revocation.token_in", "form:NAME"),
             (#"{"revocation": {"success": [301]}}"#, "revocation.success", "2xx"),
+            (#"{"revocation": {"style": "request", "url": "https://x.example/r", "token_in": "path"}}"#, "revocation.url", "{token}"),
+            (#"{"subject": {"from": "userinfo", "url": "https://x.example/{user}"}}"#, "subject.url", "{token} may stand"),
             (#"{"issuer_template": "https://login.example/common/v2.0"}"#, "issuer_template", "{tenantid}"),
         ]
         for (text, member, problem) in cases {
@@ -86,6 +88,9 @@ struct ProviderDescriptorTests {
             #expect(e?.member == member && e?.problem.contains(problem) == true, "\(text): \(String(describing: e))")
         }
         #expect(refusal("[1]")?.problem == "is not a JSON object")
+        // Placeholders that stand for values filled in at each use are accepted where they may.
+        #expect(refusal(#"{"subject": {"from": "userinfo", "url": "https://api.example/oauth/v1/access-tokens/{token}", "pointer": "/user_id"}}"#) == nil)
+        #expect(refusal(#"{"revocation": {"style": "request", "method": "DELETE", "url": "https://api.example/refresh-tokens/{token}", "token_in": "path"}}"#) == nil)
     }
 
     @Test("JSON pointers (RFC 6901): escapes, arrays by index, numbers and booleans as text, null as nothing")

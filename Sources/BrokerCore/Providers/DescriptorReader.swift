@@ -68,6 +68,16 @@ extension ProviderDescriptor {
             return u
         }
 
+        /// A URL in which `placeholder` may stand for a value filled in at each use.
+        func template(_ k: String, _ placeholder: String) throws(DescriptorError) -> String? {
+            guard let s = try string(k) else { return nil }
+            let filled = s.replacingOccurrences(of: placeholder, with: "x")
+            guard let u = URL(string: filled), ["https", "http"].contains(u.scheme?.lowercased() ?? ""), u.host?.isEmpty == false, !filled.contains("{") else {
+                throw DescriptorError(path(k), "must be an https or http URL (\(placeholder) may stand for its value; got '\(s.prefix(200))')")
+            }
+            return s
+        }
+
         func pointer(_ k: String) throws(DescriptorError) -> JSONPointer? {
             guard let s = try string(k) else { return nil }
             guard let p = JSONPointer(s) else { throw DescriptorError(path(k), "must be a JSON pointer (RFC 6901) such as /access_token") }

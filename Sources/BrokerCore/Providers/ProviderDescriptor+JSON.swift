@@ -52,7 +52,7 @@ extension ProviderDescriptor {
         if let s = try r.object("subject") {
             try s.only(["from", "url", "method", "pointer"])
             guard let from = try s.choice("from", SubjectSource.From.self) else { throw DescriptorError(s.path("from"), "is required") }
-            subject = SubjectSource(from: from, url: try s.url("url"), method: try s.choice("method", ["GET", "POST"]) ?? "GET",
+            subject = SubjectSource(from: from, url: try s.template("url", "{token}"), method: try s.choice("method", ["GET", "POST"]) ?? "GET",
                                     pointer: try s.pointer("pointer") ?? JSONPointer("/sub")!)
             if from == .tokenResponse, try s.pointer("pointer") == nil { throw DescriptorError(s.path("pointer"), "is required with token_response") }
         }
@@ -118,8 +118,9 @@ extension ProviderDescriptor {
         s.style = try v.choice("style", RevocationStyle.Style.self) ?? .rfc7009
         s.method = try v.choice("method", ["POST", "DELETE", "GET"]) ?? "POST"
         if let u = try v.string("url") {
-            guard let url = URL(string: u.replacingOccurrences(of: "{client_id}", with: "x")), ["https", "http"].contains(url.scheme ?? "") else {
-                throw DescriptorError(v.path("url"), "must be an https or http URL ({client_id} may stand for the client id)")
+            guard let url = URL(string: u.replacingOccurrences(of: "{client_id}", with: "x").replacingOccurrences(of: "{token}", with: "x")),
+                  ["https", "http"].contains(url.scheme ?? "") else {
+                throw DescriptorError(v.path("url"), "must be an https or http URL ({client_id} and {token} may stand for the client id and the token)")
             }
             s.url = u
         }
@@ -128,10 +129,11 @@ extension ProviderDescriptor {
             let parts = p.split(separator: ":", maxSplits: 1).map(String.init)
             switch (parts.first, parts.count == 2 ? Reader.isName(parts[1]) : false) {
             case ("bearer", _) where parts.count == 1: s.tokenIn = .bearer
+            case ("path", _) where parts.count == 1: s.tokenIn = .path
             case ("form", true): s.tokenIn = .form(parts[1])
             case ("json", true): s.tokenIn = .json(parts[1])
             case ("query", true): s.tokenIn = .query(parts[1])
-            default: throw DescriptorError(v.path("token_in"), "must be form:NAME, json:NAME, query:NAME or bearer")
+            default: throw DescriptorError(v.path("token_in"), "must be form:NAME, json:NAME, query:NAME, bearer or path")
             }
         }
         s.clientAuth = try v.choice("client_auth", RevocationStyle.ClientAuth.self) ?? .none
@@ -140,6 +142,7 @@ extension ProviderDescriptor {
             s.success = Set(codes)
         }
         if s.style == .request, s.url == nil { throw DescriptorError(v.path("url"), "is required with the request style") }
+        if s.tokenIn == .path, s.url?.contains("{token}") != true { throw DescriptorError(v.path("url"), "must hold {token} when token_in is path") }
         return s
     }
 

@@ -49,9 +49,12 @@ public struct ProviderDescriptor: Sendable, Equatable {
         let e = endpoints
         let named: [(String, URL?)] = [("endpoints.authorization", e.authorization), ("endpoints.token", e.token),
                                        ("endpoints.revocation", e.revocation), ("endpoints.introspection", e.introspection),
-                                       ("endpoints.userinfo", e.userinfo), ("subject.url", subject?.url)]
+                                       ("endpoints.userinfo", e.userinfo)]
         var out = named.compactMap { m, u in u.map { (m, $0.absoluteString) } }
-        if let u = revocation.url { out.append(("revocation.url", u.replacingOccurrences(of: "{client_id}", with: "client"))) }
+        if let u = subject?.url { out.append(("subject.url", u.replacingOccurrences(of: "{token}", with: "token"))) }
+        if let u = revocation.url {
+            out.append(("revocation.url", u.replacingOccurrences(of: "{client_id}", with: "client").replacingOccurrences(of: "{token}", with: "token")))
+        }
         return out
     }
 }

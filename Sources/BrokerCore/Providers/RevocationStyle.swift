@@ -9,12 +9,14 @@ public struct RevocationStyle: Sendable, Equatable {
     /// Where the token goes in the described request.
     public enum Placement: Sendable, Equatable {
         case form(String), json(String), query(String), bearer
+        /// In the URL's path, in place of `{token}` (HubSpot's `DELETE …/refresh-tokens/{token}`).
+        case path
     }
     public enum ClientAuth: String, Sendable, CaseIterable { case basic, form, none }
 
     public var style: Style = .rfc7009
     public var method = "POST"
-    /// With `request`: the URL, `{client_id}` replaced.
+    /// With `request`: the URL, `{client_id}` replaced (and `{token}`, with the `path` placement).
     public var url: String?
     /// Nil: the refresh token when the session has one, else the access token.
     public var token: Token?

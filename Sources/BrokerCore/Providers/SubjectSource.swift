@@ -11,13 +11,14 @@ public struct SubjectSource: Sendable, Equatable {
     }
 
     public var from: From
-    /// With `userinfo`: the call's URL (nil: the provider's userinfo endpoint) and method.
-    public var url: URL?
+    /// With `userinfo`: the call's URL (nil: the provider's userinfo endpoint; `{token}` in it
+    /// stands for the new access token, HubSpot's `…/access-tokens/{token}`) and method.
+    public var url: String?
     public var method = "GET"
     /// Where the id is in the answer (`/sub` by default).
     public var pointer = JSONPointer("/sub")!
 
-    public init(from: From, url: URL? = nil, method: String = "GET", pointer: JSONPointer = JSONPointer("/sub")!) {
+    public init(from: From, url: String? = nil, method: String = "GET", pointer: JSONPointer = JSONPointer("/sub")!) {
         self.from = from
         self.url = url
         self.method = method
