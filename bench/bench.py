@@ -228,6 +228,22 @@ def token_bench(env, op, idp, work):
     exchange_script.write_text(f'wrk.method = "POST"\nwrk.body = \'{exchange_body}\'\nwrk.headers["Authorization"] = "Bearer {key}"\n'
                                'wrk.headers["Content-Type"] = "application/json"\n')
 
+    # A plain OAuth 2.0 session (Salesforce-like: members of its provider's answer kept with it and
+    # handed out as metadata), imported with a valid access token: the same cached path, a longer document.
+    http("PUT", broker + "/v1/tenants/bench/clients/plain", op, {"protocol": "oauth2", "client_id": "bench-app", "auth_method": "client_secret_basic",
+         "client_secret": "bench-secret", "redirect_uri": redirect, "scopes": ["api", "refresh_token"],
+         "descriptor": {"endpoints": {"authorization": idp + "/authorize", "token": idp + "/token"},
+                        "token_response": {"keep": {"instance_url": "/instance_url", "id": "/id"}}, "grant": {"refresh_token": "reusable"}}})
+    exp_plain = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 7200))
+    status, _, imported = http("POST", broker + "/v1/tenants/bench/sessions:import", key, {
+        "client": "plain", "subject": "https://login.example/id/00D5e000000Abcd/0055e000001Wxyz", "refresh_token": secrets.token_urlsafe(64),
+        "access_token": "00D5e000000Abcd!" + secrets.token_urlsafe(84), "expires_at": exp_plain,
+        "metadata": {"instance_url": "https://acme.my.example.com", "id": "https://login.example/id/00D5e000000Abcd/0055e000001Wxyz"}})
+    assert status == 201, imported
+    oauth2_url = f"{broker}/v1/tenants/bench/sessions/{json.loads(imported)['session_id']}/token"
+    status, _, plain_sample = http("POST", oauth2_url, key, {"min_ttl": 60})
+    assert status == 200 and json.loads(plain_sample)["metadata"]["instance_url"].startswith("https://"), plain_sample
+
     script = work / "token.lua"
     script.write_text(f'wrk.method = "POST"\nwrk.body = \'{{"min_ttl":60}}\'\nwrk.headers["Authorization"] = "Bearer {key}"\n'
                       'wrk.headers["Content-Type"] = "application/json"\n')
@@ -268,11 +284,14 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
             x = wrk(token_url, str(exchange_script))
             m = wrk(ceilings["mhd-constant"][1], str(script), [ceilings["mhd-constant"][0].pid])
             h = wrk(ceilings["http-ceiling"][1], str(script), [ceilings["http-ceiling"][0].pid])
-            rounds.append((t, n, d, x, m, h))
+            o = wrk(oauth2_url, str(script), [served.pid])
+            rounds.append((t, n, d, x, m, h, o))
             print(f"round: token {t[0]:.0f} req/s p99 {t[1]:.2f} ms | nginx {n[0]:.0f} req/s p99 {n[1]:.2f} ms | ratio {t[0] / n[0]:.3f}"
                   f" | token + DPoP proof {d[0]:.0f} req/s p99 {d[1]:.2f} ms | exchanged, cached {x[0]:.0f} req/s p99 {x[1]:.2f} ms"
                   f" | libmicrohttpd constant {m[0]:.0f} req/s p99 {m[1]:.2f} ms | HTTP layer constant {h[0]:.0f} req/s p99 {h[1]:.2f} ms"
-                  f" | CPU µs a request: token {t[2]:.1f}, nginx {n[2]:.1f}, libmicrohttpd constant {m[2]:.1f}, HTTP layer constant {h[2]:.1f}")
+                  f" | OAuth 2.0 with metadata {o[0]:.0f} req/s p99 {o[1]:.2f} ms ({o[0] / t[0]:.3f} of token)"
+                  f" | CPU µs a request: token {t[2]:.1f}, nginx {n[2]:.1f}, libmicrohttpd constant {m[2]:.1f}, HTTP layer constant {h[2]:.1f},"
+                  f" OAuth 2.0 with metadata {o[2]:.1f}")
         token_rps = statistics.median(r[0][0] for r in rounds)
         token_p99 = statistics.median(r[0][1] for r in rounds)
         nginx_rps = statistics.median(r[1][0] for r in rounds)
@@ -291,6 +310,8 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         mhd_ratios = [r[4][0] / r[1][0] for r in rounds]
         layer_ratios = [r[5][0] / r[1][0] for r in rounds]
         token_vs_layer = [r[0][0] / r[5][0] for r in rounds]
+        oauth2_ratios = [r[6][0] / r[0][0] for r in rounds]
+        oauth2_cpu_ratios = [r[0][2] / r[6][2] for r in rounds]
         # CPU per request: what each server spends answering, whatever share of the two cores
         # the co-located wrk leaves it (throughput ratios depend on that share).
         cpu = {name: statistics.median(r[i][2] for r in rounds) for name, i in (("token", 0), ("nginx", 1), ("mhd", 4), ("layer", 5))}
@@ -367,6 +388,11 @@ http {{ access_log off; server {{ listen 127.0.0.1:{ngx_port}; root {html}; loca
         "http_layer_constant_rps": round(layer_rps), "http_layer_constant_p99_ms": round(layer_p99, 2),
         "http_layer_constant_vs_nginx": round(statistics.median(layer_ratios), 3),
         "token_fetch_vs_http_layer_constant": round(statistics.median(token_vs_layer), 3),
+        "oauth2_metadata_handout_rps": round(statistics.median(r[6][0] for r in rounds)),
+        "oauth2_metadata_handout_p99_ms": round(statistics.median(r[6][1] for r in rounds), 2),
+        "oauth2_metadata_handout_vs_token_fetch": round(statistics.median(oauth2_ratios), 3),
+        "oauth2_metadata_handout_vs_token_fetch_rounds": [round(r, 3) for r in oauth2_ratios],
+        "oauth2_metadata_handout_cpu_vs_token_fetch": round(statistics.median(oauth2_cpu_ratios), 3),
         "token_fetch_cpu_us_per_request": round(cpu["token"], 1), "nginx_cpu_us_per_request": round(cpu["nginx"], 1),
         "mhd_constant_cpu_us_per_request": round(cpu["mhd"], 1), "http_layer_constant_cpu_us_per_request": round(cpu["layer"], 1),
         "token_fetch_cpu_vs_nginx": round(statistics.median(cpu_ratios), 3),
