@@ -35,13 +35,14 @@ public struct Session: Sendable, Equatable {
         var grantExpiresAt: Date?
         var accessTokenType: TokenType
         let dpopKey: DPoPKeyMaterial?
+        let endUser: String?
 
         init(tenant: String, id: String, client: String, subject: String, issuer: String, scopes: [String],
             claims: IdentityClaims, accessToken: String?, accessExpiresAt: Date?, accessLifetime: TimeInterval?,
             refreshToken: String?, idToken: String?, state: SessionState, nextRefreshAt: Date?, version: Int64, failureCount: Int,
             lastError: String?, grantedAt: Date, createdAt: Date, lastUsedAt: Date?, lastRefreshedAt: Date?,
             attempt: RefreshAttempt?, backoffUntil: Date?, reason: String?, grantExpiresAt: Date?, accessTokenType: TokenType,
-            dpopKey: DPoPKeyMaterial?) {
+            dpopKey: DPoPKeyMaterial?, endUser: String?) {
             self.tenant = tenant
             self.id = id
             self.client = client
@@ -69,6 +70,7 @@ public struct Session: Sendable, Equatable {
             self.grantExpiresAt = grantExpiresAt
             self.accessTokenType = accessTokenType
             self.dpopKey = dpopKey
+            self.endUser = endUser
         }
 
         func copy() -> Storage {
@@ -77,7 +79,7 @@ public struct Session: Sendable, Equatable {
                 refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
                 failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt,
                 lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil,
-                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey)
+                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, endUser: endUser)
         }
     }
 
@@ -187,6 +189,9 @@ public struct Session: Sendable, Equatable {
     /// The session's DPoP key (RFC 9449), when its client binds tokens: the same key from the
     /// code exchange to the last refresh.
     public var dpopKey: DPoPKeyMaterial? { storage.dpopKey }
+    /// The application's own id of the user (`end_user`, EndUser's rule), given when the login
+    /// started or the grant was imported; nil when none was. Never the provider's subject.
+    public var endUser: String? { storage.endUser }
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
@@ -195,13 +200,13 @@ public struct Session: Sendable, Equatable {
                 version: Int64 = 1, failureCount: Int = 0, lastError: String? = nil, grantedAt: Date,
                 createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
                 attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil,
-                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil) {
+                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil, endUser: String? = nil) {
         storage = Storage(tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes,
             claims: claims, accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime,
             refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
             failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt,
             lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil, reason: reason,
-            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey)
+            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, endUser: endUser)
     }
 
     public static func == (a: Session, b: Session) -> Bool {
@@ -234,6 +239,7 @@ public struct Session: Sendable, Equatable {
             && x.grantExpiresAt == y.grantExpiresAt
             && x.accessTokenType == y.accessTokenType
             && x.dpopKey == y.dpopKey
+            && x.endUser == y.endUser
     }
 
     /// Proactive: refreshed ahead of expiry; idle: not handed out lately, refreshed on demand and
