@@ -95,9 +95,11 @@ public struct SessionAdmin: Sendable {
         public var expiresAt: Date?
         public var scopes: [String]?
         public var grantedAt: Date?
+        /// The application's own id of the user (EndUser's rule); the subject stays the provider's.
+        public var endUser: String?
 
         public init(client: String, subject: String, refreshToken: String, accessToken: String?, expiresAt: Date?, scopes: [String]?,
-                    grantedAt: Date?) {
+                    grantedAt: Date?, endUser: String? = nil) {
             self.client = client
             self.subject = subject
             self.refreshToken = refreshToken
@@ -105,6 +107,7 @@ public struct SessionAdmin: Sendable {
             self.expiresAt = expiresAt
             self.scopes = scopes
             self.grantedAt = grantedAt
+            self.endUser = endUser
         }
     }
 
@@ -114,6 +117,7 @@ public struct SessionAdmin: Sendable {
         let now = clock.now()
         guard let client = try registry.client(tenant: tenant, id: i.client, now: now) else { throw BrokerError.notFound("client") }
         guard !i.subject.isEmpty, i.subject.utf8.count <= 255 else { throw bad("'subject' must be 1...255 bytes") }
+        let endUser = try EndUser.checked(i.endUser)
         guard !i.refreshToken.isEmpty, i.refreshToken.utf8.count <= 8192 else { throw bad("'refresh_token' must be 1...8192 bytes") }
         if let a = i.accessToken, a.isEmpty || a.utf8.count > 16384 { throw bad("'access_token' must be 1...16384 bytes") }
         if i.accessToken != nil, i.expiresAt == nil { throw bad("'expires_at' is required with 'access_token'") }
@@ -129,9 +133,10 @@ public struct SessionAdmin: Sendable {
             refreshToken: i.refreshToken, state: .active,
             nextRefreshAt: expiresAt.map { client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: $0, jitter: Double.random(in: -1...1)) } ?? now,
             grantedAt: i.grantedAt ?? now,
-            createdAt: now, grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: i.grantedAt ?? now, refreshedAt: nil))
+            createdAt: now, grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: i.grantedAt ?? now, refreshedAt: nil), endUser: endUser)
         try store.insert(session)
         feed.publish(.subject(tenant: tenant, client: client.id, subject: i.subject))
+        if let endUser { feed.publish(.endUser(tenant: tenant, client: client.id, endUser: endUser)) }
         feed.publish(.scheduled(tenant: tenant, id: session.id, client: client.id, at: session.nextRefreshAt))
         audit.record(AuditEvent(at: now, actor: actor, action: .sessionImport, tenant: tenant, session: session.id, outcome: "ok"))
         return session

@@ -95,6 +95,7 @@ extension LoginService {
         let session = Self.session(from: grant, verified, login: login, client: client, now: now)
         try sessions.insert(session)
         feed.publish(.subject(tenant: login.tenant, client: client.id, subject: verified.subject))
+        if let user = login.endUser { feed.publish(.endUser(tenant: login.tenant, client: client.id, endUser: user)) }
         feed.publish(.scheduled(tenant: login.tenant, id: session.id, client: client.id, at: session.nextRefreshAt))
         audit.record(AuditEvent(at: now, actor: "callback", action: .loginComplete, tenant: login.tenant, session: session.id, outcome: "ok"))
         return .signedIn(session, redirectAfter: login.redirectAfter)
@@ -113,7 +114,7 @@ extension LoginService {
                        accessLifetime: lifetime, refreshToken: g.refreshToken, idToken: g.idToken, state: .active, nextRefreshAt: next,
                        grantedAt: now, createdAt: now, lastRefreshedAt: now,
                        grantExpiresAt: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now), accessTokenType: g.tokenType,
-                       dpopKey: login.dpopKey)
+                       dpopKey: login.dpopKey, endUser: login.endUser)
     }
 
     /// An IdP's refusal of DPoP (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`) on `request`,
