@@ -40,6 +40,7 @@ public struct SessionAdmin: Sendable {
     /// One page of the tenant's sessions, newest first.
     public func sessions(tenant: String, matching query: SessionQuery) throws -> (sessions: [Session], next: SessionQuery.Cursor?) {
         try active(tenant)
+        _ = try EndUser.checked(query.endUser)
         return try catalog.sessions(tenant: tenant, matching: query)
     }
 
