@@ -16,8 +16,9 @@ struct EndUserTests {
         return t
     }
 
-    func tokenByEndUser(_ w: World, _ tenant: String, _ endUser: String, key: String) async throws -> HTTP.Reply {
-        let r = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(tenant)/token", key: key, json: ["end_user": endUser, "client": w.client, "min_ttl": 60])
+    func tokenByEndUser(_ w: World, _ tenant: String, _ endUser: String, key: String, replica: Int = 0) async throws -> HTTP.Reply {
+        let r = try await HTTP.post(w.brokers[replica].url + "/v1/tenants/\(tenant)/token", key: key,
+                                    json: ["end_user": endUser, "client": w.client, "min_ttl": 60])
         if let at = r["access_token"] as? String { TestEnv.secret(at) }
         return r
     }
@@ -109,6 +110,33 @@ struct EndUserTests {
         let dry = try expectStatus(try await post(["end_user": "user-42", "dry_run": true]), 202)
         #expect(dry["total"] as? Int == 1 && (dry["filter"] as? [String: Any])?["end_user"] as? String == "user-42")
         try expectStatus(try await post(["end_user": "\u{202E}user-42"]), 400)
+    }
+
+    @Test("two replicas: a new session of the end user, and then its revocation, reach the other replica's memory")
+    func acrossReplicas() async throws {
+        let w = try await World(replicas: 2)
+        defer { w.stop() }
+        func signIn(_ subject: String) async throws -> String {
+            try expectStatus(try await w.login(subject: subject, endUser: "user-5"), 200)["session_id"] as! String
+        }
+        /// The session replica 1 hands out for user 5, once it is `expected` (the notice takes up to a second).
+        func handedOutOnReplica1(becomes expected: String) async throws -> String? {
+            let deadline = Date().addingTimeInterval(5)
+            var last: String?
+            repeat {
+                last = try expectStatus(try await tokenByEndUser(w, w.tenant, "user-5", key: w.workerKey, replica: 1), 200)["session_id"] as? String
+                if last == expected { break }
+                try await Task.sleep(for: .milliseconds(50))
+            } while Date() < deadline
+            return last
+        }
+        let first = try await signIn("gh-501")
+        #expect(try await handedOutOnReplica1(becomes: first) == first)
+        #expect(try await handedOutOnReplica1(becomes: first) == first)   // now from replica 1's memory
+        let second = try await signIn("gh-502")   // through replica 0
+        #expect(try await handedOutOnReplica1(becomes: second) == second)
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(second)", key: w.workerKey), 200)
+        #expect(try await handedOutOnReplica1(becomes: first) == first, "replica 1 still hands out the revoked session's user a dead session")
     }
 
     @Test("bad end_user values are 400 invalid_request and store nothing: logins, imports, token lookups, listing, sign-out")
