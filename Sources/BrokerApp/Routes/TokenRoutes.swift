@@ -45,7 +45,8 @@ struct TokenRoutes {
             guard try json.string("subject") == nil else {
                 throw BrokerError.badRequest(code: "invalid_request", message: "name either 'subject' or 'end_user', not both")
             }
-            return .endUser(client: client, endUser: try EndUser.checked(endUser) ?? endUser)
+            guard EndUser.isValid(endUser) else { throw BrokerError.badRequest(code: "invalid_request", message: EndUser.rule) }
+            return .endUser(client: client, endUser: endUser)
         }
 
         /// `exchange` (RFC 8693): `audience`, `resource` (RFC 8707), `scope`, `act`; nil when absent.
