@@ -20,9 +20,9 @@ public final class PostgresLoginStore: LoginStore {
         try pool.run { c in
             try c.execute("""
                 INSERT INTO logins (state_hash, id, tenant_id, client_id, issuer, verifier, nonce, scopes, redirect_after,
-                    created_at, expires_at, dpop_key)
+                    created_at, expires_at, dpop_key, end_user)
                 VALUES (\(l.stateHash), \(l.id), \(l.tenant), \(l.client), \(l.issuer), \(verifier), \(nonce), \(l.scopes),
-                    \(l.redirectAfter), \(l.createdAt), \(l.expiresAt), \(dpopKey))
+                    \(l.redirectAfter), \(l.createdAt), \(l.expiresAt), \(dpopKey), \(l.endUser))
                 """)
         }
     }
@@ -32,7 +32,7 @@ public final class PostgresLoginStore: LoginStore {
             let r = try c.execute("""
                 DELETE FROM logins WHERE state_hash = \(stateHash)
                 RETURNING id, tenant_id, client_id, issuer, verifier, nonce, array_to_string(scopes, ' ') AS scopes, redirect_after,
-                    extract(epoch from created_at) AS created_at, extract(epoch from expires_at) AS expires_at, dpop_key
+                    extract(epoch from created_at) AS created_at, extract(epoch from expires_at) AS expires_at, dpop_key, end_user
                 """, plan: .generic)
             return try r.first { row in
                 let id: String = try row["id"], tenant: String = try row["tenant_id"]
@@ -47,7 +47,7 @@ public final class PostgresLoginStore: LoginStore {
                 return try PendingLogin(id: id, tenant: tenant, client: row["client_id"], issuer: row["issuer"], stateHash: stateHash,
                                         verifier: open(row.bytes("verifier"), "verifier"), nonce: open(row.bytes("nonce"), "nonce"),
                                         scopes: row.words("scopes"), redirectAfter: row["redirect_after"], createdAt: row["created_at"],
-                                        expiresAt: row["expires_at"], dpopKey: dpopKey)
+                                        expiresAt: row["expires_at"], dpopKey: dpopKey, endUser: row["end_user"])
             }
         }
     }

@@ -19,6 +19,7 @@ extension PostgresSessionStore: SessionCatalog {
                 WHERE tenant_id = \(tenant)
                   AND (\(q.subject)::text IS NULL OR subject = \(q.subject))
                   AND (\(q.client)::text IS NULL OR client_id = \(q.client))
+                  AND (\(q.endUser)::text IS NULL OR end_user = \(q.endUser))
                   AND (\(q.sid)::text IS NULL OR sid = \(q.sid))
                   AND (\(q.state?.rawValue)::text IS NULL OR state = \(q.state?.rawValue))
                   AND (\(q.createdBefore)::timestamptz IS NULL OR created_at < \(q.createdBefore))

@@ -48,8 +48,8 @@ extension PostgresSessionStore: RevocationStore {
                     refresh_token = NULL, id_token = NULL, next_refresh_at = NULL, backoff_until = NULL, version = v.version + 1,
                     revoked_at = \(now), ended_at = coalesce(s.ended_at, \(now))
                 FROM unnest(\(ending.map(\.id)), \(ending.map(\.version))) AS v(id, version)
-                WHERE s.tenant_id = \(tenant) AND s.id = v.id AND s.version = v.version
-                """, plan: .generic)
+                WHERE s.tenant_id = \(tenant) AND s.id = ANY(\(ending.map(\.id))) AND s.id = v.id AND s.version = v.version
+                """, plan: .generic)   // id = ANY(…) as well: the key's index condition, whatever the planner guesses of unnest
             // The rows are locked FOR UPDATE, so this cannot miss; if it ever does, write nothing.
             guard written.affected == ending.count else { throw BrokerError.conflict(code: "conflict", message: "a session changed during its revocation") }
             // Every replica drops them from memory at COMMIT, their schedules cancelled.

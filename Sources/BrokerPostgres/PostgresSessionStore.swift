@@ -24,7 +24,7 @@ public final class PostgresSessionStore: SessionStore {
         extract(epoch from last_used_at) AS last_used_at, extract(epoch from last_refreshed_at) AS last_refreshed_at, \
         attempt_id, extract(epoch from attempt_started_at) AS attempt_started_at, \
         extract(epoch from backoff_until) AS backoff_until, reason, extract(epoch from grant_expires_at) AS grant_expires_at, \
-        access_token_type, dpop_key, metadata
+        access_token_type, dpop_key, metadata, end_user
         """
 
     public func session(tenant: String, id: String) throws -> Session? {
@@ -42,10 +42,20 @@ public final class PostgresSessionStore: SessionStore {
     }
 
     public func latestSession(tenant: String, client: String, subject: String) throws -> Session? {
+        try latest(tenant: tenant, "client_id = \(client) AND subject = \(subject)")
+    }
+
+    /// Through sessions_by_end_user (the equalities, then the few rows of that user at that client).
+    public func latestSession(tenant: String, client: String, endUser: String) throws -> Session? {
+        try latest(tenant: tenant, "end_user = \(endUser) AND client_id = \(client)")
+    }
+
+    /// The one choice of both lookups: the newest active session among those `matching`, else the newest.
+    private func latest(tenant: String, _ matching: SQL) throws -> Session? {
         try pool.run { c in
             try c.execute("""
                 SELECT \(raw: Self.columns) FROM sessions
-                WHERE tenant_id = \(tenant) AND client_id = \(client) AND subject = \(subject)
+                WHERE tenant_id = \(tenant) AND \(matching)
                 ORDER BY state = 'active' DESC, sessions.created_at DESC LIMIT 1
                 """, plan: .generic).first { try decode($0, tenant: tenant) }
         }
@@ -57,14 +67,14 @@ public final class PostgresSessionStore: SessionStore {
                 INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, sid, email, auth_time,
                     access_token, access_expires_at, access_lifetime, refresh_token, id_token, state, next_refresh_at,
                     version, failure_count, last_error, granted_at, created_at, last_used_at, last_refreshed_at,
-                    attempt_id, attempt_started_at, backoff_until, reason, grant_expires_at, access_token_type, dpop_key, metadata)
+                    attempt_id, attempt_started_at, backoff_until, reason, grant_expires_at, access_token_type, dpop_key, metadata, end_user)
                 VALUES (\(s.tenant), \(s.id), \(s.client), \(s.subject), \(s.issuer), \(s.scopes), \(s.claims.sid),
                     \(s.claims.email), \(s.claims.authTime), \(seal(s.accessToken, s, "access_token")), \(s.accessExpiresAt),
                     \(s.accessLifetime), \(seal(s.refreshToken, s, "refresh_token")), \(seal(s.idToken, s, "id_token")),
                     \(s.state.rawValue), \(s.nextRefreshAt), \(s.version), \(s.failureCount), \(s.lastError),
                     \(s.grantedAt), \(s.createdAt), \(s.lastUsedAt), \(s.lastRefreshedAt),
                     \(s.attempt?.id), \(s.attempt?.startedAt), \(s.backoffUntil), \(s.reason), \(s.grantExpiresAt),
-                    \(s.accessTokenType.rawValue), \(seal(s.dpopKey?.encoded, s, "dpop_key")), \(s.metadata))
+                    \(s.accessTokenType.rawValue), \(seal(s.dpopKey?.encoded, s, "dpop_key")), \(s.metadata), \(s.endUser))
                 """)
         }
     }
@@ -266,7 +276,7 @@ public final class PostgresSessionStore: SessionStore {
             lastRefreshedAt: r["last_refreshed_at"],
             attempt: attemptID.map { RefreshAttempt(id: $0, startedAt: attemptStartedAt ?? Date(timeIntervalSince1970: 0)) },
             backoffUntil: r["backoff_until"], reason: r["reason"], grantExpiresAt: r["grant_expires_at"],
-            accessTokenType: tokenType(r), dpopKey: dpopKey, metadata: r["metadata"])
+            accessTokenType: tokenType(r), dpopKey: dpopKey, metadata: r["metadata"], endUser: r["end_user"])
     }
 
     /// The stored `access_token_type`, by its name in the token response (TokenType(named:)).

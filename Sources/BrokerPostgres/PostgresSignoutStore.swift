@@ -44,6 +44,7 @@ public final class PostgresSignoutStore: SignoutStore {
                 FROM sessions WHERE tenant_id = \(j.tenant) AND state <> 'revoked'
                   AND (\(f.subject)::text IS NULL OR subject = \(f.subject))
                   AND (\(f.client)::text IS NULL OR client_id = \(f.client))
+                  AND (\(f.endUser)::text IS NULL OR end_user = \(f.endUser))
                   AND (\(f.createdBefore)::timestamptz IS NULL OR created_at < \(f.createdBefore))
                   AND (\(f.idleSince)::timestamptz IS NULL OR coalesce(last_used_at, created_at) < \(f.idleSince))
                 """

@@ -58,6 +58,7 @@ extension InMemorySessionStore: SessionCatalog {
         let page = rows.withLock { r in
             r.values.filter { s in
                 s.tenant == tenant && (q.subject.map { $0 == s.subject } ?? true) && (q.client.map { $0 == s.client } ?? true)
+                    && (q.endUser.map { $0 == s.endUser } ?? true)
                     && (q.sid.map { $0 == s.claims.sid } ?? true) && (q.state.map { $0 == s.state } ?? true)
                     && (q.createdBefore.map { s.createdAt < $0 } ?? true) && (q.createdAfter.map { s.createdAt >= $0 } ?? true)
                     && (q.idleSince.map { (s.lastUsedAt ?? s.createdAt) < $0 } ?? true)

@@ -35,6 +35,13 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
+    public func latestSession(tenant: String, client: String, endUser: String) throws -> Session? {
+        rows.withLock { r in
+            r.values.filter { $0.tenant == tenant && $0.client == client && $0.endUser == endUser }
+                .max { ($0.state == .active ? 1 : 0, $0.createdAt) < ($1.state == .active ? 1 : 0, $1.createdAt) }
+        }
+    }
+
     public func insert(_ s: Session) throws {
         try rows.withLock { r in
             guard r[Self.key(s.tenant, s.id)] == nil else { throw BrokerError.conflict(code: "conflict", message: "already exists") }

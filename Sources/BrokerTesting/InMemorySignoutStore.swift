@@ -27,6 +27,7 @@ public final class InMemorySignoutStore: SignoutStore {
         let f = j.filter
         let matching = sessions.all().filter { s in
             s.tenant == j.tenant && s.state != .revoked && (f.subject.map { $0 == s.subject } ?? true) && (f.client.map { $0 == s.client } ?? true)
+                && (f.endUser.map { $0 == s.endUser } ?? true)
                 && (f.createdBefore.map { s.createdAt < $0 } ?? true) && (f.idleSince.map { (s.lastUsedAt ?? s.createdAt) < $0 } ?? true)
         }
         return try state.withLock { st in

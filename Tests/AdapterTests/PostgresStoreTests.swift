@@ -133,11 +133,11 @@ struct PostgresStoreTests {
         #expect(sink.dropped.load(ordering: .relaxed) == 10, "a flush makes room again")
     }
 
-    @Test("every change survives its notice, a subject with the separator in it too")
+    @Test("every change survives its notice, a subject and an end user with the separator in them too")
     func changeNotices() {
         let changes: [Change] = [
             .session(tenant: "t", id: "ses_1"), .apiKey(id: "0123456789abcdef"), .client(tenant: "t", id: "app"), .tenant("t"),
-            .subject(tenant: "t", client: "app", subject: "alice|admin"), .resync,
+            .subject(tenant: "t", client: "app", subject: "alice|admin"), .endUser(tenant: "t", client: "app", endUser: "user|7 — Zoë"), .resync,
             .scheduled(tenant: "t", id: "ses_1", client: "app", at: Date(timeIntervalSince1970: 1_800_000_000.25), version: 7),
             .scheduled(tenant: "t", id: "ses_1", client: "app", at: nil, version: nil),
         ]

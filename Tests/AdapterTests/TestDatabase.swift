@@ -28,16 +28,18 @@ enum TestDatabase {
             .appendingPathComponent("sql")
     }
 
-    /// Two new tenants, each with a client "app".
+    /// Two new tenants, each with clients "app" and "other".
     static func tenants(_ pool: PGPool) throws -> (String, String) {
         let registry = PostgresRegistryStore(pool: pool, sealer: sealer)
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let names = ("a-\(suffix)", "b-\(suffix)")
         for t in [names.0, names.1] {
             _ = try registry.putTenant(id: t, name: t, now: Date())
-            _ = try registry.putClient(ClientRegistration(tenant: t, id: "app", issuer: "https://idp.example", clientID: "app",
-                                                          authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"]),
-                                       secret: "s", assertionKey: nil, now: Date())
+            for c in ["app", "other"] {
+                _ = try registry.putClient(ClientRegistration(tenant: t, id: c, issuer: "https://idp.example", clientID: c,
+                                                              authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"]),
+                                           secret: "s", assertionKey: nil, now: Date())
+            }
         }
         return names
     }

@@ -144,6 +144,9 @@ final class InterferingStore: SessionStore, @unchecked Sendable {
     func latestSession(tenant: String, client: String, subject: String) throws -> Session? {
         try inner.latestSession(tenant: tenant, client: client, subject: subject)
     }
+    func latestSession(tenant: String, client: String, endUser: String) throws -> Session? {
+        try inner.latestSession(tenant: tenant, client: client, endUser: endUser)
+    }
     func insert(_ session: Session) throws { try inner.insert(session) }
     func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
                                    _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {

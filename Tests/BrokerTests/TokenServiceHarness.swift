@@ -35,8 +35,9 @@ struct TokenServiceHarness {
     }
 
     /// Stores a session whose access token lives `ttl` seconds from now.
-    func addSession(tenant: String = "t1", subject: String = "alice", ttl: TimeInterval?, refreshToken: String = "rt-0") throws -> Session {
-        var s = SessionStoreContract.sample(tenant: tenant, subject: subject, createdAt: clock.now())
+    func addSession(tenant: String = "t1", subject: String = "alice", ttl: TimeInterval?, refreshToken: String = "rt-0",
+                    endUser: String? = nil) throws -> Session {
+        var s = SessionStoreContract.sample(tenant: tenant, subject: subject, createdAt: clock.now(), endUser: endUser)
         s.accessToken = ttl == nil ? nil : "at-0"
         s.accessExpiresAt = ttl.map { clock.now() + $0 }
         s.refreshToken = refreshToken

@@ -40,6 +40,7 @@ public struct SessionAdmin: Sendable {
     /// One page of the tenant's sessions, newest first.
     public func sessions(tenant: String, matching query: SessionQuery) throws -> (sessions: [Session], next: SessionQuery.Cursor?) {
         try active(tenant)
+        _ = try EndUser.checked(query.endUser)
         return try catalog.sessions(tenant: tenant, matching: query)
     }
 
@@ -99,9 +100,11 @@ public struct SessionAdmin: Sendable {
         public var grantedAt: Date?
         /// Members of the provider's answer to keep with the session (a JSON object, compact).
         public var metadata: String?
+        /// The application's own id of the user (EndUser's rule); the subject stays the provider's.
+        public var endUser: String?
 
         public init(client: String, subject: String, refreshToken: String?, accessToken: String?, expiresAt: Date?, scopes: [String]?,
-                    grantedAt: Date?, metadata: String? = nil) {
+                    grantedAt: Date?, metadata: String? = nil, endUser: String? = nil) {
             self.client = client
             self.subject = subject
             self.refreshToken = refreshToken
@@ -110,6 +113,7 @@ public struct SessionAdmin: Sendable {
             self.scopes = scopes
             self.grantedAt = grantedAt
             self.metadata = metadata
+            self.endUser = endUser
         }
     }
 
@@ -119,6 +123,7 @@ public struct SessionAdmin: Sendable {
         let now = clock.now()
         guard let client = try registry.client(tenant: tenant, id: i.client, now: now) else { throw BrokerError.notFound("client") }
         guard !i.subject.isEmpty, i.subject.utf8.count <= 255 else { throw bad("'subject' must be 1...255 bytes") }
+        let endUser = try EndUser.checked(i.endUser)
         if let r = i.refreshToken, r.isEmpty || r.utf8.count > 8192 { throw bad("'refresh_token' must be 1...8192 bytes") }
         if let a = i.accessToken, a.isEmpty || a.utf8.count > 16384 { throw bad("'access_token' must be 1...16384 bytes") }
         let never = !client.descriptor.grant.accessTokenExpires
@@ -149,9 +154,10 @@ public struct SessionAdmin: Sendable {
             nextRefreshAt: forever ? nil : i.refreshToken == nil ? expiresAt
                 : expiresAt.map { client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: $0, jitter: Double.random(in: -1...1)) } ?? now,
             grantedAt: i.grantedAt ?? now,
-            createdAt: now, grantExpiresAt: grantEnds, metadata: i.metadata)
+            createdAt: now, grantExpiresAt: grantEnds, metadata: i.metadata, endUser: endUser)
         try store.insert(session)
         feed.publish(.subject(tenant: tenant, client: client.id, subject: i.subject))
+        if let endUser { feed.publish(.endUser(tenant: tenant, client: client.id, endUser: endUser)) }
         feed.publish(.scheduled(tenant: tenant, id: session.id, client: client.id, at: session.nextRefreshAt))
         audit.record(AuditEvent(at: now, actor: actor, action: .sessionImport, tenant: tenant, session: session.id, outcome: "ok"))
         return session

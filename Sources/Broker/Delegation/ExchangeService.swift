@@ -125,7 +125,7 @@ public final class ExchangeService: Sendable {
             let t = IssuedToken(accessToken: x.grant.accessToken, tokenType: x.grant.tokenType,
                                 expiresAt: Self.expiry(x.grant, sent: sent), expiresIn: 0,
                                 scope: x.grant.scope ?? (ask.scopes.isEmpty ? s.scope : ask.scopes),
-                                sessionID: s.sessionID, subject: s.subject, issuedTokenType: x.issuedTokenType)
+                                sessionID: s.sessionID, subject: s.subject, endUser: s.endUser, issuedTokenType: x.issuedTokenType)
             cache.put(key, t)
             return .success(Self.rebased(t, now: clock.now()))
         } catch {
@@ -180,7 +180,7 @@ public final class ExchangeService: Sendable {
     static func rebased(_ t: IssuedToken, now: Date) -> IssuedToken {
         var r = IssuedToken(accessToken: t.accessToken, tokenType: t.tokenType, expiresAt: t.expiresAt,
                             expiresIn: max(0, Int(t.expiresAt.timeIntervalSince(now).rounded(.down))), scope: t.scope,
-                            sessionID: t.sessionID, subject: t.subject)
+                            sessionID: t.sessionID, subject: t.subject, endUser: t.endUser)
         r.issuedTokenType = t.issuedTokenType
         return r
     }

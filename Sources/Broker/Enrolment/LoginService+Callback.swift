@@ -119,6 +119,7 @@ extension LoginService {
         let client = session.client
         try sessions.insert(session)
         feed.publish(.subject(tenant: login.tenant, client: client, subject: session.subject))
+        if let user = login.endUser { feed.publish(.endUser(tenant: login.tenant, client: client, endUser: user)) }
         feed.publish(.scheduled(tenant: login.tenant, id: session.id, client: client, at: session.nextRefreshAt))
         audit.record(AuditEvent(at: now, actor: "callback", action: .loginComplete, tenant: login.tenant, session: session.id, outcome: "ok"))
         return .signedIn(session, redirectAfter: login.redirectAfter)
@@ -143,7 +144,8 @@ extension LoginService {
                        scopes: g.scope ?? login.scopes, claims: claims, accessToken: g.accessToken, accessExpiresAt: expires,
                        accessLifetime: never ? nil : expires.timeIntervalSince(now), refreshToken: refresh, idToken: g.idToken, state: .active,
                        nextRefreshAt: next, grantedAt: now, createdAt: now, lastRefreshedAt: now, grantExpiresAt: grantEnds,
-                       accessTokenType: g.tokenType, dpopKey: login.dpopKey, metadata: g.metadata)
+                       accessTokenType: g.tokenType, dpopKey: login.dpopKey, metadata: g.metadata,
+                       endUser: login.endUser)
     }
 
     /// An IdP's refusal of DPoP (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`) on `request`,

@@ -47,12 +47,15 @@ public struct LoginService: Sendable {
         public var redirectAfter: String?
         public var loginHint: String?
         public var scopes: [String]?
+        /// The application's own id of the user signing in (EndUser's rule), stored on the session.
+        public var endUser: String?
 
-        public init(client: String, redirectAfter: String?, loginHint: String?, scopes: [String]?) {
+        public init(client: String, redirectAfter: String?, loginHint: String?, scopes: [String]?, endUser: String? = nil) {
             self.client = client
             self.redirectAfter = redirectAfter
             self.loginHint = loginHint
             self.scopes = scopes
+            self.endUser = endUser
         }
     }
 
@@ -74,6 +77,7 @@ public struct LoginService: Sendable {
             throw bad("'redirect_after' is not in the client's redirect_after_allowed list")
         }
         if let hint = r.loginHint, hint.isEmpty || hint.utf8.count > 255 { throw bad("'login_hint' must be 1...255 bytes") }
+        let endUser = try EndUser.checked(r.endUser)
         var scopes = r.scopes ?? client.scopes
         guard scopes.count <= 50, scopes.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 100 }) else { throw bad("'scope' must be at most 50 scope tokens") }
         let d = client.descriptor
@@ -105,7 +109,7 @@ public struct LoginService: Sendable {
         let login = PendingLogin(id: "lgn_" + Identifiers.token(bytes: 16, using: &rng), tenant: tenant, client: client.id, issuer: client.issuer,
                                  stateHash: try digest.sha256(Array(state.utf8)), verifier: verifier, nonce: nonce, scopes: scopes,
                                  redirectAfter: r.redirectAfter, createdAt: now, expiresAt: now.addingTimeInterval(Self.lifetime),
-                                 dpopKey: dpop?.key)
+                                 dpopKey: dpop?.key, endUser: endUser)
         var query = [("response_type", "code"), ("client_id", client.clientID), ("redirect_uri", client.redirectURI),
                      (d.authorization.scopeParam, scopes.joined(separator: d.authorization.scopeSeparator)), ("state", state)]
         if d.kind == .oidc { query.append(("nonce", nonce)) }

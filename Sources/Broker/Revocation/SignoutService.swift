@@ -43,6 +43,7 @@ public final class SignoutService: Sendable {
             throw BrokerError.badRequest(code: "invalid_request", message: filter.all
                 ? "'all' cannot be combined with other criteria" : "name at least one criterion, or \"all\": true")
         }
+        _ = try EndUser.checked(filter.endUser)
         if let c = filter.client, try registry.client(tenant: tenant, id: c, now: now) == nil { throw BrokerError.notFound("client") }
         if let k = idempotencyKey, k.isEmpty || k.utf8.count > 200 {
             throw BrokerError.badRequest(code: "invalid_request", message: "Idempotency-Key must be 1...200 bytes")

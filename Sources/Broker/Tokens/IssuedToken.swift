@@ -10,6 +10,8 @@ public struct IssuedToken: Sendable, Equatable {
     public let scope: [String]
     public let sessionID: String
     public let subject: String
+    /// The application's own id of the session's user, nil when it gave none.
+    public var endUser: String? = nil
     /// One DPoP proof per requested target (RFC 9449 §7), in the order asked; empty otherwise.
     public var dpopProofs: [String] = []
     /// For an exchanged token, its RFC 8693 `issued_token_type`.
@@ -24,7 +26,7 @@ public struct IssuedToken: Sendable, Equatable {
 
     public static func == (a: IssuedToken, b: IssuedToken) -> Bool {
         a.accessToken == b.accessToken && a.tokenType == b.tokenType && a.expiresAt == b.expiresAt && a.expiresIn == b.expiresIn
-            && a.scope == b.scope && a.sessionID == b.sessionID && a.subject == b.subject && a.dpopProofs == b.dpopProofs
+            && a.scope == b.scope && a.sessionID == b.sessionID && a.subject == b.subject && a.endUser == b.endUser && a.dpopProofs == b.dpopProofs
             && a.issuedTokenType == b.issuedTokenType && a.metadata == b.metadata
     }
 

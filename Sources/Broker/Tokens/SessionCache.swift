@@ -21,8 +21,11 @@ public final class SessionCache: Sendable {
         }
     }
 
+    /// A lookup at a client: by the provider's subject, or by the application's end user id
+    /// (the same text names different users in each).
     private struct SubjectKey: Hashable {
         let tenant: String, client: String, subject: String
+        var endUser = false
     }
 
     // Read on every hand-out, changed on loads and notices: readers share the lock.
@@ -72,19 +75,40 @@ public final class SessionCache: Sendable {
 
     /// The session id last resolved for a subject at a client.
     public func sessionID(tenant: String, client: String, subject: String) -> String? {
-        subjects.read { $0[SubjectKey(tenant: tenant, client: client, subject: subject)] }
+        sessionID(SubjectKey(tenant: tenant, client: client, subject: subject))
     }
 
     public func setSessionID(_ id: String, tenant: String, client: String, subject: String) {
-        subjects.write { s in
-            if s.count >= capacity { s.removeAll(keepingCapacity: true) }
-            s[SubjectKey(tenant: tenant, client: client, subject: subject)] = id
-        }
+        setSessionID(id, SubjectKey(tenant: tenant, client: client, subject: subject))
     }
 
     public func forgetSubject(tenant: String, client: String, subject: String) {
-        _ = subjects.write { $0.removeValue(forKey: SubjectKey(tenant: tenant, client: client, subject: subject)) }
+        forget(SubjectKey(tenant: tenant, client: client, subject: subject))
     }
+
+    /// The session id last resolved for an end user at a client.
+    public func sessionID(tenant: String, client: String, endUser: String) -> String? {
+        sessionID(SubjectKey(tenant: tenant, client: client, subject: endUser, endUser: true))
+    }
+
+    public func setSessionID(_ id: String, tenant: String, client: String, endUser: String) {
+        setSessionID(id, SubjectKey(tenant: tenant, client: client, subject: endUser, endUser: true))
+    }
+
+    public func forgetEndUser(tenant: String, client: String, endUser: String) {
+        forget(SubjectKey(tenant: tenant, client: client, subject: endUser, endUser: true))
+    }
+
+    private func sessionID(_ key: SubjectKey) -> String? { subjects.read { $0[key] } }
+
+    private func setSessionID(_ id: String, _ key: SubjectKey) {
+        subjects.write { s in
+            if s.count >= capacity { s.removeAll(keepingCapacity: true) }
+            s[key] = id
+        }
+    }
+
+    private func forget(_ key: SubjectKey) { _ = subjects.write { $0.removeValue(forKey: key) } }
 
     /// Drops everything of `tenant` (tenant disabled or changed).
     public func removeTenant(_ tenant: String) {

@@ -12,7 +12,7 @@ extension TokenService {
         let exp = s.accessExpiresAt ?? now
         var t = IssuedToken(accessToken: s.accessToken ?? "", tokenType: s.accessTokenType, expiresAt: exp,
                             expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
-                            sessionID: s.id, subject: s.subject)
+                            sessionID: s.id, subject: s.subject, endUser: s.endUser)
         t.metadata = s.metadata
         t.promised = promised
         guard !request.dpop.isEmpty else {

@@ -82,8 +82,12 @@ public final class TokenService: Sendable {
         case .subject(let client, let subject):
             guard let s = cache.sessionID(tenant: tenant, client: client, subject: subject) else { return .miss }
             id = s
+        case .endUser(let client, let endUser):
+            guard let s = cache.sessionID(tenant: tenant, client: client, endUser: endUser) else { return .miss }
+            id = s
         }
         guard let held = cache.entry(SessionKey(tenant: tenant, id: id), now: now) else { return .miss }
+        if case .endUser = target, held.session.state != .active { return .miss }   // the store chooses again (resolve)
         let session = held.session
         // The policy alone on the hot path: the whole registration only when it refreshes.
         let policy: RefreshPolicy
@@ -148,6 +152,7 @@ public final class TokenService: Sendable {
             cache.remove(SessionKey(tenant: tenant, id: id), olderThan: version)
             refresher.noticed(SessionKey(tenant: tenant, id: id))
         case .subject(let tenant, let client, let subject): cache.forgetSubject(tenant: tenant, client: client, subject: subject)
+        case .endUser(let tenant, let client, let endUser): cache.forgetEndUser(tenant: tenant, client: client, endUser: endUser)
         case .tenant(let t): cache.removeTenant(t)
         case .resync: cache.removeAll()
         default: break
@@ -172,6 +177,18 @@ public final class TokenService: Sendable {
             }
             cache.put(s, now: now)
             cache.setSessionID(s.id, tenant: tenant, client: client, subject: subject)
+            return s
+        case .endUser(let client, let endUser):
+            // The session chosen last, while it is active: once it ended (revoked, needs
+            // re-authentication) the store chooses again, as it would have without the cache — a
+            // newer session arrives by the change feed (Change.endUser), an ended one this way.
+            if let id = cache.sessionID(tenant: tenant, client: client, endUser: endUser),
+               let s = cache.get(SessionKey(tenant: tenant, id: id), now: now), s.state == .active { return s }
+            guard let s = try store.latestSession(tenant: tenant, client: client, endUser: endUser) else {
+                throw BrokerError.notFound("session")
+            }
+            cache.put(s, now: now)
+            cache.setSessionID(s.id, tenant: tenant, client: client, endUser: endUser)
             return s
         }
     }

@@ -55,7 +55,7 @@ struct CommandSpec {
             """, options: ["name", "role", "tenant", "expires-in", "certificate-sha256", "overlap"], flags: ["all-tenants"], positionals: 1...2),
         CommandSpec(name: "sealing-key", usage: SealingKeyCommand.usage, options: ["id", "batch"], positionals: 1...1),
         CommandSpec(name: "signout", usage: SignoutCommand.usage,
-                    options: ["tenant", "subject", "client", "created-before", "idle-since", "timeout", "idp-wait", "idempotency-key", "url", "key-file"],
+                    options: ["tenant", "subject", "end-user", "client", "created-before", "idle-since", "timeout", "idp-wait", "idempotency-key", "url", "key-file"],
                     flags: ["all", "dry-run", "wait"], configured: false),
         CommandSpec(name: "purge", usage: """
             tokenbroker purge [--config FILE]

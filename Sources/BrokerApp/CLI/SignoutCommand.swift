@@ -11,7 +11,7 @@ import Foundation
 /// lives in PostgreSQL and continues on any replica.
 enum SignoutCommand {
     static let usage = """
-        tokenbroker signout --tenant T [--subject S] [--client C] [--created-before TIME] [--idle-since TIME]
+        tokenbroker signout --tenant T [--subject S] [--end-user U] [--client C] [--created-before TIME] [--idle-since TIME]
                             [--all] [--dry-run] [--wait] [--timeout SECONDS] [--idp-wait SECONDS] [--idempotency-key K]
           bulk sign-out through the API at --url or TOKENBROKER_URL (default http://127.0.0.1:8080), with an
           admin key from --key-file F or TOKENBROKER_API_KEY (for cron)
@@ -35,7 +35,7 @@ enum SignoutCommand {
             }
             let tenant = try a.required("tenant")
             var body: [String: Any] = ["all": a.flag("all"), "dry_run": a.flag("dry-run")]
-            for (option, member) in [("subject", "subject"), ("client", "client"), ("created-before", "created_before"), ("idle-since", "idle_since")] {
+            for (option, member) in [("subject", "subject"), ("end-user", "end_user"), ("client", "client"), ("created-before", "created_before"), ("idle-since", "idle_since")] {
                 if let v = a.value(option) { body[member] = v }
             }
             let timeout = Double(a.value("timeout") ?? "600") ?? 600

@@ -31,6 +31,8 @@ enum Render {
         w.string("scope", Scopes.format(t.scope))
         w.string("session_id", t.sessionID)
         w.string("subject", t.subject)
+        w.key("end_user")
+        if let u = t.endUser { w.string(u) } else { w.raw("null") }
         if let type = t.issuedTokenType { w.string("issued_token_type", type) }
         if let m = t.metadata {
             w.key("metadata")
@@ -66,7 +68,7 @@ enum Render {
     static func sessionMembers(_ s: Session) -> [(String, String)] {
         [
             ("session_id", JSONText.quote(s.id)), ("tenant", JSONText.quote(s.tenant)), ("client", JSONText.quote(s.client)),
-            ("subject", JSONText.quote(s.subject)), ("issuer", JSONText.quote(s.issuer)), ("scope", JSONText.quote(Scopes.format(s.scopes))),
+            ("subject", JSONText.quote(s.subject)), ("end_user", JSONText.optional(s.endUser)), ("issuer", JSONText.quote(s.issuer)), ("scope", JSONText.quote(Scopes.format(s.scopes))),
             ("state", JSONText.quote(s.state.rawValue)), ("reason", JSONText.optional(s.reason)),
             ("refresh_attempt_started_at", RFC3339.optional(s.attempt?.startedAt)), ("backoff_until", RFC3339.optional(s.backoffUntil)),
             ("sid", JSONText.optional(s.claims.sid)), ("email", JSONText.optional(s.claims.email)),
@@ -111,7 +113,8 @@ enum Render {
         return JSONText.object([
             ("job_id", JSONText.quote(j.id)), ("tenant", JSONText.quote(j.tenant)), ("state", JSONText.quote(j.state.rawValue)),
             ("dry_run", j.dryRun ? "true" : "false"),
-            ("filter", JSONText.object([("subject", JSONText.optional(f.subject)), ("client", JSONText.optional(f.client)),
+            ("filter", JSONText.object([("subject", JSONText.optional(f.subject)), ("end_user", JSONText.optional(f.endUser)),
+                                        ("client", JSONText.optional(f.client)),
                                         ("created_before", RFC3339.optional(f.createdBefore)), ("idle_since", RFC3339.optional(f.idleSince)),
                                         ("all", f.all ? "true" : "false")])),
             ("total", String(j.total)), ("revoked", String(j.revoked)), ("idp_pending", String(j.idpPending)), ("failed", String(j.failed)),

@@ -17,9 +17,10 @@ struct AdminRoutes {
     private func list(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
         return gate.guarded(req, .admin, tenant: tenant) { _ in
-            let q = try QueryParameters(req, allowed: ["subject", "client", "state", "created_before", "created_after", "idle_since", "limit", "cursor"])
+            let q = try QueryParameters(req, allowed: ["subject", "end_user", "client", "state", "created_before", "created_after", "idle_since", "limit", "cursor"])
             var query = SessionQuery(subject: try q.string("subject"), client: try q.string("client"), createdBefore: try q.time("created_before"),
-                                     createdAfter: try q.time("created_after"), idleSince: try q.time("idle_since"), limit: try q.limit())
+                                     createdAfter: try q.time("created_after"), idleSince: try q.time("idle_since"), limit: try q.limit(),
+                                     endUser: try q.string("end_user"))
             if let s = try q.string("state") {
                 guard let state = SessionState(rawValue: s) else { throw QueryParameters.bad("'state' must be active, needs_reauth or revoked") }
                 query.state = state

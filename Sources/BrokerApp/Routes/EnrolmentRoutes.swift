@@ -20,7 +20,8 @@ struct EnrolmentRoutes {
         return gate.guarded(req, .enrol, tenant: tenant) { p in
             let b = try JSONObject.parse(req.body)
             let r = LoginService.Request(client: try b.requiredString("client"), redirectAfter: try b.string("redirect_after"),
-                                         loginHint: try b.string("login_hint"), scopes: try b.string("scope").map { Scopes.parse($0) })
+                                         loginHint: try b.string("login_hint"), scopes: try b.string("scope").map { Scopes.parse($0) },
+                                         endUser: try b.string("end_user"))
             return gate.later(req) {
                 let s = try logins.start(r, tenant: tenant, actor: p.id)
                 return .json(201, JSONText.object([("login_id", JSONText.quote(s.id)), ("authorization_url", JSONText.quote(s.authorizationURL)),

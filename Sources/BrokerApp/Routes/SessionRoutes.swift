@@ -38,7 +38,8 @@ struct SessionRoutes {
             let i = SessionAdmin.Import(client: try b.requiredString("client"), subject: try b.requiredString("subject"),
                                         refreshToken: try b.string("refresh_token"), accessToken: try b.string("access_token"),
                                         expiresAt: try time("expires_at"), scopes: try b.string("scope").map { Scopes.parse($0) },
-                                        grantedAt: try time("granted_at"), metadata: try Self.metadata(b, body: req.body))
+                                        grantedAt: try time("granted_at"), metadata: try Self.metadata(b, body: req.body),
+                                        endUser: try b.string("end_user"))
             return .later { [admin, executor = gate.executor] respond in
                 CurrentTrace.with(req.trace) { executor.run {
                     admin.importSession(i, tenant: tenant, by: principal) { result in

@@ -24,7 +24,7 @@ struct SignoutRoutes {
                 return d
             }
             let filter = SignoutJob.Filter(subject: try b.string("subject"), client: try b.string("client"), createdBefore: try time("created_before"),
-                                           idleSince: try time("idle_since"), all: try b.bool("all") ?? false)
+                                           idleSince: try time("idle_since"), all: try b.bool("all") ?? false, endUser: try b.string("end_user"))
             let dryRun = try b.bool("dry_run") ?? false
             let key = req.header("idempotency-key")
             return gate.later(req) {

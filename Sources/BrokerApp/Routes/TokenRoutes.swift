@@ -11,8 +11,8 @@ struct TokenRoutes {
     let exchanges: ExchangeService
 
     /// The token request body: `min_ttl`, `scope`, `force_refresh`, `dpop` (one target or
-    /// several, each `htm`, `htu`, `nonce`); `subject` and `client` for lookup by subject;
-    /// `items` for a batch.
+    /// several, each `htm`, `htu`, `nonce`); `client` with `subject` or `end_user` for a
+    /// lookup; `items` for a batch.
     struct Body {
         let json: JSONObject
 
@@ -35,6 +35,18 @@ struct TokenRoutes {
             }
             return TokenRequest(minTTL: minTTL.map(Double.init), scopes: Scopes.parse(try json.string("scope")),
                                 forceRefresh: try json.bool("force_refresh") ?? false, dpop: dpop)
+        }
+
+        /// The lookup at `client`: by the provider's `subject` or by the application's
+        /// `end_user`, exactly one of them.
+        func lookup() throws -> TokenTarget {
+            let client = try json.requiredString("client")
+            guard let endUser = try json.string("end_user") else { return .subject(client: client, subject: try json.requiredString("subject")) }
+            guard try json.string("subject") == nil else {
+                throw BrokerError.badRequest(code: "invalid_request", message: "name either 'subject' or 'end_user', not both")
+            }
+            guard EndUser.isValid(endUser) else { throw BrokerError.badRequest(code: "invalid_request", message: EndUser.rule) }
+            return .endUser(client: client, endUser: endUser)
         }
 
         /// `exchange` (RFC 8693): `audience`, `resource` (RFC 8707), `scope`, `act`; nil when absent.
@@ -62,8 +74,8 @@ struct TokenRoutes {
     struct Ask: Sendable {
         let request: TokenRequest
         let exchange: TokenExchange?
-        /// The lookup by subject the body names on the by-subject route (nil on the by-session
-        /// route, whose target is in the path).
+        /// The lookup by subject or end user the body names on the lookup route (nil on the
+        /// by-session route, whose target is in the path).
         let lookup: TokenTarget?
 
         /// Parses in the order the errors are answered: the request's members, the lookup's,
@@ -71,8 +83,7 @@ struct TokenRoutes {
         init(_ bytes: [UInt8], bySubject: Bool) throws {
             let body = try Body(bytes)
             request = try body.request()
-            lookup = bySubject
-                ? .subject(client: try body.json.requiredString("client"), subject: try body.json.requiredString("subject")) : nil
+            lookup = bySubject ? try body.lookup() : nil
             exchange = try body.exchange()
         }
     }
@@ -148,16 +159,25 @@ struct TokenRoutes {
             var placed: [Int] = []
             for (i, item) in items.enumerated() {
                 // A member of the wrong type names nothing usable, as a missing one: the item is refused below.
-                let (sessionID, subject, client) = (try? item.string("session_id"), try? item.string("subject"), try? item.string("client"))
-                if let id = sessionID ?? nil, !id.isEmpty, (subject ?? nil) == nil {
+                let (sessionID, subject, endUser, client) = ((try? item.string("session_id")) ?? nil, (try? item.string("subject")) ?? nil,
+                                                             (try? item.string("end_user")) ?? nil, (try? item.string("client")) ?? nil)
+                let named = [sessionID, subject, endUser].compactMap { $0 }.count
+                if named == 1, let id = sessionID, !id.isEmpty {
                     targets.append(.session(id))
-                    placed.append(i)
-                } else if (sessionID ?? nil) == nil, let s = subject ?? nil, !s.isEmpty, let c = client ?? nil, !c.isEmpty {
+                } else if named == 1, let s = subject, !s.isEmpty, let c = client, !c.isEmpty {
                     targets.append(.subject(client: c, subject: s))
-                    placed.append(i)
+                } else if named == 1, let u = endUser, let c = client, !c.isEmpty {
+                    guard EndUser.isValid(u) else {
+                        refused[i] = .badRequest(code: "invalid_request", message: EndUser.rule)
+                        continue
+                    }
+                    targets.append(.endUser(client: c, endUser: u))
                 } else {
-                    refused[i] = .badRequest(code: "invalid_request", message: "an item names either 'session_id', or 'subject' and 'client'")
+                    refused[i] = .badRequest(code: "invalid_request",
+                                             message: "an item names either 'session_id', or 'subject' and 'client', or 'end_user' and 'client'")
+                    continue
                 }
+                placed.append(i)
             }
             let count = items.count
             let invalid = refused

@@ -18,11 +18,15 @@ public struct PendingLogin: Sendable, Equatable {
     /// The DPoP key made for this login (RFC 9449 §10: its thumbprint went out as `dpop_jkt`),
     /// the session's key once the code is exchanged with it.
     public let dpopKey: DPoPKeyMaterial?
+    /// The application's own id of the user signing in (EndUser), stored on the session the
+    /// callback creates.
+    public let endUser: String?
     public let createdAt: Date
     public let expiresAt: Date
 
     public init(id: String, tenant: String, client: String, issuer: String, stateHash: [UInt8], verifier: String, nonce: String,
-                scopes: [String], redirectAfter: String?, createdAt: Date, expiresAt: Date, dpopKey: DPoPKeyMaterial? = nil) {
+                scopes: [String], redirectAfter: String?, createdAt: Date, expiresAt: Date, dpopKey: DPoPKeyMaterial? = nil,
+                endUser: String? = nil) {
         self.id = id
         self.tenant = tenant
         self.client = client
@@ -35,5 +39,6 @@ public struct PendingLogin: Sendable, Equatable {
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.dpopKey = dpopKey
+        self.endUser = endUser
     }
 }

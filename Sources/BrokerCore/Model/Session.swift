@@ -36,13 +36,14 @@ public struct Session: Sendable, Equatable {
         var accessTokenType: TokenType
         let dpopKey: DPoPKeyMaterial?
         var metadata: String?
+        let endUser: String?
 
         init(tenant: String, id: String, client: String, subject: String, issuer: String, scopes: [String],
             claims: IdentityClaims, accessToken: String?, accessExpiresAt: Date?, accessLifetime: TimeInterval?,
             refreshToken: String?, idToken: String?, state: SessionState, nextRefreshAt: Date?, version: Int64, failureCount: Int,
             lastError: String?, grantedAt: Date, createdAt: Date, lastUsedAt: Date?, lastRefreshedAt: Date?,
             attempt: RefreshAttempt?, backoffUntil: Date?, reason: String?, grantExpiresAt: Date?, accessTokenType: TokenType,
-            dpopKey: DPoPKeyMaterial?, metadata: String?) {
+            dpopKey: DPoPKeyMaterial?, metadata: String?, endUser: String?) {
             self.tenant = tenant
             self.id = id
             self.client = client
@@ -71,6 +72,7 @@ public struct Session: Sendable, Equatable {
             self.accessTokenType = accessTokenType
             self.dpopKey = dpopKey
             self.metadata = metadata
+            self.endUser = endUser
         }
 
         func copy() -> Storage {
@@ -79,7 +81,7 @@ public struct Session: Sendable, Equatable {
                 refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
                 failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt,
                 lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil,
-                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata)
+                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata, endUser: endUser)
         }
     }
 
@@ -196,6 +198,9 @@ public struct Session: Sendable, Equatable {
         get { storage.metadata }
         set { change { $0.metadata = newValue } }
     }
+    /// The application's own id of the user (`end_user`, EndUser's rule), given when the login
+    /// started or the grant was imported; nil when none was. Never the provider's subject.
+    public var endUser: String? { storage.endUser }
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
@@ -204,13 +209,13 @@ public struct Session: Sendable, Equatable {
                 version: Int64 = 1, failureCount: Int = 0, lastError: String? = nil, grantedAt: Date,
                 createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
                 attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil,
-                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil, metadata: String? = nil) {
+                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil, metadata: String? = nil, endUser: String? = nil) {
         storage = Storage(tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes,
             claims: claims, accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime,
             refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
             failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt,
             lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil, reason: reason,
-            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata)
+            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata, endUser: endUser)
     }
 
     public static func == (a: Session, b: Session) -> Bool {
@@ -244,6 +249,7 @@ public struct Session: Sendable, Equatable {
             && x.accessTokenType == y.accessTokenType
             && x.dpopKey == y.dpopKey
             && x.metadata == y.metadata
+            && x.endUser == y.endUser
     }
 
     /// Proactive: refreshed ahead of expiry; idle: not handed out lately, refreshed on demand and

@@ -5,6 +5,8 @@ import Foundation
 public struct SessionQuery: Sendable, Equatable {
     public var subject: String?
     public var client: String?
+    /// The application's own id of the user (`end_user`), matched exactly.
+    public var endUser: String?
     /// The IdP session id (`sid`) the session was signed in with.
     public var sid: String?
     public var state: SessionState?
@@ -37,9 +39,10 @@ public struct SessionQuery: Sendable, Equatable {
     }
 
     public init(subject: String? = nil, client: String? = nil, sid: String? = nil, state: SessionState? = nil, createdBefore: Date? = nil,
-                createdAfter: Date? = nil, idleSince: Date? = nil, limit: Int = 100, after: Cursor? = nil) {
+                createdAfter: Date? = nil, idleSince: Date? = nil, limit: Int = 100, after: Cursor? = nil, endUser: String? = nil) {
         self.subject = subject
         self.client = client
+        self.endUser = endUser
         self.sid = sid
         self.state = state
         self.createdBefore = createdBefore

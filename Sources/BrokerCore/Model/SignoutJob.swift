@@ -10,23 +10,28 @@ public struct SignoutJob: Sendable, Equatable {
     public struct Filter: Sendable, Equatable, Codable {
         public var subject: String?
         public var client: String?
+        /// The application's own id of the user (`end_user`), matched exactly. Encoded only
+        /// when given, so that a filter without it reads and compares as before it existed.
+        public var endUser: String?
         public var createdBefore: Date?
         public var idleSince: Date?
         public var all: Bool
 
-        public init(subject: String? = nil, client: String? = nil, createdBefore: Date? = nil, idleSince: Date? = nil, all: Bool = false) {
+        public init(subject: String? = nil, client: String? = nil, createdBefore: Date? = nil, idleSince: Date? = nil, all: Bool = false,
+                    endUser: String? = nil) {
             self.subject = subject
             self.client = client
+            self.endUser = endUser
             self.createdBefore = createdBefore
             self.idleSince = idleSince
             self.all = all
         }
 
-        public var isEmpty: Bool { subject == nil && client == nil && createdBefore == nil && idleSince == nil }
+        public var isEmpty: Bool { subject == nil && client == nil && endUser == nil && createdBefore == nil && idleSince == nil }
 
         /// The same filter as a session query (the snapshot selects what the listing would show).
         public var query: SessionQuery {
-            SessionQuery(subject: subject, client: client, createdBefore: createdBefore, idleSince: idleSince)
+            SessionQuery(subject: subject, client: client, createdBefore: createdBefore, idleSince: idleSince, endUser: endUser)
         }
     }
 

@@ -20,6 +20,8 @@ public enum Change: Sendable, Equatable {
     case tenant(String)
     /// A subject's latest session may have changed (a new session was stored).
     case subject(tenant: String, client: String, subject: String)
+    /// An end user's latest session may have changed (a new session was stored for them).
+    case endUser(tenant: String, client: String, endUser: String)
     /// Changes may have been missed (the feed reconnected): drop everything cached.
     case resync
     /// The session was written at `version` (nil: unknown) and its next refresh is now at `at`

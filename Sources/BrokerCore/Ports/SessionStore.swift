@@ -11,6 +11,9 @@ public protocol SessionStore: Sendable {
     func sessions(tenant: String, ids: [String]) throws -> [Session]
     /// The most recently created active session of `subject` at `client`, else the most recent one.
     func latestSession(tenant: String, client: String, subject: String) throws -> Session?
+    /// The same choice among the sessions of the application's user `endUser` at `client`: the
+    /// most recently created active one, else the most recent one whatever its state.
+    func latestSession(tenant: String, client: String, endUser: String) throws -> Session?
     func insert(_ session: Session) throws
 
     /// Runs `body` while holding the session's cross-replica refresh lock, waiting at most

@@ -33,17 +33,18 @@ public enum ChangeFeedContract {
 
         static func tenant(of c: Change) -> String? {
             switch c {
-            case .session(let t, _), .client(let t, _), .tenant(let t), .subject(let t, _, _), .scheduled(let t, _, _, _, _): t
+            case .session(let t, _), .client(let t, _), .tenant(let t), .subject(let t, _, _), .endUser(let t, _, _), .scheduled(let t, _, _, _, _): t
             case .apiKey, .resync: nil
             }
         }
     }
 
-    /// Every kind of change that names a tenant, for `tenant`; a subject with the payload
-    /// separator in it, an instant with a fraction of a second.
+    /// Every kind of change that names a tenant, for `tenant`; a subject and an end user with
+    /// the payload separator in them, an instant with a fraction of a second.
     static func samples(_ tenant: String) -> [Change] {
         [.session(tenant: tenant, id: "ses_1"), .client(tenant: tenant, id: "app"), .tenant(tenant),
          .subject(tenant: tenant, client: "app", subject: "alice|admin"),
+         .endUser(tenant: tenant, client: "app", endUser: "user|7 — Zoë"),
          .scheduled(tenant: tenant, id: "ses_1", client: "app", at: Contract.t0.addingTimeInterval(0.25), version: 7),
          .scheduled(tenant: tenant, id: "ses_2", client: "app", at: nil, version: nil)]
     }

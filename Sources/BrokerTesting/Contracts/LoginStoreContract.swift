@@ -4,12 +4,13 @@ import Foundation
 /// LoginStoreContract: a pending login is consumed once, by its state hash, and comes back with
 /// its own tenant; expired ones are purged.
 public enum LoginStoreContract: String, CaseIterable, Sendable {
-    case consumedOnceWithItsTenant, purgeRemovesExpiredOnly
+    case consumedOnceWithItsTenant, purgeRemovesExpiredOnly, endUserComesBackWithTheLogin
 
     public func run(_ store: any LoginStore, tenants: (String, String)) throws {
         switch self {
         case .consumedOnceWithItsTenant: try Self.consumedOnceWithItsTenant(store, tenants: tenants)
         case .purgeRemovesExpiredOnly: try Self.purgeRemovesExpiredOnly(store, tenants: tenants)
+        case .endUserComesBackWithTheLogin: try Self.endUserComesBackWithTheLogin(store, tenants: tenants)
         }
     }
 
@@ -28,6 +29,20 @@ public enum LoginStoreContract: String, CaseIterable, Sendable {
                             "the login did not come back whole with its tenant")
         try Contract.expect(try store.consume(stateHash: a.stateHash) == nil, "a login was consumed twice")
         try Contract.expect(try store.consume(stateHash: b.stateHash)?.tenant == tenants.1, "the other tenant's login was lost")
+    }
+
+    /// The application's user named at the start is the login's when it is consumed; a login
+    /// that named none has none.
+    static func endUserComesBackWithTheLogin(_ store: any LoginStore, tenants: (String, String)) throws {
+        let plain = login(tenants.0), base = login(tenants.1)
+        let named = PendingLogin(id: base.id, tenant: base.tenant, client: base.client, issuer: base.issuer, stateHash: base.stateHash,
+                                 verifier: base.verifier, nonce: base.nonce, scopes: base.scopes, redirectAfter: nil, createdAt: base.createdAt,
+                                 expiresAt: base.expiresAt, endUser: "user 42 — Zoë")
+        try store.insert(plain)
+        try store.insert(named)
+        try Contract.expect(try store.consume(stateHash: named.stateHash)?.endUser == "user 42 — Zoë", "the login's end user was not kept")
+        let back = try store.consume(stateHash: plain.stateHash)
+        try Contract.expect(back != nil && back?.endUser == nil, "a login without an end user came back with one")
     }
 
     static func purgeRemovesExpiredOnly(_ store: any LoginStore, tenants: (String, String)) throws {

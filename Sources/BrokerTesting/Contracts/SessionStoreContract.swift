@@ -10,14 +10,14 @@ public enum SessionStoreContract {
 
     /// A session of `tenant` with tokens and timestamps, at a fixed instant.
     public static func sample(tenant: String, client: String = "app", subject: String = "alice", id: String? = nil,
-                              createdAt: Date = Date(timeIntervalSince1970: 1_800_000_000)) -> Session {
+                              createdAt: Date = Date(timeIntervalSince1970: 1_800_000_000), endUser: String? = nil) -> Session {
         var rng = SystemRandomNumberGenerator()
         return Session(tenant: tenant, id: id ?? Identifiers.session(using: &rng), client: client, subject: subject,
                        issuer: "https://idp.example", scopes: ["openid", "offline_access"],
                        claims: IdentityClaims(sid: "sid-1", email: "a@example.com", authTime: createdAt),
                        accessToken: "access-" + UUID().uuidString, accessExpiresAt: createdAt.addingTimeInterval(3600), accessLifetime: 3600,
                        refreshToken: "refresh-" + UUID().uuidString, idToken: "id-" + UUID().uuidString,
-                       nextRefreshAt: createdAt.addingTimeInterval(3300), grantedAt: createdAt, createdAt: createdAt)
+                       nextRefreshAt: createdAt.addingTimeInterval(3300), grantedAt: createdAt, createdAt: createdAt, endUser: endUser)
     }
 
     static func same(_ a: Session, _ b: Session) -> Bool {
@@ -33,7 +33,7 @@ public enum SessionStoreContract {
             && a.accessToken == b.accessToken && near(a.accessExpiresAt, b.accessExpiresAt) && a.accessLifetime == b.accessLifetime
             && a.refreshToken == b.refreshToken && a.idToken == b.idToken && a.state == b.state && near(a.nextRefreshAt, b.nextRefreshAt)
             && a.version == b.version && a.failureCount == b.failureCount && a.lastError == b.lastError && near(a.grantedAt, b.grantedAt)
-            && near(a.createdAt, b.createdAt)
+            && near(a.createdAt, b.createdAt) && a.endUser == b.endUser
     }
 
     /// Takes the session's lock on another thread and holds it until `release` is signalled,
@@ -290,6 +290,7 @@ public enum SessionStoreContract {
         case insertedSessionReadsBackOnlyInItsTenant, duplicateInsertConflicts, latestSessionPrefersNewestActive
         case refreshLockWritesAtomically, refreshLockIsExclusive, touchRecordsUse, tryLockFailsFastWhenHeld
         case dueSessionsAreActiveAndOrdered, writeIfUnchangedIsVersionChecked, writesOverOneReadLandOnce
+        case endUserReadsBack, latestSessionOfEndUserPrefersNewestActive
 
         public func run(_ store: any SessionStore, tenants: (String, String)) throws {
             switch self {
@@ -303,6 +304,8 @@ public enum SessionStoreContract {
             case .dueSessionsAreActiveAndOrdered: try SessionStoreContract.dueSessionsAreActiveAndOrdered(store, tenants: tenants)
             case .writeIfUnchangedIsVersionChecked: try SessionStoreContract.writeIfUnchangedIsVersionChecked(store, tenants: tenants)
             case .writesOverOneReadLandOnce: try SessionStoreContract.writesOverOneReadLandOnce(store, tenants: tenants)
+            case .endUserReadsBack: try SessionStoreContract.endUserReadsBack(store, tenants: tenants)
+            case .latestSessionOfEndUserPrefersNewestActive: try SessionStoreContract.latestSessionOfEndUserPrefersNewestActive(store, tenants: tenants)
             }
         }
     }

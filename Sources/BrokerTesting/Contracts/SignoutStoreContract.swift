@@ -4,12 +4,13 @@ import Foundation
 /// SignoutStoreContract: a job snapshots its own tenant's sessions, is read within its tenant,
 /// answers its idempotency key; items are claimed with a lease and recorded once.
 public enum SignoutStoreContract: String, CaseIterable, Sendable {
-    case jobsStayInTheirTenant, itemsAreLeasedAndRecorded
+    case jobsStayInTheirTenant, itemsAreLeasedAndRecorded, endUserFilterSnapshotsThatUserOnly
 
     public func run(_ store: any SignoutStore, sessions: any SessionStore, tenants: (String, String)) throws {
         switch self {
         case .jobsStayInTheirTenant: try Self.jobsStayInTheirTenant(store, sessions: sessions, tenants: tenants)
         case .itemsAreLeasedAndRecorded: try Self.itemsAreLeasedAndRecorded(store, sessions: sessions, tenants: tenants)
+        case .endUserFilterSnapshotsThatUserOnly: try Self.endUserFilterSnapshotsThatUserOnly(store, sessions: sessions, tenants: tenants)
         }
     }
 
@@ -43,6 +44,23 @@ public enum SignoutStoreContract: String, CaseIterable, Sendable {
         try Contract.expect(createdOther && other.id != j.id && other.total == 2, "the same key in another tenant is not its own job")
         let (dry, _) = try store.createJob(job(tenants.0, .init(subject: subject), dryRun: true), idempotencyKey: nil)
         try Contract.expect(dry.total == 3 && dry.state == .done, "a dry run did not count and finish")
+    }
+
+    /// A job by end user snapshots that user's sessions of its tenant (at every client), not a
+    /// subject of the same name nor the same id in another tenant; it reads back with its filter.
+    static func endUserFilterSnapshotsThatUserOnly(_ store: any SignoutStore, sessions: any SessionStore, tenants: (String, String)) throws {
+        let user = Contract.unique("eu-leaving")
+        let mine = [SessionStoreContract.sample(tenant: tenants.0, endUser: user), SessionStoreContract.sample(tenant: tenants.0, client: "other", endUser: user)]
+        for s in mine + [SessionStoreContract.sample(tenant: tenants.1, endUser: user), SessionStoreContract.sample(tenant: tenants.0, subject: user)] {
+            try sessions.insert(s)
+        }
+        let (j, _) = try store.createJob(job(tenants.0, .init(endUser: user)), idempotencyKey: nil)
+        try Contract.expect(j.total == 2, "the job by end user did not snapshot exactly that user's 2 sessions (\(j.total))")
+        try Contract.expect(try store.job(tenant: tenants.0, id: j.id)?.filter == .init(endUser: user), "the job's end user filter did not read back")
+        let items = try store.claimPendingItems(now: Date(), lease: 30, limit: 100_000).filter { $0.job == j.id }
+        try Contract.expect(Set(items.map(\.session)) == Set(mine.map(\.id)), "the job's items are not the end user's sessions")
+        let (dry, _) = try store.createJob(job(tenants.1, .init(endUser: user), dryRun: true), idempotencyKey: nil)
+        try Contract.expect(dry.total == 1, "the other tenant's job by the same end user counted \(dry.total), not its 1")
     }
 
     static func itemsAreLeasedAndRecorded(_ store: any SignoutStore, sessions: any SessionStore, tenants: (String, String)) throws {
