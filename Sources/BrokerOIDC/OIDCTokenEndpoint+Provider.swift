@@ -16,7 +16,7 @@ extension OIDCTokenEndpoint {
         do {
             // A User-Agent: some APIs (GitHub's) refuse requests without one.
             reply = try http.send(source.method, url, headers: ["Authorization: Bearer " + accessToken, "Accept: application/json",
-                                                                "User-Agent: tokenbroker"],
+                                                                "User-Agent: tokenbroker"] + client.descriptor.headerLines,
                                   body: source.method == "GET" ? nil : [], trust: ProviderTrust(anchorsPEM: client.trustAnchors))
         } catch {
             throw Self.transport(error, "userinfo")
@@ -41,7 +41,7 @@ extension OIDCTokenEndpoint {
                 .replacingOccurrences(of: "{token}", with: r.tokenIn == .path ? Self.pathSegment(token) : "{token}")) else {
             throw .metadata("the provider descriptor gives no revocation url")
         }
-        var headers = ["Accept: application/json", "User-Agent: tokenbroker"]
+        var headers = ["Accept: application/json", "User-Agent: tokenbroker"] + client.descriptor.headerLines
         var form: [(String, String)] = []
         var json: [String: String] = [:]
         switch r.tokenIn {

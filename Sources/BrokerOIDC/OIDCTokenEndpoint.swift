@@ -185,6 +185,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
                       once: Bool, proof: String?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
         var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
         if let proof { headers.append("DPoP: " + proof) }
+        headers += client.descriptor.headerLines
         var form = fields
         switch client.authMethod {
         case .none:

@@ -26,7 +26,7 @@ enum TokenResponse {
         /// code exchange's; a refresh's need not).
         init(_ d: ProviderDescriptor, subject: Bool) {
             shape = d.tokenResponse
-            scopeSeparator = d.authorization.scopeSeparator
+            scopeSeparator = d.tokenResponse.scopeSeparator ?? d.authorization.scopeSeparator
             self.subject = subject && d.subjectSource.from == .tokenResponse ? d.subjectSource.pointer : nil
             idToken = d.kind == .oidc
         }
@@ -42,10 +42,10 @@ enum TokenResponse {
         let shape = reading.shape
         let doc = document(reply, shape.format)
         if (400..<500).contains(reply.status) {
-            guard let error = doc?["error"] as? String else {
+            guard let doc, let error = shape.errorPointer.text(in: doc) else {
                 throw .refused(status: reply.status, reason: "\(endpoint): HTTP \(reply.status) without an RFC 6749 error")
             }
-            throw .oauth(OAuthError(error: error, description: doc?["error_description"] as? String, status: reply.status))
+            throw .oauth(OAuthError(error: error, description: doc["error_description"] as? String, status: reply.status))
         }
         guard reply.status == 200 else { throw .invalidResponse("\(endpoint): unexpected HTTP \(reply.status)") }
         guard let doc else {
@@ -53,9 +53,9 @@ enum TokenResponse {
         }
         // Refusals that come with 200.
         if let ok = shape.okPointer, ok.bool(in: doc) != true {
-            throw .oauth(OAuthError(error: doc["error"] as? String ?? "unrecognized_error", description: nil, status: 200))
+            throw .oauth(OAuthError(error: shape.errorPointer.text(in: doc) ?? "unrecognized_error", description: nil, status: 200))
         }
-        if shape.errorInOK, let error = doc["error"] as? String {
+        if shape.errorInOK, let error = shape.errorPointer.text(in: doc) {
             throw .oauth(OAuthError(error: error, description: doc["error_description"] as? String, status: 200))
         }
         guard let access = shape.accessToken.text(in: doc), !access.isEmpty else {
@@ -69,7 +69,7 @@ enum TokenResponse {
         }
         var grant = TokenGrant(accessToken: access, tokenType: type, expiresIn: seconds(shape.expiresIn),
                                refreshToken: shape.refreshToken.text(in: doc).flatMap { $0.isEmpty ? nil : $0 },
-                               scope: shape.scope.text(in: doc).map { Scopes.parse($0, separator: reading.scopeSeparator) },
+                               scope: scopes(shape.scope.value(in: doc), reading.scopeSeparator),
                                idToken: reading.idToken ? shape.idToken.text(in: doc) : nil)
         grant.grantExpiresIn = seconds(shape.grantExpiresIn)
         grant.metadata = try kept(shape, doc, endpoint)
@@ -80,6 +80,13 @@ enum TokenResponse {
             grant.subject = subject
         }
         return grant
+    }
+
+    /// The granted scopes: a string split by the separator, or an array of strings (HubSpot).
+    static func scopes(_ value: Any?, _ separator: String) -> [String]? {
+        if let s = value as? String { return Scopes.parse(s, separator: separator) }
+        if let a = value as? [Any] { return Scopes.parse(a.compactMap { $0 as? String }.joined(separator: " ")) }
+        return nil
     }
 
     /// The answer as an object: JSON, or a form (`application/x-www-form-urlencoded`), as the

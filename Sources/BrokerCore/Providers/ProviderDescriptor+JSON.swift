@@ -7,7 +7,7 @@ extension ProviderDescriptor {
         self.init()
         let r = Reader(object, path: "")
         try r.only(["protocol", "title", "documentation", "issuer", "issuer_template", "endpoints", "authorization", "token_request",
-                    "token_response", "grant", "subject", "refusals", "revocation"])
+                    "token_response", "grant", "subject", "refusals", "revocation", "headers"])
         kind = try r.choice("protocol", Kind.self) ?? .oidc
         title = try r.string("title")
         documentation = try r.strings("documentation") ?? []
@@ -65,6 +65,10 @@ extension ProviderDescriptor {
             }
         }
         if let v = try r.object("revocation") { revocation = try Self.revocation(v) }
+        headers = try r.parameters("headers")
+        if let bad = headers.first(where: { Self.reservedHeaders.contains($0.name.lowercased()) || $0.value.contains(where: { $0 == "\r" || $0 == "\n" }) }) {
+            throw DescriptorError(r.path("headers." + bad.name), "is a header the broker writes itself, or holds a line break")
+        }
         try checkCoherence()
         json = Self.canonical(object)
     }
@@ -77,6 +81,10 @@ extension ProviderDescriptor {
         try self.init(json: o)
     }
 
+    /// Headers a descriptor may not set: the broker writes them for every request.
+    static let reservedHeaders: Set<String> = ["authorization", "content-type", "content-length", "host", "dpop", "transfer-encoding",
+                                               "connection", "accept", "user-agent", "traceparent"]
+
     /// Compact JSON with sorted keys: the same descriptor always reads back as the same text.
     public static func canonical(_ object: [String: Any]) -> String {
         guard let d = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
@@ -84,12 +92,17 @@ extension ProviderDescriptor {
     }
 
     private static func shape(_ t: Reader) throws(DescriptorError) -> TokenResponseShape {
-        try t.only(["format", "error_in_ok", "ok_pointer", "access_token", "refresh_token", "expires_in", "scope", "token_type", "id_token",
-                    "default_token_type", "grant_expires_in", "keep"])
+        try t.only(["format", "error_in_ok", "ok_pointer", "error_pointer", "access_token", "refresh_token", "expires_in", "scope",
+                    "scope_separator", "token_type", "id_token", "default_token_type", "grant_expires_in", "keep"])
         var s = TokenResponseShape()
         s.format = try t.choice("format", TokenResponseShape.Format.self) ?? .auto
         s.errorInOK = try t.bool("error_in_ok") ?? false
         s.okPointer = try t.pointer("ok_pointer")
+        s.errorPointer = try t.pointer("error_pointer") ?? s.errorPointer
+        if let sep = try t.string("scope_separator") {
+            guard sep == " " || sep == "," else { throw DescriptorError(t.path("scope_separator"), "must be \" \" or \",\"") }
+            s.scopeSeparator = sep
+        }
         s.accessToken = try t.pointer("access_token") ?? s.accessToken
         s.refreshToken = try t.pointer("refresh_token") ?? s.refreshToken
         s.expiresIn = try t.pointer("expires_in") ?? s.expiresIn

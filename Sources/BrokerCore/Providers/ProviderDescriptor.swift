@@ -29,6 +29,9 @@ public struct ProviderDescriptor: Sendable, Equatable {
     public var subject: SubjectSource?
     public var refusals = RefusalCodes()
     public var revocation = RevocationStyle()
+    /// Extra HTTP headers sent with every request to the provider's endpoints (token,
+    /// revocation, who-am-I): Notion's `Notion-Version`.
+    public var headers: [Parameter] = []
     /// The descriptor as checked, compact JSON with sorted keys ("{}" for `openID`).
     public var json: String = "{}"
 
@@ -57,4 +60,7 @@ public struct ProviderDescriptor: Sendable, Equatable {
         }
         return out
     }
+
+    /// The descriptor's extra headers as `Name: value` lines.
+    public var headerLines: [String] { headers.map { "\($0.name): \($0.value)" } }
 }

@@ -9,6 +9,11 @@ public struct TokenResponseShape: Sendable, Equatable {
     public var errorInOK = false
     /// A boolean whose `false` makes a 200 answer a refusal.
     public var okPointer: JSONPointer?
+    /// Where a refusal's code is (`/error`; HubSpot's `/category`).
+    public var errorPointer = JSONPointer("/error")!
+    /// How the answer's scopes are separated (nil: as the authorization request's; GitHub asks
+    /// with spaces and answers with commas). An array of scopes is read as it is.
+    public var scopeSeparator: String?
     public var accessToken = JSONPointer("/access_token")!
     public var refreshToken = JSONPointer("/refresh_token")!
     public var expiresIn = JSONPointer("/expires_in")!
