@@ -19,6 +19,9 @@ public final class IssuerMetadataCache: IssuerDirectory {
     private let entries = Mutex<[ProviderKey: (IssuerMetadata, Date)]>([:])
     private let rereads = Mutex<[ProviderKey: Date]>([:])
     private let flights = BlockingSingleFlight<ProviderKey, IssuerMetadata, TokenEndpointError>()
+    /// Reads that bypass the cache (`current`), single-flight apart from the misses: a caller of
+    /// `current` must get a read that began after the cached document, never a cached answer.
+    private let currentReads = BlockingSingleFlight<ProviderKey, IssuerMetadata, TokenEndpointError>()
     /// Re-reads asked for because a check against the metadata failed: at most one per this
     /// many seconds per issuer and trust.
     private let minRereadInterval: TimeInterval = 30
@@ -49,6 +52,17 @@ public final class IssuerMetadataCache: IssuerDirectory {
         return try flights.run(key) { () throws(TokenEndpointError) -> IssuerMetadata in
             // A flight that ended just before this one began has filled the cache.
             if let m = fresh(key, now: now) { return m }
+            let m = try fetch(issuer, key.trust)
+            entries.withLock { $0[key] = (m, now) }
+            return m
+        }
+    }
+
+    /// Not rate-limited: each caller has a reason that a stale document must not decide (see
+    /// LoginService's iss check), and concurrent callers share one read.
+    public func current(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+        let key = ProviderKey(issuer: issuer, trustAnchors: trustAnchors)
+        return try currentReads.run(key) { () throws(TokenEndpointError) -> IssuerMetadata in
             let m = try fetch(issuer, key.trust)
             entries.withLock { $0[key] = (m, now) }
             return m

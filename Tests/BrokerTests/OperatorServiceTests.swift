@@ -20,6 +20,9 @@ struct OperatorServiceTests {
             return advertised(IssuerMetadata(issuer: issuer, tokenEndpoint: URL(string: issuer + "/token")!, authorizationEndpoint: nil, jwksURI: nil,
                                              revocationEndpoint: nil, endSessionEndpoint: nil, issParameterSupported: true))
         }
+        func current(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+            try metadata(issuer: issuer, trustAnchors: trustAnchors, now: now)
+        }
         func verify(issuer: String, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata {
             readWith?.anchors.withLock { $0.append(trustAnchors) }
             return try metadata(issuer: issuer, trustAnchors: trustAnchors, now: Date())

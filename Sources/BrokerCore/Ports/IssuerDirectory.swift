@@ -13,6 +13,11 @@ public protocol IssuerDirectory: Sendable {
     /// registration's check: what the IdP says at this moment).
     @discardableResult
     func verify(issuer: String, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata
+    /// Reads the issuer's document now, bypassing the cache, and keeps what it read in the cache;
+    /// callers arriving while such a read is in progress share it. For a check that a stale
+    /// document must not decide and that no rate limit may refuse (a callback without RFC 9207
+    /// `iss` while the cached document advertises it).
+    func current(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata
     /// Forgets the cached document after a check against it failed, so that it is read again
     /// (rate-limited); true when it was forgotten.
     @discardableResult
