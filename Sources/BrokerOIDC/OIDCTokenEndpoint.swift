@@ -117,17 +117,22 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         return ExchangedToken(grant: grant, issuedTokenType: type)
     }
 
-    /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying.
-    public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {
+    /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying. An issuer
+    /// without a revocation_endpoint is answered `.unsupported`: retrying could not change it.
+    public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> IdPRevocation {
         let meta = try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now())
-        guard let endpoint = meta.revocationEndpoint else { throw .metadata("discovery: no revocation_endpoint") }
+        guard let endpoint = meta.revocationEndpoint else { return .unsupported }
         let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
-        if reply.status == 200 { return }
+        if reply.status == 200 { return .revoked }
         if reply.status >= 500 || reply.status == 429 {
             throw .transient(reason: "revocation endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
         }
         _ = try TokenResponse.parse(reply, endpoint: "revocation endpoint")   // an RFC 6749 §5.2 error, kept as it came
         throw .invalidResponse("revocation endpoint: HTTP \(reply.status)")
+    }
+
+    public func revocationSupported(client: ClientRegistration) throws(TokenEndpointError) -> Bool {
+        try metadata.metadata(issuer: client.issuer, trustAnchors: client.trustAnchors, now: clock.now()).revocationEndpoint != nil
     }
 
     /// The RP-Initiated Logout URL for the user's browser (no request is made here); nil when

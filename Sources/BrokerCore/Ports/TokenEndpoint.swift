@@ -36,7 +36,13 @@ public protocol TokenEndpoint: Sendable {
         throws(TokenEndpointError) -> ExchangedToken
 
     /// Revokes a token (RFC 7009 §2.1); `hint` is `refresh_token` or `access_token`.
-    func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError)
+    /// `.unsupported` when the issuer offers no revocation endpoint (nothing is sent).
+    @discardableResult
+    func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> IdPRevocation
+
+    /// Whether the client's issuer offers revocation (a `revocation_endpoint` in its metadata);
+    /// reads the metadata, calls nothing else.
+    func revocationSupported(client: ClientRegistration) throws(TokenEndpointError) -> Bool
 
     /// The URL the user's browser must be sent to so that the IdP ends the user's session
     /// (OpenID Connect RP-Initiated Logout 1.0 §2): `id_token_hint`, `client_id`,
