@@ -28,6 +28,9 @@ public final class IssuerMetadataCache: IssuerDirectory {
         let source: MetadataSource
         let trust: ProviderTrust
     }
+    /// Reads that bypass the cache (`current`), single-flight apart from the misses: a caller of
+    /// `current` must get a read that began after the cached document, never a cached answer.
+    private let currentReads = BlockingSingleFlight<Key, IssuerMetadata, TokenEndpointError>()
     /// Re-reads asked for because a check against the metadata failed: at most one per this
     /// many seconds per issuer and trust.
     private let minRereadInterval: TimeInterval = 30
@@ -58,6 +61,17 @@ public final class IssuerMetadataCache: IssuerDirectory {
         return try flights.run(key) { () throws(TokenEndpointError) -> IssuerMetadata in
             // A flight that ended just before this one began has filled the cache.
             if let m = fresh(key, now: now) { return m }
+            let m = try fetch(source, key.trust)
+            entries.withLock { $0[key] = (m, now) }
+            return m
+        }
+    }
+
+    /// Not rate-limited: each caller has a reason that a stale document must not decide (see
+    /// LoginService's iss check), and concurrent callers share one read.
+    public func current(_ source: MetadataSource, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+        let key = Key(source: source, trust: ProviderTrust(anchorsPEM: trustAnchors))
+        return try currentReads.run(key) { () throws(TokenEndpointError) -> IssuerMetadata in
             let m = try fetch(source, key.trust)
             entries.withLock { $0[key] = (m, now) }
             return m

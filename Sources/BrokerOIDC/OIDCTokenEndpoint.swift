@@ -122,22 +122,34 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     }
 
     /// RFC 7009 §2.2: 200 means revoked (or already invalid); 503 is worth retrying. A provider
-    /// whose descriptor describes its own request is revoked that way (`described`).
-    public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {
+    /// whose descriptor describes its own request is revoked that way (`described`); one
+    /// without revocation (a descriptor that says none, or no revocation_endpoint in its
+    /// metadata) is answered `.unsupported`: retrying could not change it.
+    public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> IdPRevocation {
         switch client.descriptor.revocation.style {
-        case .none: throw .metadata("the provider offers no token revocation")
-        case .request: return try described(client, token: token, hint: hint)
+        case .none: return .unsupported
+        case .request:
+            try described(client, token: token, hint: hint)
+            return .revoked
         case .rfc7009: break
         }
         let meta = try metadata.metadata(for: client, now: clock.now())
-        guard let endpoint = meta.revocationEndpoint else { throw .metadata("discovery: no revocation_endpoint") }
+        guard let endpoint = meta.revocationEndpoint else { return .unsupported }
         let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
-        if reply.status == 200 { return }
+        if reply.status == 200 { return .revoked }
         if reply.status >= 500 || reply.status == 429 {
             throw .transient(reason: "revocation endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
         }
         _ = try TokenResponse.parse(reply, endpoint: "revocation endpoint")   // an RFC 6749 §5.2 error, kept as it came
         throw .invalidResponse("revocation endpoint: HTTP \(reply.status)")
+    }
+
+    public func revocationSupported(client: ClientRegistration) throws(TokenEndpointError) -> Bool {
+        switch client.descriptor.revocation.style {
+        case .none: return false
+        case .request: return true
+        case .rfc7009: return try metadata.metadata(for: client, now: clock.now()).revocationEndpoint != nil
+        }
     }
 
     /// The RP-Initiated Logout URL for the user's browser (no request is made here); nil when

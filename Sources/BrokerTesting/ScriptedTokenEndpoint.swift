@@ -48,7 +48,9 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
     }
 
     /// Records nothing: revocation is tested against the development IdP.
-    public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {}
+    public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> IdPRevocation { .revoked }
+
+    public func revocationSupported(client: ClientRegistration) throws(TokenEndpointError) -> Bool { true }
 
     public func userID(client: ClientRegistration, accessToken: String) throws(TokenEndpointError) -> String {
         throw .metadata("no userinfo here")

@@ -50,6 +50,7 @@ extension DevIdP {
         guard let o = req.body.isEmpty ? [:] : Self.object(req) else { return json(400, ["error": "invalid_request"]) }
         let now = state.withLock { s -> DevIdPState.Settings in
             if let on = o["introspection"] as? Bool { s.settings.introspection = on }
+            if let on = o["revocation"] as? Bool { s.settings.revocation = on }
             if let on = o["kill_old_access_tokens"] as? Bool { s.settings.killOldAccessTokens = on }
             if let on = o["iss_parameter"] as? Bool { s.settings.issParameter = on }
             if let par = o["par"] as? String, ["off", "on", "required"].contains(par) { s.settings.par = par }
@@ -61,7 +62,7 @@ extension DevIdP {
             }
             return s.settings
         }
-        return json(200, ["introspection": now.introspection, "kill_old_access_tokens": now.killOldAccessTokens,
+        return json(200, ["introspection": now.introspection, "revocation": now.revocation, "kill_old_access_tokens": now.killOldAccessTokens,
                           "iss_parameter": now.issParameter, "par": now.par, "dpop_nonce": now.dpopNonce,
                           "resource_nonce": now.resourceNonce, "fapi2": now.fapi2])
     }

@@ -7,6 +7,7 @@ import Foundation
 /// Logout 1.0 §2).
 extension DevIdP {
     func revoke(_ req: HTTPRequest) -> HTTPReply {
+        guard state.withLock({ $0.settings.revocation }) else { return .now(json(404, ["error": "not_found"])) }
         let form = FormEncoding.decode(req.body)
         guard let clientID = authenticate(req, form) else { return .now(json(401, ["error": "invalid_client"])) }
         let process: @Sendable () -> HTTPResponse = { [self] in revoked(form["token"], clientID: clientID) }

@@ -110,6 +110,8 @@ public final class DevIdP: Sendable {
         let settings = state.withLock { $0.settings }
         // RFC 9207 can be switched off, as an IdP that stops sending `iss` would.
         if !settings.issParameter { d["authorization_response_iss_parameter_supported"] = nil }
+        // RFC 7009 is optional: an issuer may offer no revocation at all.
+        if !settings.revocation { d["revocation_endpoint"] = nil }
         if settings.par != "off" || settings.fapi2 { d["pushed_authorization_request_endpoint"] = issuer + "/par" }
         if settings.fapi2 {
             d["require_pushed_authorization_requests"] = true

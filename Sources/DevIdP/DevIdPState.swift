@@ -103,6 +103,9 @@ struct DevIdPState {
     /// The switches of `POST /admin/settings`.
     struct Settings {
         var introspection = true
+        /// RFC 7009: `revocation_endpoint` in discovery and `/revoke` answering; off plays an
+        /// issuer that offers no revocation (discovery without it, `/revoke` 404).
+        var revocation = true
         var killOldAccessTokens = false
         /// RFC 9207: advertise and send `iss` in authorization responses.
         var issParameter = true

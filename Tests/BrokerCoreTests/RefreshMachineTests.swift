@@ -72,6 +72,14 @@ struct RefreshMachineTests {
         #expect(RefreshMachine.start(row(), .due, c, attemptID: "a1") == .wait(until: t0 + 5, .idpUnavailable(retryAfter: 5)))
     }
 
+    @Test("a circuit open because the IdP refused the client answers idp_client_rejected, never idp_unavailable")
+    func startCircuitOfRefusedClient() {
+        var c = ctx
+        c.blockedUntil = t0 + 5
+        c.blockedWith = .idpRejectedClient
+        #expect(RefreshMachine.start(row(), .demand(seenVersion: 7, need: need), c, attemptID: "a1") == .wait(until: t0 + 5, .idpRejectedClient))
+    }
+
     @Test("an active session without a refresh token needs a new sign-in, written")
     func startWithoutRefreshToken() {
         guard case .stop(let w?, .sessionNotActive(.needsReauth)) = RefreshMachine.start(row(refreshToken: nil), .due, ctx, attemptID: "a1") else {
@@ -132,14 +140,15 @@ struct RefreshMachineTests {
         #expect(f.write?.state == .needsReauth && f.write?.reason == "refused_http_400")
     }
 
-    @Test("invalid_client blames the client: session active, its own error, backoff, circuit told")
+    @Test("invalid_client blames the client: session active without a backoff of its own, its own error, the circuit opened with that refusal")
     func finishClientRejected() {
         let (w, a) = sent(row())
         for e in [TokenEndpointError.oauth(OAuthError(error: "invalid_client", description: nil, status: 401)), .refused(status: 401, reason: "x"),
                   .oauth(OAuthError(error: "unauthorized_client", description: nil, status: 400))] {
             let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(e), ctx)
             #expect(f.write?.state == .active && f.write?.refreshToken == "rt-0" && f.write?.attempt == nil)
-            #expect(f.result == .failure(.idpRejectedClient) && f.health == .failed(retryAfter: nil))
+            #expect(f.write?.backoffUntil == nil && f.write?.nextRefreshAt ?? t0 > t0, "the timer looks later; callers are held by the circuit")
+            #expect(f.result == .failure(.idpRejectedClient) && f.health == .refused(.idpRejectedClient))
         }
     }
 
@@ -310,6 +319,18 @@ struct RefreshMachineTests {
         #expect(c.admit(now: t0 + 12) == (t0 + 13, false))   // backoff without Retry-After: 2 s after the 2nd failure
         c.succeeded()
         #expect(c.admit(now: t0 + 12) == (nil, false) && c.admit(now: t0 + 12) == (nil, false))
+    }
+
+    @Test("a circuit opened by a refusal of the client keeps that refusal while open; an outage or a success clears it")
+    func circuitRemembersRefusal() {
+        var c = ClientCircuit()
+        c.failed(retryAfter: nil, now: t0, refusal: .idpRejectedClient)
+        #expect(c.admit(now: t0 + 0.5) == (t0 + 1, false) && c.refusal == .idpRejectedClient)
+        c.failed(retryAfter: nil, now: t0 + 1)
+        #expect(c.refusal == nil)
+        c.failed(retryAfter: nil, now: t0 + 3, refusal: .idpRejectedClient)
+        c.succeeded()
+        #expect(c.refusal == nil && c.admit(now: t0 + 3) == (nil, false))
     }
 
     // MARK: refresh in proportion to use

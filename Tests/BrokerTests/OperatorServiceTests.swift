@@ -21,6 +21,9 @@ struct OperatorServiceTests {
             return advertised(IssuerMetadata(issuer: issuer, tokenEndpoint: URL(string: issuer + "/token")!, authorizationEndpoint: nil, jwksURI: nil,
                                              revocationEndpoint: nil, endSessionEndpoint: nil, issParameterSupported: true))
         }
+        func current(_ source: MetadataSource, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+            try metadata(source, trustAnchors: trustAnchors, now: now)
+        }
         func verify(_ source: MetadataSource, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata {
             readWith?.anchors.withLock { $0.append(trustAnchors) }
             return try metadata(source, trustAnchors: trustAnchors, now: Date())

@@ -166,6 +166,24 @@ struct LoginTests {
         #expect(try w.count("sessions") == 2)
     }
 
+    @Test("callbacks refused for a stripped iss do not hold up logins once the IdP stopped advertising RFC 9207: while it advertises, two callbacks without iss are both refused; after it stopped, the next two both succeed at once")
+    func strippedIssThenStoppedAdvertising() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        for attempt in 0..<2 {
+            let started = try expectStatus(try await w.startLogin(subject: "judy"), 201)
+            let back = try await w.authorize(started["authorization_url"] as! String)
+            let r = try expectStatus(try await w.callback(replacingQuery(back, "iss", nil)), 400)
+            #expect(r["error"] as? String == "issuer_mismatch", "stripped callback \(attempt)")
+        }
+        try await w.idp.settings(issParameter: false)
+        for attempt in 0..<2 {
+            let r = try await w.login(subject: "judy")
+            #expect(r.status == 200, "login \(attempt) after the IdP stopped advertising: \(r.status) \(r["error"] as? String ?? "-")")
+        }
+        #expect(try w.count("sessions") == 2)
+    }
+
     @Test("an error= answer from the IdP is shown and stores nothing")
     func idpError() async throws {
         let w = try await World()

@@ -117,6 +117,25 @@ struct RevocationTests {
         #expect(confirmed)
     }
 
+    @Test("an issuer without a revocation_endpoint: the grant is erased here, idp_revocation unsupported (repeats too), nothing left in the outbox, the audit and the log say why")
+    func revocationUnsupported() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        try await w.idp.settings(revocation: false)
+        let session = try expectStatus(try await w.login(subject: "nora"), 200)["session_id"] as! String
+        let r = try expectStatus(try await revoke(w, session), 200)
+        #expect(r["state"] as? String == "revoked" && r["idp_revocation"] as? String == "unsupported", "\(r["idp_revocation"] ?? "-")")
+        try expectStatus(try await w.token(session), 409)
+        let outbox = try runPSQL("SELECT count(*) FROM revocation_outbox WHERE tenant_id = '\(w.tenant)'").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(outbox == "0", "nothing waits for an endpoint that does not exist")
+        let again = try expectStatus(try await revoke(w, session), 200)
+        #expect(again["idp_revocation"] as? String == "unsupported")
+        let audit = try expectStatus(try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/audit?action=session.revoke&session=\(session)",
+                                                        key: w.workerKey), 200)
+        #expect((audit["events"] as? [[String: Any]])?.contains { $0["outcome"] as? String == "idp_unsupported" } == true, "\(audit.text)")
+        #expect(w.brokers[0].process.output.contains("\"code\":\"revocation_unsupported\""))
+    }
+
     @Test("a revocation racing a refresh wins at once: the tokens the refresh brings back are revoked too, never handed out")
     func racingRefresh() async throws {
         let w = try await World(replicas: 2)

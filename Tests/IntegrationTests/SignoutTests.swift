@@ -120,6 +120,19 @@ struct SignoutTests {
             .split(separator: "\n").first.map(String.init))), 409)
     }
 
+    @Test("an issuer without a revocation_endpoint: a bulk sign-out counts its sessions done (exit 0, none failed, none pending at the IdP), the outbox stays empty")
+    func revocationUnsupported() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        try await w.idp.settings(revocation: false)
+        _ = try await sessions(w, 3)
+        let r = try signout(w, ["--all", "--wait", "--idp-wait", "2"])
+        #expect(r.status == 0, "\(r.out) \(r.err)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        #expect(summary["revoked"] as? Int == 3 && summary["failed"] as? Int == 0 && summary["idp_pending"] as? Int == 0, "\(r.out)")
+        #expect(try psqlInt("SELECT count(*) FROM revocation_outbox WHERE tenant_id = '\(w.tenant)'") == 0)
+    }
+
     @Test("an admin of tenant B cannot start or read tenant A's sign-outs")
     func crossTenant() async throws {
         let w = try await World()

@@ -57,13 +57,9 @@ extension LoginService {
             guard iss == login.issuer else { return try refuse(login, "issuer_mismatch", "the iss parameter is not the login's issuer", now) }
         } else if registered?.profile == .fapi2 {
             return try refuse(login, "issuer_mismatch", "a FAPI 2.0 client needs iss in the authorization response (RFC 9207)", now)
-        } else if meta.issParameterSupported {
-            // The IdP may have stopped advertising it: read its metadata again (rate-limited), so
-            // that logins do not fail until a restart.
-            let stopped = directory.reread(issuer: login.issuer, trustAnchors: anchors, now: now)
-                // Unreadable metadata keeps the stricter answer: the login is refused.
-                && (try? directory.metadata(issuer: login.issuer, trustAnchors: anchors, now: now))?.issParameterSupported == false
-            if !stopped { return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now) }
+        } else if meta.issParameterSupported, sendsIss(registered.flatMap { $0.issuer == login.issuer ? $0.metadataSource : nil } ?? .openID(login.issuer),
+                                                       trustAnchors: anchors, now: now) {
+            return try refuse(login, "issuer_mismatch", "the issuer sends iss in responses, and this one has none", now)
         }
         if let e = cb.error {
             let code = OAuthError.isCode(e) ? e : "invalid_request"
@@ -154,6 +150,20 @@ extension LoginService {
         sentProof
             ? "the identity provider refused the login's DPoP proof on \(request) (RFC 9449, \(code)): check the client's dpop_alg against the IdP's"
             : "the identity provider wants a DPoP proof on \(request) (RFC 9449, \(code)); this client is registered without DPoP: set \"dpop\": true"
+    }
+
+    /// Whether the issuer sends RFC 9207 `iss` now: asked when a callback came without it and
+    /// the cached document says it does. The IdP is asked at once (`current`), not through the
+    /// metadata re-read budget (one per 30 s per issuer): any earlier refused callback — an
+    /// attacker's stripped one included — spent that budget, and the stale "advertised" then
+    /// refused every login on the replica for up to 30 s after the IdP really stopped. Reading
+    /// now keeps the protection (a callback without iss is refused whenever the IdP still
+    /// advertises it) and follows a provider that stopped at once. The cost is bounded: one
+    /// discovery read per such callback, each of which first consumed a single-use login that
+    /// an authenticated enrol key created, and concurrent ones share one read. A document that
+    /// cannot be read keeps the stricter answer: it does.
+    private func sendsIss(_ source: MetadataSource, trustAnchors: String?, now: Date) -> Bool {
+        (try? directory.current(source, trustAnchors: trustAnchors, now: now))?.issParameterSupported != false
     }
 
     /// Audits a refused callback and throws the refusal.

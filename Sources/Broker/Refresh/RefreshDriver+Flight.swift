@@ -36,8 +36,9 @@ extension RefreshDriver {
                 action = flight.heldAnswerWritten(stored: stored)
             case .start(let how):
                 let now = clock.now()
-                let (blocked, probe) = circuits.admit(circuit, now: now)
-                let ctx = context(client, now: now, blockedUntil: blocked)
+                let (blocked, probe, refusal) = circuits.admit(circuit, now: now)
+                var ctx = context(client, now: now, blockedUntil: blocked)
+                ctx.blockedWith = refusal
                 do {
                     guard let (start, r) = try self.start(key, how, trigger, ctx, read: how == .compareAndSet ? read?.fresh(now) : nil) else {
                         if probe { circuits.release(circuit) }

@@ -6,7 +6,10 @@ import Synchronization
 /// the store marks the session revoked, erases its tokens and queues them in a durable outbox in
 /// one transaction (so from its COMMIT no replica hands out a token of the session); then the
 /// tokens are revoked at the IdP (RFC 7009, with the client's authentication) — at once when it
-/// answers, otherwise by `deliverDue`, which every replica runs, until it does.
+/// answers, otherwise by `deliverDue`, which every replica runs, until it does. An issuer that
+/// offers no revocation (no `revocation_endpoint`) settles its entries at once as unsupported:
+/// nothing is left waiting for an endpoint that does not exist, and the answer, the audit and
+/// the log say so.
 ///
 /// Thread-safety: a value; calls block (database, IdP): run them on worker threads.
 public struct RevocationService: Sendable {
@@ -45,8 +48,11 @@ public struct RevocationService: Sendable {
         public let after: Session
         /// False when this call found the session already revoked (idempotent repeat).
         public let revokedNow: Bool
-        /// Revocations the IdP has not confirmed yet (0: dead at the IdP).
+        /// Revocations the IdP has not confirmed yet (0: dead at the IdP, or `unsupportedAtIdP`).
         public let pendingAtIdP: Int
+        /// The issuer offers no revocation: the grant is erased here and lives at the IdP until
+        /// it expires (`idp_revocation: unsupported`).
+        public var unsupportedAtIdP = false
         /// Asked to end the user's session at the IdP: `redirect_required` (send the browser to
         /// `endSessionURL`; the broker cannot tell whether the user was logged out there) or
         /// `unsupported` (the issuer advertises no end_session_endpoint); nil when not asked.
@@ -66,11 +72,20 @@ public struct RevocationService: Sendable {
         // refresh that finished just before cannot put its older version back.
         tokens.cache.put(after, now: now)
         let revokedNow = before.state != .revoked
-        var pending = queued.count - deliver(queued)
-        if !revokedNow { pending = try store.pendingRevocations(tenant: tenant, session: id) }
-        let outcome = !revokedNow ? "already_revoked" : pending == 0 ? "ok" : "idp_pending"
+        let settled = settle(queued.compactMap(call))
+        var pending = queued.count - settled.count
+        var unsupported = settled.contains { $0.answer == .unsupported }
+        if !revokedNow {
+            pending = try store.pendingRevocations(tenant: tenant, session: id)
+            // A repeat answers the same document: nothing pending may mean nothing possible.
+            if pending == 0, let client = try registry.client(tenant: tenant, id: before.client, now: now) {
+                unsupported = (try? endpoint.revocationSupported(client: client)) == false
+            }
+        }
+        let outcome = !revokedNow ? "already_revoked" : Self.outcome(pending: pending > 0, unsupported: unsupported)
         audit.record(AuditEvent(at: now, actor: actor, action: .sessionRevoke, tenant: tenant, session: id, outcome: outcome))
         var o = Outcome(before: before, after: after, revokedNow: revokedNow, pendingAtIdP: pending)
+        o.unsupportedAtIdP = unsupported
         if endSession {
             guard let client = try registry.client(tenant: tenant, id: before.client, now: now) else { throw BrokerError.notFound("client") }
             var rng = SystemRandomNumberGenerator()
@@ -100,15 +115,17 @@ public struct RevocationService: Sendable {
         let (revoked, left) = (try? store.revokeMany(tenant: tenant, ids: ids, now: now)) ?? ([], ids)
         for r in revoked { tokens.cache.put(r.after, now: now) }
         let fresh = revoked.filter { $0.before.state != .revoked }
-        let confirmed = Mutex<[PendingRevocation]>([])
+        let confirmed = Mutex<[Settled]>([])
         Lanes.run(fresh.count, width: lanes) { [self] i in
             pace(fresh[i].before.client)
-            let ok = fresh[i].queued.filter(call)
+            let ok = fresh[i].queued.compactMap(call)
             confirmed.withLock { $0 += ok }
         }
-        let forgotten = settle(confirmed.withLock { $0 })
+        let forgotten = Dictionary(settle(confirmed.withLock { $0 }).map { ($0.entry.id, $0.answer) }, uniquingKeysWith: { a, _ in a })
         for r in revoked {
-            let outcome = r.before.state == .revoked ? "already_revoked" : r.queued.allSatisfy { forgotten.contains($0.id) } ? "ok" : "idp_pending"
+            let outcome = r.before.state == .revoked ? "already_revoked"
+                : Self.outcome(pending: !r.queued.allSatisfy { forgotten[$0.id] != nil },
+                               unsupported: r.queued.contains { forgotten[$0.id] == .unsupported })
             audit.record(AuditEvent(at: now, actor: actor, action: .sessionRevoke, tenant: tenant, session: r.before.id, outcome: outcome))
         }
         let alone = Mutex(Set<String>())
@@ -120,8 +137,13 @@ public struct RevocationService: Sendable {
         return Set(revoked.map(\.before.id)).union(alone.withLock { $0 })
     }
 
+    /// The audit outcome of a session's revocation here, by what the IdP made of its tokens.
+    static func outcome(pending: Bool, unsupported: Bool) -> String {
+        pending ? "idp_pending" : unsupported ? "idp_unsupported" : "ok"
+    }
+
     /// Delivers revocations that are due (claimed with a lease, so replicas share the work);
-    /// returns how many the IdP confirmed.
+    /// returns how many the IdP settled (confirmed, or found it offers no revocation).
     @discardableResult
     public func deliverDue(limit: Int = 100) -> Int {
         let due: [PendingRevocation]
@@ -130,49 +152,56 @@ public struct RevocationService: Sendable {
                                                                                     "claiming due revocations failed; tried again in a second")))
             return 0
         }
-        return deliver(due)
+        // The RFC 7009 calls, one per entry; failures are written back to the outbox one by one,
+        // settled entries removed together.
+        return settle(due.compactMap(call)).count
     }
 
-    /// The RFC 7009 calls, one per entry; failures are written back to the outbox one by one,
-    /// confirmations removed together (one statement per tenant). Returns how many the IdP
-    /// confirmed and the outbox forgot (an entry whose removal failed is revoked again later:
+    /// An outbox entry the IdP settled, and how.
+    struct Settled: Sendable {
+        let entry: PendingRevocation
+        let answer: IdPRevocation
+    }
+
+    /// Removes settled entries from the outbox (one statement per tenant) and audits each
+    /// confirmed one; returns those removed (an entry whose removal failed is sent again later:
     /// revoking a revoked token changes nothing, RFC 7009 §2.2).
-    private func deliver(_ entries: [PendingRevocation]) -> Int {
-        settle(entries.filter(call)).count
-    }
-
-    /// Removes entries the IdP confirmed from the outbox (one statement per tenant) and audits
-    /// each; returns the ids removed.
-    private func settle(_ confirmed: [PendingRevocation]) -> Set<String> {
+    private func settle(_ settled: [Settled]) -> [Settled] {
         let now = clock.now()
-        var forgotten = Set<String>()
-        for (tenant, done) in Dictionary(grouping: confirmed, by: \.tenant) {
-            do { try store.revocationsDelivered(tenant: tenant, ids: done.map(\.id)) } catch {
+        var forgotten: [Settled] = []
+        for (tenant, done) in Dictionary(grouping: settled, by: \.entry.tenant) {
+            do { try store.revocationsDelivered(tenant: tenant, ids: done.map(\.entry.id)) } catch {
                 // Not forgotten: revoked again when due, which changes nothing at the IdP (RFC 7009 §2.2).
                 unrecorded.add(done.count)
                 events(LogLine(tenant: tenant, client: "", session: nil, event: RefreshEvent(.warn, "revocation_unrecorded",
                     "the IdP confirmed \(done.count) revocation(s), but removing them from the outbox failed (\(BrokerError.cause(of: error))); they are sent again when due")))
                 continue
             }
-            for p in done {
-                forgotten.insert(p.id)
+            forgotten += done
+            for s in done where s.answer == .revoked {
+                let p = s.entry
                 audit.record(AuditEvent(at: now, actor: "broker", action: .sessionRevokeAtIdP, tenant: p.tenant, session: p.session, outcome: p.hint))
             }
         }
         return forgotten
     }
 
-    /// One RFC 7009 call. True when the IdP confirmed; otherwise the entry's next attempt is written.
-    private func call(_ p: PendingRevocation) -> Bool {
+    /// One RFC 7009 call. The entry settled when the IdP confirmed or offers no revocation;
+    /// otherwise nil, and the entry's next attempt is written.
+    private func call(_ p: PendingRevocation) -> Settled? {
         let now = clock.now()
         do {
             guard let client = try registry.client(tenant: p.tenant, id: p.client, now: now) else {
                 try store.revocationFailed(tenant: p.tenant, id: p.id, next: retry.nextAttempt(after: p.attempts + 1, retryAfter: nil, now: now, draw: 1),
                                            reason: "client not found")
-                return false
+                return nil
             }
-            try endpoint.revoke(client: client, token: p.token, hint: p.hint)
-            return true
+            let answer = try endpoint.revoke(client: client, token: p.token, hint: p.hint)
+            if answer == .unsupported {
+                events(LogLine(tenant: p.tenant, client: p.client, session: p.session, event: RefreshEvent(.warn, "revocation_unsupported",
+                    "the issuer offers no token revocation (no revocation_endpoint in its metadata, RFC 7009): the session's \(p.hint) is erased here and stays valid at the IdP until it expires; nothing is queued")))
+            }
+            return Settled(entry: p, answer: answer)
         } catch {
             var retryAfter: Int?
             var reason = "store unavailable"
@@ -189,7 +218,7 @@ public struct RevocationService: Sendable {
                 events(LogLine(tenant: p.tenant, client: p.client, session: p.session, event: RefreshEvent(.warn, "revocation_unrecorded",
                     "recording the unconfirmed revocation failed (\(BrokerError.cause(of: error))); it is claimed again when its lease runs out")))
             }
-            return false
+            return nil
         }
     }
 }

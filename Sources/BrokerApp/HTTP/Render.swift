@@ -98,9 +98,11 @@ enum Render {
         ])
     }
 
-    /// A revocation's answer: the session now, and whether the IdP confirmed.
+    /// A revocation's answer: the session now, and whether the IdP confirmed (or offers no
+    /// revocation at all).
     static func revocation(_ o: RevocationService.Outcome) -> String {
-        var members = sessionMembers(o.after) + [("idp_revocation", JSONText.quote(o.pendingAtIdP == 0 ? "confirmed" : "pending"))]
+        let idp = o.pendingAtIdP > 0 ? "pending" : o.unsupportedAtIdP ? "unsupported" : "confirmed"
+        var members = sessionMembers(o.after) + [("idp_revocation", JSONText.quote(idp))]
         if let logout = o.idpLogout {
             members += [("idp_logout", JSONText.quote(logout)), ("end_session_url", JSONText.optional(o.endSessionURL)),
                         ("end_session_state", JSONText.optional(o.endSessionState))]

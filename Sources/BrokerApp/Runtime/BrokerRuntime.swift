@@ -145,10 +145,11 @@ public final class BrokerRuntime: Sendable {
     /// reverse: the listeners drain, the engine stops (running refreshes finish), the loops end
     /// (a running pass finishes), queued work runs, the feed stops.
     func services(listeners: [ListenerService]) -> ServiceGroup {
-        let tokens = self.tokens, registry = self.registry, auth = self.auth, engine = self.engine
+        let tokens = self.tokens, registry = self.registry, auth = self.auth, engine = self.engine, circuits = self.refresher.circuits
         let follower = ChangeFollower(feed: feed) { change in
             tokens.forget(change)
             registry.forget(change)
+            circuits.forget(change)
             auth.forget(change)
             engine.apply(change)
         }

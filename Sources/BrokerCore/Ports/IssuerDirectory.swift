@@ -14,6 +14,11 @@ public protocol IssuerDirectory: Sendable {
     /// registration's check: what the provider says at this moment).
     @discardableResult
     func verify(_ source: MetadataSource, trustAnchors: String?) throws(TokenEndpointError) -> IssuerMetadata
+    /// Reads the document now, bypassing the cache, and keeps what it read in the cache;
+    /// callers arriving while such a read is in progress share it. For a check that a stale
+    /// document must not decide and that no rate limit may refuse (a callback without RFC 9207
+    /// `iss` while the cached document advertises it).
+    func current(_ source: MetadataSource, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata
     /// Forgets the cached document after a check against it failed, so that it is read again
     /// (rate-limited); true when it was forgotten.
     @discardableResult
@@ -34,5 +39,9 @@ extension IssuerDirectory {
     @discardableResult
     public func reread(issuer: String, trustAnchors: String?, now: Date) -> Bool {
         reread(.openID(issuer), trustAnchors: trustAnchors, now: now)
+    }
+
+    public func current(issuer: String, trustAnchors: String?, now: Date) throws(TokenEndpointError) -> IssuerMetadata {
+        try current(.openID(issuer), trustAnchors: trustAnchors, now: now)
     }
 }

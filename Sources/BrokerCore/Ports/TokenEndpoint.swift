@@ -40,8 +40,15 @@ public protocol TokenEndpoint: Sendable {
     func userID(client: ClientRegistration, accessToken: String) throws(TokenEndpointError) -> String
 
     /// Revokes a token (RFC 7009 §2.1, or the provider's own request its descriptor describes);
-    /// `hint` is `refresh_token` or `access_token`.
-    func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError)
+    /// `hint` is `refresh_token` or `access_token`. `.unsupported` when the provider offers no
+    /// revocation (no revocation endpoint in its metadata, or a descriptor that says none):
+    /// nothing is sent.
+    @discardableResult
+    func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> IdPRevocation
+
+    /// Whether the client's provider offers revocation (its descriptor's request, or a
+    /// `revocation_endpoint` in its metadata); reads the metadata, calls nothing else.
+    func revocationSupported(client: ClientRegistration) throws(TokenEndpointError) -> Bool
 
     /// The URL the user's browser must be sent to so that the IdP ends the user's session
     /// (OpenID Connect RP-Initiated Logout 1.0 §2): `id_token_hint`, `client_id`,

@@ -12,6 +12,9 @@ public struct RefreshContext: Sendable, Equatable {
     public var onAmbiguous: AmbiguousRefreshPolicy
     /// The client's circuit is open until then (no IdP call before), or nil.
     public var blockedUntil: Date?
+    /// What callers get while the circuit is open, when the IdP refused the client (nil: an
+    /// outage, `idp_unavailable`).
+    public var blockedWith: BrokerError?
     /// Uniform in 0...1: the backoff draw.
     public var draw: Double
     /// Uniform in -1...1: the schedule's jitter.
@@ -22,14 +25,15 @@ public struct RefreshContext: Sendable, Equatable {
     public var refusals: RefusalCodes
 
     public init(now: Date, policy: RefreshPolicy = RefreshPolicy(), retry: RetryPolicy = RetryPolicy(), patience: TimeInterval = 120,
-                onAmbiguous: AmbiguousRefreshPolicy = .failClosed, blockedUntil: Date? = nil, draw: Double = 1, jitter: Double = 0,
-                grant: GrantLifetime = GrantLifetime(), refusals: RefusalCodes = RefusalCodes()) {
+                onAmbiguous: AmbiguousRefreshPolicy = .failClosed, blockedUntil: Date? = nil, blockedWith: BrokerError? = nil, draw: Double = 1,
+                jitter: Double = 0, grant: GrantLifetime = GrantLifetime(), refusals: RefusalCodes = RefusalCodes()) {
         self.now = now
         self.policy = policy
         self.retry = retry
         self.patience = patience
         self.onAmbiguous = onAmbiguous
         self.blockedUntil = blockedUntil
+        self.blockedWith = blockedWith
         self.draw = draw
         self.jitter = jitter
         self.grant = grant

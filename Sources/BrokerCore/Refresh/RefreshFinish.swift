@@ -18,6 +18,10 @@ public struct RefreshFinish: Sendable, Equatable {
         case unchanged
         case ok
         case failed(retryAfter: Int?)
+        /// The IdP refused the client itself (its authentication): the circuit opens like after
+        /// a failure and answers `error` until it closes — by a probe that succeeds, or at once
+        /// when the registration changes.
+        case refused(BrokerError)
     }
 
     /// The row to write (its version bumped by one), or nil to leave it.

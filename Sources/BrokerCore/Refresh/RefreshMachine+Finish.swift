@@ -104,9 +104,13 @@ extension RefreshMachine {
             return RefreshFinish(write: s, result: .failure(.sessionNotActive(.needsReauth)), health: .ok,
                                  event: RefreshEvent(.warn, "refresh_refused", "the IdP refused the refresh token (\(error.reason)); the user must sign in again"))
         case .clientRejected:
+            // The session is not at fault and does not back off: its client's circuit holds its
+            // callers (answering idp_client_rejected, not idp_unavailable) and closes as soon as
+            // the registration changes, on every replica. Only the timer's next look moves out.
             var s = backingOff(row, ctx, retryAfter: nil, error.reason)
             s.attempt = nil
-            return RefreshFinish(write: s, result: .failure(.idpRejectedClient), health: .failed(retryAfter: nil),
+            s.backoffUntil = nil
+            return RefreshFinish(write: s, result: .failure(.idpRejectedClient), health: .refused(.idpRejectedClient),
                                  event: RefreshEvent(.error, "idp_client_rejected", "the IdP rejected the client's authentication (\(error.reason)); fix the client registration"))
         case .dpopRequired:
             var s = backingOff(row, ctx, retryAfter: nil, error.reason)

@@ -56,7 +56,7 @@ public enum RefreshMachine {
             }
         }
         if let b = row.backoffUntil, b > now { return .wait(until: b, .idpUnavailable(retryAfter: seconds(b, now))) }
-        if let b = ctx.blockedUntil, b > now { return .wait(until: b, .idpUnavailable(retryAfter: seconds(b, now))) }
+        if let b = ctx.blockedUntil, b > now { return .wait(until: b, ctx.blockedWith ?? .idpUnavailable(retryAfter: seconds(b, now))) }
         guard let token = row.refreshToken else { return .stop(write: nil, .sessionNotActive(.needsReauth)) }
         let attempt = RefreshAttempt(id: attemptID, startedAt: now)
         var w = row

@@ -19,8 +19,10 @@ extension DevIdPServer {
     }
 
     func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil, issParameter: Bool? = nil, par: String? = nil,
-                  dpopNonce: Bool? = nil, resourceNonce: Bool? = nil, fapi2: Bool? = nil, idTokenAlgorithms: [String]? = nil) async throws {
+                  dpopNonce: Bool? = nil, resourceNonce: Bool? = nil, fapi2: Bool? = nil, idTokenAlgorithms: [String]? = nil,
+                  revocation: Bool? = nil) async throws {
         var body: [String: Any] = [:]
+        if let revocation { body["revocation"] = revocation }
         if let fapi2 { body["fapi2"] = fapi2 }
         if let idTokenAlgorithms { body["id_token_signing_alg_values_supported"] = idTokenAlgorithms }
         if let dpopNonce { body["dpop_nonce"] = dpopNonce }
