@@ -11,13 +11,7 @@ extension DevIdP {
             let base = "/p/" + p.name
             r.add("GET", base + p.paths.authorize) { [self] req in .now(personalityAuthorize(p, req)) }
             r.add("POST", base + p.paths.token) { [self] req in personalityToken(p, req) }
-            switch p.metadata {
-            case .none: break
-            case .rfc8414: r.add("GET", "/.well-known/oauth-authorization-server" + base + p.paths.issuer) { [self] req in .now(metadata(p, req)) }
-            case .openid:
-                let issuerPath = (base + p.paths.issuer).hasSuffix("/") ? String((base + p.paths.issuer).dropLast()) : base + p.paths.issuer
-                r.add("GET", issuerPath + "/.well-known/openid-configuration") { [self] req in .now(metadata(p, req)) }
-            }
+            if let path = p.metadataPath { r.add("GET", path) { [self] req in .now(metadata(p, req)) } }
             for (method, path) in p.revocationRoutes {
                 r.add(method, base + path) { [self] req in .now(personalityRevoke(p, req)) }
             }
@@ -52,6 +46,18 @@ extension DevIdP {
 }
 
 extension Personality {
+    /// Where the metadata is served, if anywhere: RFC 8414 §3.1 inserts the well-known path
+    /// before the issuer's; OpenID Connect Discovery appends it to the issuer (without a final `/`).
+    var metadataPath: String? {
+        switch metadata {
+        case .none: return nil
+        case .rfc8414: return "/.well-known/oauth-authorization-server/p/" + name + paths.issuer
+        case .openid:
+            let issuer = "/p/" + name + paths.issuer
+            return (issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer) + "/.well-known/openid-configuration"
+        }
+    }
+
     /// The (method, path) of each revocation endpoint, below `/p/<name>`.
     var revocationRoutes: [(String, String)] {
         switch revocation {

@@ -80,6 +80,7 @@ public final class DevIdP: Sendable {
         r.add("POST", "/receiver/{name}") { [self] req in .now(receive(req)) }
         r.add("GET", "/receiver/{name}") { [self] req in .now(received(req)) }
         r.add("POST", "/admin/receiver") { [self] req in .now(setReceiver(req)) }
+        r.add("GET", "/p") { [self] req in .now(personalityIndex(req)) }
         addPersonalities(to: &r)
         return r
     }
