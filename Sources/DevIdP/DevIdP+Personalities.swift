@@ -27,6 +27,7 @@ extension DevIdP {
         return state.withLock { s in
             guard let a = s.personalityAccess[token], a.personality == p.name, a.expires.map({ $0 > Date() }) ?? true,
                   a.family.map({ s.families[$0]?.revoked != true }) ?? true else { return nil }
+            if p.rotationEndsAccess, let f = a.family, s.families[f]?.uses != a.familyUses { return nil }
             return a
         }
     }

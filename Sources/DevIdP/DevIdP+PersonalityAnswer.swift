@@ -54,7 +54,7 @@ extension DevIdP {
         if p.accessExpires && p.sendsExpiresIn { b["expires_in"] = p.expiresInString ? String(g.ttl) : g.ttl as Any }
         if let r = g.refresh {
             b["refresh_token"] = r
-            if let l = p.grantLifetime { b[l.name] = l.seconds }
+            if let l = p.grantLifetime { b[l.name] = g.grantExpiresIn ?? l.seconds }
         }
         if let id = g.idToken { b["id_token"] = id }
         return b

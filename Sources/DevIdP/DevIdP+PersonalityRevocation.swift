@@ -42,7 +42,7 @@ extension DevIdP {
             revokePersonalityToken(p, Self.bearer(req)!, client: access.client, endsGrant: true)
             return .json(200, "null")
         case .hubspot:
-            guard revokePersonalityToken(p, req.parameters["token"] ?? "", client: nil, endsGrant: true) else {
+            guard revokePersonalityToken(p, req.parameters["token"] ?? "", client: nil, endsGrant: false, refreshOnly: true) else {
                 return json(404, ["status": "error", "message": "refresh token not found"])
             }
             return HTTPResponse(status: 204)
@@ -55,9 +55,10 @@ extension DevIdP {
     static let dropboxRefusal = HTTPResponse.json(401, #"{"error_summary": "invalid_access_token/..", "error": {".tag": "invalid_access_token"}}"#)
 
     /// Ends `token` (of `client`, when known) at `p`; counts the revocation for the token's
-    /// client. True when the token was one of `p`'s.
+    /// client. True when the token was one of `p`'s. With `refreshOnly` a refresh token is
+    /// forgotten and its grant's access tokens live on (HubSpot).
     @discardableResult
-    private func revokePersonalityToken(_ p: Personality, _ token: String, client: String?, endsGrant: Bool) -> Bool {
+    private func revokePersonalityToken(_ p: Personality, _ token: String, client: String?, endsGrant: Bool, refreshOnly: Bool = false) -> Bool {
         state.withLock { s in
             var owner: String?
             if let a = s.personalityAccess[token], a.personality == p.name, client == nil || a.client == client {
@@ -65,7 +66,7 @@ extension DevIdP {
                 if endsGrant, let f = a.family { s.families[f]?.revoked = true }
                 owner = a.client
             } else if let rt = s.refreshTokens[token], s.families[rt.family]?.personality == p.name, client == nil || rt.client == client {
-                s.families[rt.family]?.revoked = true
+                if refreshOnly { s.refreshTokens[token] = nil } else { s.families[rt.family]?.revoked = true }
                 owner = rt.client
             }
             guard let counted = owner ?? client else { return false }

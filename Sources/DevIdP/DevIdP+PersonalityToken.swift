@@ -101,15 +101,21 @@ extension DevIdP {
         let prefix = p.accessPrefix + (kind.map { $0 == "user" ? "xoxp-" : "xoxb-" } ?? "")
         let access = prefix + Identifiers.token(bytes: 32, using: &rng)
         let now = Date()
-        let (ttl, keys) = state.withLock { s -> (Int, DevIdPKeys) in
+        let (ttl, keys, signedIn) = state.withLock { s -> (Int, DevIdPKeys, Date?) in
             let client = s.clients[clientID]
             let ttl = client?.accessTTLGiven == true ? client!.accessTTL : p.accessTTL ?? client?.accessTTL ?? s.defaultAccessTTL
             if s.personalityAccess.count >= 4096, s.personalityAccess.count % 1024 == 0 {
                 s.personalityAccess = s.personalityAccess.filter { $0.value.expires.map { $0 > now } ?? true }
             }
+            let grant = family.flatMap { s.families[$0] }
             s.personalityAccess[access] = .init(personality: p.name, client: clientID, subject: subject, scope: scope, family: family,
-                                                expires: p.accessExpires ? now.addingTimeInterval(TimeInterval(ttl)) : nil)
-            return (ttl, s.keys)
+                                                expires: p.accessExpires ? now.addingTimeInterval(TimeInterval(ttl)) : nil,
+                                                familyUses: grant?.uses ?? 0)
+            return (ttl, s.keys, grant?.authTime)
+        }
+        var grantExpiresIn: Int?
+        if let l = p.grantLifetime, l.fromSignIn, let signedIn {
+            grantExpiresIn = max(0, l.seconds - Int(now.timeIntervalSince(signedIn)))
         }
         var idToken: String?
         if p.oidc, Personality.scopes(scope).contains("openid") {
@@ -126,7 +132,7 @@ extension DevIdP {
             }
             idToken = keys.sign(claims, alg: .rs256, type: "JWT")
         }
-        return PersonalityIssue(access: access, refresh: refresh, ttl: ttl, scope: scope, kind: kind, idToken: idToken)
+        return PersonalityIssue(access: access, refresh: refresh, ttl: ttl, scope: scope, kind: kind, idToken: idToken, grantExpiresIn: grantExpiresIn)
     }
 }
 
@@ -139,4 +145,6 @@ struct PersonalityIssue {
     /// Slack's `bot` or `user`.
     let kind: String?
     let idToken: String?
+    /// What is left of the grant's lifetime, when it runs from the sign-in.
+    let grantExpiresIn: Int?
 }

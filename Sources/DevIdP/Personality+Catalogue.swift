@@ -36,6 +36,7 @@ extension Personality {
         $0 = github
         $0.name = "github-app"
         $0.refresh = .rotating
+        $0.rotationEndsAccess = true
         $0.accessExpires = true
         $0.accessTTL = 28800
         $0.grantLifetime = .init(name: "refresh_token_expires_in", seconds: 15_897_600)
@@ -118,7 +119,8 @@ extension Personality {
     }
 
     /// HubSpot: credentials in the body, 30-minute tokens, a refresh token that stays the same
-    /// and comes back with every refresh, revoked by DELETE with the token in the path.
+    /// and comes back with every refresh, deleted by DELETE with the token in the path (its
+    /// access tokens live on).
     static let hubspot = Personality("hubspot") {
         $0.paths = .init(authorize: "/oauth/authorize", token: "/oauth/v1/token")
         $0.clientAuth = [.body]

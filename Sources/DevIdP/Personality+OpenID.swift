@@ -62,7 +62,7 @@ extension Personality {
         $0.pkce = .ignored
         $0.refresh = .reusableEchoed
         $0.accessTTL = 5_184_000
-        $0.grantLifetime = .init(name: "refresh_token_expires_in", seconds: 31_536_000)
+        $0.grantLifetime = .init(name: "refresh_token_expires_in", seconds: 31_536_000, fromSignIn: true)
         $0.revocation = .rfc7009(path: "/oauth/v2/revoke")
         $0.whoAmI = .userinfo(path: "/v2/userinfo")
         $0.userID = .prefixed("li")

@@ -27,6 +27,8 @@ struct Personality: Sendable {
     var accessTTL: Int? = nil
     /// False: access tokens never expire and answers carry no `expires_in` (GitHub OAuth Apps).
     var accessExpires = true
+    /// A rotation also ends the grant's earlier access tokens (GitHub App user tokens).
+    var rotationEndsAccess = false
     /// False: tokens expire but answers do not say when (Salesforce).
     var sendsExpiresIn = true
     /// `expires_in` as a JSON string of digits.
@@ -136,6 +138,8 @@ struct Personality: Sendable {
     struct GrantLifetime: Sendable {
         let name: String
         let seconds: Int
+        /// The lifetime runs from the sign-in, not from each refresh: answers say what is left (LinkedIn).
+        var fromSignIn = false
     }
 
     enum Revocation: Sendable {

@@ -28,4 +28,6 @@ struct PersonalityAccess: Sendable {
     let family: String?
     /// Nil: never expires (GitHub OAuth Apps).
     let expires: Date?
+    /// How many refreshes its family had when it was issued (a later rotation may end it).
+    var familyUses = 0
 }

@@ -134,6 +134,9 @@ struct PersonalityTests {
             let rotated = try await refreshAt(idp, client, p, first).form
             let second = try #require(rotated["refresh_token"], "\(rotated)")
             #expect(second != first && second.hasPrefix("ghr_"))
+            let oldAccess = try #require(m["access_token"]), newAccess = try #require(rotated["access_token"])
+            #expect(try await idp.call("GET", idp.issuer + "/p/github-app/user", headers: bearer(oldAccess)).status == 401, "a rotation ends the old access token")
+            #expect(try await idp.call("GET", idp.issuer + "/p/github-app/user", headers: bearer(newAccess)).status == 200)
             let reused = try await refreshAt(idp, client, p, first)
             #expect(reused.status == 200 && reused.form["error"] == "bad_refresh_token", "\(reused.text)")
             #expect(try await refreshAt(idp, client, p, second).form["error"] == "bad_refresh_token", "the family is revoked")
@@ -310,7 +313,7 @@ struct PersonalityTests {
         }
     }
 
-    @Test("hubspot, linkedin, intuit: the same refresh token echoed by every refresh, the grant's lifetime as refresh_token_expires_in or x_refresh_token_expires_in, realmId in the redirect, revocation by DELETE or as JSON")
+    @Test("hubspot, linkedin, intuit: the same refresh token echoed by every refresh (its access tokens outliving its deletion at HubSpot), the grant's lifetime as refresh_token_expires_in or x_refresh_token_expires_in, realmId in the redirect, revocation by DELETE or as JSON")
     func grantLifetimes() async throws {
         try await playing(nil) { idp, client, _ in
             let all = try await idp.personalities()
@@ -321,10 +324,14 @@ struct PersonalityTests {
             #expect(again["refresh_token"] as? String == hubRefresh, "\(again.text)")
             #expect(try await idp.call("DELETE", idp.issuer + "/p/hubspot/oauth/v1/refresh-tokens/" + hubRefresh).status == 204)
             #expect(try await refreshAt(idp, client, all["hubspot"]!, hubRefresh).status == 400)
+            let hubAccess = try #require(again["access_token"] as? String)
+            let info = try await idp.call("GET", idp.issuer + "/p/hubspot/oauth/v1/access-tokens/" + hubAccess)
+            #expect(info.status == 200 && (info["hub_id"] as? Int) != nil, "deleting the refresh token leaves its access tokens: \(info.text)")
             let li = try await login(idp, client, "linkedin")
             #expect(li["refresh_token_expires_in"] as? Int == 31_536_000 && li["expires_in"] as? Int == 5_184_000, "\(li.text)")
             let liAgain = try await refreshAt(idp, client, all["linkedin"]!, li["refresh_token"] as! String)
-            #expect(liAgain["refresh_token"] as? String == li["refresh_token"] as? String)
+            #expect(liAgain["refresh_token"] as? String == li["refresh_token"] as? String && (liAgain["refresh_token_expires_in"] as? Int ?? 0) <= 31_536_000
+                    && (liAgain["refresh_token_expires_in"] as? Int ?? 0) > 31_535_000, "the grant's lifetime runs from the sign-in: \(liAgain.text)")
             let intuit = try #require(all["intuit"])
             let q = try await idp.authorize(intuit["authorization_endpoint"] as! String, client: client, redirectURI: redirect, subject: "alice")
             #expect(q["realmId"] != nil && q["code"] != nil)
