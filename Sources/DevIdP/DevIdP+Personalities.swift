@@ -80,7 +80,7 @@ extension Personality {
         case .dropbox: [("POST", "/2/users/get_current_account")]
         case .salesforce: [("GET", "/id/{org}/{user}")]
         case .hubspot: [("GET", "/oauth/v1/access-tokens/{token}")]
-        case .json(let method, let path, _): [(method, path)]
+        case .json(let method, let path, _, _): [(method, path)]
         }
     }
 }

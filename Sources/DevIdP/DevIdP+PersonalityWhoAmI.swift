@@ -35,13 +35,13 @@ extension DevIdP {
             let left = a.expires.map { max(0, Int($0.timeIntervalSinceNow)) } ?? 0
             return json(200, ["token": token!, "user": email, "hub_domain": "development.hubspot.test", "hub_id": 1_234_567, "app_id": 98_765,
                               "scopes": Personality.scopes(a.scope), "expires_in": left, "user_id": id, "token_type": "access"])
-        case .json(_, _, let key):
-            var o: [String: Any] = [key: id, "email": email]
+        case .json(_, _, let key, let wrapper):
+            var o: [String: Any] = [key: id, "email": email, "username": login]
             if p.tenant(of: a.subject) != nil {   // Microsoft Graph
                 o["userPrincipalName"] = email
                 o["mail"] = email
             }
-            return json(200, o)
+            return json(200, wrapper.map { [$0: o] } ?? o)
         }
     }
 

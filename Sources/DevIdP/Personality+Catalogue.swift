@@ -2,7 +2,7 @@
 /// here, the OpenID Connect ones in Personality+OpenID.
 extension Personality {
     static let all: [Personality] = [
-        plainForm, github, githubApp, slack, salesforce, dropbox, notion, atlassian, hubspot, zoom, intuit,
+        plainForm, github, githubApp, slack, salesforce, dropbox, notion, atlassian, hubspot, zoom, intuit, x,
     ] + openID
 
     /// Rotating refresh tokens and form-encoded answers, with RFC 8414 metadata (benchmarks).
@@ -154,6 +154,19 @@ extension Personality {
         $0.redirectExtras = ["realmId": "9130350000000001"]
         $0.revocation = .jsonBasic(path: "/v2/oauth2/tokens/revoke")
         $0.whoAmI = .userinfo(path: "/v1/openid_connect/userinfo")
+        $0.userID = .numeric
+    }
+
+    /// X: PKCE required, HTTP Basic for confidential clients (a public one sends its client_id),
+    /// a rotating refresh token with `offline.access`, 2-hour tokens, `{"data": {…}}` for "who am I".
+    static let x = Personality("x") {
+        $0.paths = .init(authorize: "/i/oauth2/authorize", token: "/2/oauth2/token")
+        $0.pkce = .required
+        $0.clientAuth = [.basic]
+        $0.offline = .scope("offline.access")
+        $0.accessTTL = 7200
+        $0.revocation = .rfc7009(path: "/2/oauth2/revoke", answer: "{\"revoked\":true}")
+        $0.whoAmI = .json(method: "GET", path: "/2/users/me", idKey: "id", wrapper: "data")
         $0.userID = .numeric
     }
 }

@@ -183,8 +183,8 @@ struct Personality: Sendable {
         case salesforce
         /// GET `/oauth/v1/access-tokens/{token}`: `{"user_id", "hub_id", …}`.
         case hubspot
-        /// `method path`: `{"<idKey>": id, "email"}`.
-        case json(method: String, path: String, idKey: String)
+        /// `method path`: `{"<idKey>": id, "email"}`, inside `{"<wrapper>": …}` when there is one (X's `data`).
+        case json(method: String, path: String, idKey: String, wrapper: String? = nil)
     }
 
     enum Metadata: Sendable {

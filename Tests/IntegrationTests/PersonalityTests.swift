@@ -345,6 +345,26 @@ struct PersonalityTests {
         }
     }
 
+    @Test("x: PKCE required (an authorization request without it is refused), a public client sending only its client_id, a rotating refresh token with offline.access, who am I inside {data}")
+    func xRequiresPKCE() async throws {
+        try await playing("x") { idp, client, p in
+            let authorize = try #require(p["authorization_endpoint"] as? String), token = try #require(p["token_endpoint"] as? String)
+            let refused = try await idp.authorize(authorize, client: client, redirectURI: redirect, subject: "alice", params: ["scope": "users.read"])
+            #expect(refused["error"] == "invalid_request" && refused["code"] == nil, "\(refused)")
+            let publicClient = TestEnv.uniqueName("public")
+            let registered = try await idp.call("POST", idp.issuer + "/admin/clients", json: ["client_id": publicClient, "redirect_uris": [redirect]])
+            #expect(registered.status == 201)
+            let v = verifier()
+            let q = try await idp.authorize(authorize, client: publicClient, redirectURI: redirect, subject: "alice",
+                                            params: ["scope": "users.read offline.access"], verifier: v)
+            let a = try await idp.post(token, ["grant_type": "authorization_code", "code": try #require(q["code"]), "redirect_uri": redirect,
+                                               "code_verifier": v, "client_id": publicClient])
+            #expect(a.status == 200 && a["expires_in"] as? Int == 7200 && a["refresh_token"] is String, "\(a.text)")
+            let me = try await idp.call("GET", idp.issuer + "/p/x/2/users/me", headers: bearer(try #require(a["access_token"] as? String)))
+            #expect(((me["data"] as? [String: Any])?["id"] as? Int) != nil, "\(me.text)")
+        }
+    }
+
     @Test("azure-ad-b2c sends expires_in as a string")
     func expiresInString() async throws {
         try await playing(nil) { idp, client, _ in
