@@ -98,18 +98,24 @@ extension DevIdP {
     }
 
     /// Creates grants without the authorize round trip (benchmarks): one refresh-token family per
-    /// subject, as if each had signed in with `offline_access`.
+    /// subject, as if each had signed in with `offline_access` — at `personality`, when given
+    /// (its refresh tokens are then refreshed only there).
     func bulkGrants(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let clientID = o["client_id"] as? String,
               let subjects = o["subjects"] as? [String], state.withLock({ $0.clients[clientID]?.confidential == true }) else {
             return json(400, ["error": "invalid_request"])
+        }
+        let personality = Personality.all.first { $0.name == o["personality"] as? String }
+        if o["personality"] != nil, personality.map({ $0.refresh == Personality.Refresh.none }) ?? true {
+            return json(400, ["error": "invalid_request", "error_description": "no such personality, or one without refresh tokens"])
         }
         var rng = SystemRandomNumberGenerator()
         var tokens: [String: String] = [:]
         state.withLock { s in
             for sub in subjects {
                 let family = Identifiers.token(bytes: 16, using: &rng), rt = Identifiers.token(bytes: 32, using: &rng)
-                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: sub, authTime: Date())
+                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: sub, authTime: Date(),
+                                           personality: personality?.name)
                 s.refreshTokens[rt] = .init(family: family, client: clientID, subject: sub, scope: "openid offline_access")
                 tokens[sub] = rt
             }

@@ -306,6 +306,9 @@ struct PersonalityTests {
             let revoked = try await idp.post(base + "/revoke", ["token": b.form["refresh_token"]!], basic: (client, secret))
             #expect(revoked.status == 200)
             #expect(try await refreshAt(idp, client, p, b.form["refresh_token"]!).status == 400)
+            let bulk = try await idp.call("POST", idp.issuer + "/admin/grants", json: ["client_id": client, "subjects": ["b1"], "personality": "oauth2-form"])
+            let bulkToken = try #require((bulk["refresh_tokens"] as? [String: String])?["b1"], "\(bulk.text)")
+            #expect(try await refreshAt(idp, client, p, bulkToken).status == 200, "grants made in bulk for a personality refresh there")
             let wrongPKCE = try await idp.authorize(base + "/authorize", client: client, redirectURI: redirect, subject: "alice", verifier: verifier())
             let refused = try await idp.post(base + "/token", ["grant_type": "authorization_code", "code": wrongPKCE["code"]!, "redirect_uri": redirect,
                                                               "code_verifier": verifier()], basic: (client, secret))
