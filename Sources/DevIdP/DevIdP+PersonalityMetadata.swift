@@ -29,7 +29,7 @@ extension DevIdP {
             d["id_token_signing_alg_values_supported"] = ["RS256"]
             d["scopes_supported"] = ["openid", "profile", "email", "offline_access"]
             if case .userinfo(let path) = p.whoAmI { d["userinfo_endpoint"] = endpoint(path) }
-            if p.tenant(of: "") != nil { d["claims_supported"] = ["sub", "iss", "aud", "exp", "iat", "nonce", "tid", "oid", "email"] }
+            if p.hasTenants { d["claims_supported"] = ["sub", "iss", "aud", "exp", "iat", "nonce", "tid", "oid", "email"] }
         }
         return json(200, d)
     }

@@ -37,7 +37,7 @@ extension DevIdP {
                               "scopes": Personality.scopes(a.scope), "expires_in": left, "user_id": id, "token_type": "access"])
         case .json(_, _, let key, let wrapper):
             var o: [String: Any] = [key: id, "email": email, "username": login]
-            if p.tenant(of: a.subject) != nil {   // Microsoft Graph
+            if p.hasTenants {   // Microsoft Graph
                 o["userPrincipalName"] = email
                 o["mail"] = email
             }

@@ -34,6 +34,12 @@ extension Personality {
         }
     }
 
+    /// Whether users belong to tenants (ID tokens then carry `tid` and `oid`).
+    var hasTenants: Bool {
+        if case .none = tenancy { return false }
+        return true
+    }
+
     /// The issuer of this personality for `tenant` (or literally `{tenantid}` for nil), at `root`.
     func issuer(root: String, tenant: String?) -> String {
         root + "/p/" + name + paths.issuer.replacingOccurrences(of: "{tenant}", with: tenant ?? "{tenantid}")
