@@ -14,7 +14,8 @@ extension DevIdP {
         }
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
-        var presentations = 0, introspections = 0, dpopRefusals = 0, exchanges = 0
+        var presentations = 0, introspections = 0, dpopRefusals = 0, exchanges = 0, repeats = 0, whoAmI = 0
+        var styles: [String: Int] = [:]
         var traceparents: [String] = []
         var times: [String: [Double]] = [:]
         for st in all.values {
@@ -31,6 +32,9 @@ extension DevIdP {
             introspections += st.introspections
             dpopRefusals += st.dpopRefusals
             exchanges += st.exchanges
+            repeats += st.refreshRepeats
+            whoAmI += st.whoAmI
+            for (k, v) in st.revocationStyles { styles[k, default: 0] += v }
             traceparents += st.traceparents
         }
         var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
@@ -41,6 +45,9 @@ extension DevIdP {
                                    "introspections": introspections, "traceparents": traceparents, "dpop_refusals": dpopRefusals]
         state.withLock { s in
             body["exchanges"] = exchanges
+            body["refresh_repeats"] = repeats
+            body["revocations_by_style"] = styles
+            body["whoami_calls"] = whoAmI
             body["dpop_nonce_challenges"] = s.dpopNonceChallenges
             body["resource_accepted"] = s.resourceAccepted
             body["resource_refusals"] = s.resourceRefusals
@@ -66,6 +73,7 @@ extension DevIdP {
                                         accessTTL: (o["access_ttl"] as? Int) ?? state.withLock { $0.defaultAccessTTL },
                                         idTokenAlg: alg, jwks: keys)
         client.dpopRequired = o["dpop_required"] as? Bool ?? false
+        client.accessTTLGiven = o["access_ttl"] is Int
         client.actorJWKS = ((o["actor_jwks"] as? [String: Any])?["keys"] as? [[String: Any]] ?? []).compactMap(JSONWebKey.init(json:))
         client.exchangeAudiences = o["exchange_audiences"] as? [String] ?? []
         state.withLock { $0.clients[id] = client }
@@ -90,18 +98,24 @@ extension DevIdP {
     }
 
     /// Creates grants without the authorize round trip (benchmarks): one refresh-token family per
-    /// subject, as if each had signed in with `offline_access`.
+    /// subject, as if each had signed in with `offline_access` — at `personality`, when given
+    /// (its refresh tokens are then refreshed only there).
     func bulkGrants(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let clientID = o["client_id"] as? String,
               let subjects = o["subjects"] as? [String], state.withLock({ $0.clients[clientID]?.confidential == true }) else {
             return json(400, ["error": "invalid_request"])
+        }
+        let personality = Personality.all.first { $0.name == o["personality"] as? String }
+        if o["personality"] != nil, personality.map({ $0.refresh == Personality.Refresh.none }) ?? true {
+            return json(400, ["error": "invalid_request", "error_description": "no such personality, or one without refresh tokens"])
         }
         var rng = SystemRandomNumberGenerator()
         var tokens: [String: String] = [:]
         state.withLock { s in
             for sub in subjects {
                 let family = Identifiers.token(bytes: 16, using: &rng), rt = Identifiers.token(bytes: 32, using: &rng)
-                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: sub, authTime: Date())
+                s.families[family] = .init(current: rt, revoked: false, client: clientID, subject: sub, authTime: Date(),
+                                           personality: personality?.name)
                 s.refreshTokens[rt] = .init(family: family, client: clientID, subject: sub, scope: "openid offline_access")
                 tokens[sub] = rt
             }

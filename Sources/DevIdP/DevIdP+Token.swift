@@ -105,39 +105,13 @@ extension DevIdP {
         guard let presented = form["refresh_token"] else { return json(400, ["error": "invalid_request"]) }
         var rng = SystemRandomNumberGenerator()
         let next = Identifiers.token(bytes: 32, using: &rng)
-        var keyRefused = false
-        let outcome = state.withLock { s -> (subject: String, scope: String, family: String)? in
-            guard let rt = s.refreshTokens[presented], rt.client == clientID, var family = s.families[rt.family] else { return nil }
-            guard !family.revoked else { return nil }
-            // Key continuity: a bound grant is refreshed only with its own key (nothing rotates).
-            guard family.jkt == jkt || (family.jkt == nil && s.clients[clientID]?.dpopRequired != true && !s.settings.fapi2) else {
-                keyRefused = true
-                return nil
-            }
-            guard family.current == presented else {
-                // Reuse of a rotated token: revoke the whole family, no grace period.
-                family.revoked = true
-                s.families[rt.family] = family
-                s.stats[clientID, default: .init()].reuseDetected += 1
-                s.stats[clientID, default: .init()].familiesRevoked += 1
-                return nil
-            }
-            family.current = next
-            // Like django-oauth-toolkit: the family's earlier access tokens die with the rotation.
-            if s.settings.killOldAccessTokens {
-                family.accessValidFrom = family.accessIssued
-                family.kills.append((family.accessValidFrom, Date()))
-            }
-            s.families[rt.family] = family
-            s.refreshTokens[next] = .init(family: rt.family, client: clientID, subject: rt.subject, scope: rt.scope)
-            s.stats[clientID, default: .init()].refreshesOK += 1
-            s.stats[clientID, default: .init()].refreshTimes[rt.subject, default: []].append(Date().timeIntervalSince1970)
-            return (rt.subject, rt.scope, rt.family)
+        let outcome = state.withLock { $0.presentRefresh(presented, clientID: clientID, jkt: jkt, personality: nil, next: next, now: Date()) }
+        if case .keyRefused = outcome { return json(400, ["error": "invalid_dpop_proof", "error_description": "not the grant's DPoP key"]) }
+        guard case .granted(let subject, let scope, let family, _) = outcome else {
+            return json(400, ["error": "invalid_grant", "error_description": "refresh token invalid, revoked or reused"])
         }
-        if keyRefused { return json(400, ["error": "invalid_dpop_proof", "error_description": "not the grant's DPoP key"]) }
-        guard let outcome else { return json(400, ["error": "invalid_grant", "error_description": "refresh token invalid, revoked or reused"]) }
-        let familyKey = state.withLock { $0.families[outcome.family]?.jkt }
-        return issue(clientID: clientID, subject: outcome.subject, scope: outcome.scope, nonce: nil, refresh: next, family: outcome.family,
+        let familyKey = state.withLock { $0.families[family]?.jkt }
+        return issue(clientID: clientID, subject: subject, scope: scope, nonce: nil, refresh: next, family: family,
                      jkt: familyKey ?? jkt, issuer: issuer)
     }
 

@@ -21,6 +21,9 @@ import Synchronization
 /// `POST /admin/refresh-fault`, `POST /admin/stall`, `POST /admin/settings`, `GET /stats`.
 /// Late answers are `.later` replies and never hold one of the server's threads.
 ///
+/// It also plays real providers, each with its documented quirks, below `/p/<name>/…`
+/// (Personality, DevIdP+Personalities), with the same clients and the same refresh-token families.
+///
 /// One process may play many issuers (DevIdP+Issuers): every handler takes its issuer from the
 /// request (`issuer(for:)`), never from the instance.
 public final class DevIdP: Sendable {
@@ -80,6 +83,8 @@ public final class DevIdP: Sendable {
         r.add("POST", "/receiver/{name}") { [self] req in .now(receive(req)) }
         r.add("GET", "/receiver/{name}") { [self] req in .now(received(req)) }
         r.add("POST", "/admin/receiver") { [self] req in .now(setReceiver(req)) }
+        r.add("GET", "/p") { [self] req in .now(personalityIndex(req)) }
+        addPersonalities(to: &r)
         return r
     }
 

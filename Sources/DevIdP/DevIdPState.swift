@@ -8,6 +8,8 @@ struct DevIdPState {
         var secret: String?
         var redirectURIs: [String]
         var accessTTL: Int
+        /// Registered with its own `access_ttl`, which wins over a personality's lifetime.
+        var accessTTLGiven = false
         /// The algorithm of this client's ID tokens.
         var idTokenAlg: JWSAlgorithm = .es256
         /// private_key_jwt: the client's public keys (then it has no secret and is confidential).
@@ -45,6 +47,8 @@ struct DevIdPState {
         let client: String
         let subject: String
         let scope: String
+        /// Which of a personality's tokens it refreshes (Slack's `bot` or `user`), if any.
+        var kind: String? = nil
     }
 
     struct Family {
@@ -61,6 +65,11 @@ struct DevIdPState {
         var accessValidFrom = 0
         /// When each kill happened, by the `accessValidFrom` it set: tests ask when a token died.
         var kills: [(validFrom: Int, at: Date)] = []
+        /// The personality whose token endpoint issued it (nil: the dev IdP's own): a family is
+        /// refreshed only where it was issued.
+        var personality: String? = nil
+        /// How many refreshes it has had (a reusable token presented again is counted by it).
+        var uses = 0
 
         /// When access token `number` was killed, if it was.
         func killedAt(_ number: Int) -> Date? { kills.first { $0.validFrom > number }?.at }
@@ -84,6 +93,12 @@ struct DevIdPState {
         /// Token requests refused for their DPoP proof (a nonce challenge included): nothing consumed.
         var dpopRefusals = 0
         var exchanges = 0
+        /// Personalities: a reusable refresh token presented again after a first refresh.
+        var refreshRepeats = 0
+        /// Personalities: revocations by style (`rfc7009`, `github`, `slack`, `dropbox`, `json`, `hubspot`).
+        var revocationStyles: [String: Int] = [:]
+        /// Personalities: "who am I" calls answered for a valid token.
+        var whoAmI = 0
     }
 
     /// A switch that makes an endpoint (`token` or `revoke`) fail — or, with status 0, answer
@@ -160,6 +175,9 @@ struct DevIdPState {
     /// Every unexpired access token issued, by `jti` (see IssuedAccessToken).
     var accessTokens: [String: IssuedAccessToken] = [:]
     var accessIssuedSincePrune = 0
+    /// Personalities' codes and opaque access tokens (DevIdP+PersonalityToken).
+    var personalityCodes: [String: PersonalityCode] = [:]
+    var personalityAccess: [String: PersonalityAccess] = [:]
 
     /// Takes one use of the failure switch when it is set for `endpoint`.
     mutating func takeFailure(_ endpoint: String) -> Failure? {

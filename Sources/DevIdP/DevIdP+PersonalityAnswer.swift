@@ -1,0 +1,83 @@
+import BrokerCore
+import BrokerCrypto
+import BrokerHTTP
+import Foundation
+
+/// How a personality's token endpoint answers: the members of its answer (Personality.Shape),
+/// JSON or form-encoded, and its refusals (RFC 6749 §5.2, inside HTTP 200, or Slack's `ok`).
+extension DevIdP {
+    /// The answer to a code exchange (`refreshed` false) or a refresh, in the provider's shape.
+    func personalityBody(_ p: Personality, _ issued: [PersonalityIssue], subject: String, clientID: String, root: String,
+                         refreshed: Bool) -> [String: Any] {
+        let user = p.userID(subject)
+        switch p.shape {
+        case .standard: return members(p, issued[0])
+        case .microsoft:
+            var b = members(p, issued[0])
+            b["ext_expires_in"] = b["expires_in"]
+            return b
+        case .dropbox:
+            return members(p, issued[0]).merging(["account_id": user, "uid": String(p.number(subject))]) { a, _ in a }
+        case .notion:
+            return members(p, issued[0]).merging([
+                "bot_id": p.userIDText("bot:" + clientID), "workspace_id": p.userIDText("workspace:" + subject),
+                "workspace_name": "Development workspace", "workspace_icon": NSNull(), "duplicated_template_id": NSNull(),
+                "owner": ["type": "user", "user": ["object": "user", "id": user]], "request_id": p.userIDText("request:" + issued[0].access),
+            ]) { a, _ in a }
+        case .salesforce:
+            // The signature proves `id` and `issued_at` came from the provider: HMAC-SHA256 of
+            // their concatenation keyed with the client secret, in base64.
+            let id = root + "/p/" + p.name + "/id/00D000000000001AAA/" + p.userIDText(subject)
+            let issuedAt = String(Int(Date().timeIntervalSince1970 * 1000))
+            let secret = state.withLock { $0.clients[clientID]?.secret } ?? ""
+            let mac = DevIdPCrypto.must { try HMACSHA256.mac(key: Array(secret.utf8), Array((id + issuedAt).utf8)) }
+            return members(p, issued[0]).merging(["instance_url": root + "/p/" + p.name, "id": id, "issued_at": issuedAt,
+                                                   "signature": Data(mac).base64EncodedString()]) { a, _ in a }
+        case .slack:
+            var b: [String: Any] = ["ok": true, "app_id": "A0DEVIDP001", "team": ["id": "T0DEVIDP001", "name": "Development"],
+                                    "enterprise": NSNull(), "is_enterprise_install": false]
+            if refreshed { return b.merging(members(p, issued[0])) { _, new in new } }
+            var authed: [String: Any] = ["id": user]
+            for g in issued {
+                if g.kind == "user" { authed.merge(members(p, g)) { _, new in new } }
+                else { b.merge(members(p, g).merging(["bot_user_id": p.userIDText("bot:" + clientID)]) { a, _ in a }) { _, new in new } }
+            }
+            b["authed_user"] = authed
+            return b
+        }
+    }
+
+    /// The RFC 6749 §5.1 members of one grant, the personality's way.
+    private func members(_ p: Personality, _ g: PersonalityIssue) -> [String: Any] {
+        var b: [String: Any] = ["access_token": g.access, "token_type": g.kind ?? p.tokenType,
+                                "scope": Personality.scopes(g.scope).joined(separator: p.scopeSeparator)]
+        if p.accessExpires && p.sendsExpiresIn { b["expires_in"] = p.expiresInString ? String(g.ttl) : g.ttl as Any }
+        if let r = g.refresh {
+            b["refresh_token"] = r
+            if let l = p.grantLifetime { b[l.name] = g.grantExpiresIn ?? l.seconds }
+        }
+        if let id = g.idToken { b["id_token"] = id }
+        return b
+    }
+
+    /// `body` as JSON or form-encoded, never cached (RFC 6749 §5.1).
+    func personalityAnswer(_ p: Personality, _ req: HTTPRequest, _ body: [String: Any], status: Int = 200) -> HTTPResponse {
+        let form = switch p.answer {
+        case .json: false
+        case .form: true
+        case .formUnlessJSONAccepted: !(req.header("accept") ?? "").lowercased().contains("application/json")
+        }
+        guard form else { return json(status, body).uncacheable() }
+        let text = FormEncoding.body(body.sorted { $0.key < $1.key }.map { ($0.key, "\($0.value)") })
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(text.utf8)).uncacheable()
+    }
+
+    /// A refusal in the personality's style, with the provider's `code`.
+    func refusal(_ p: Personality, _ req: HTTPRequest, code: String, status: Int = 400, description: String) -> HTTPResponse {
+        switch p.errors {
+        case .rfc6749: personalityAnswer(p, req, ["error": code, "error_description": description], status: status)
+        case .inOK: personalityAnswer(p, req, ["error": code, "error_description": description])
+        case .slack: json(200, ["ok": false, "error": code])
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import BrokerHTTP
+
+/// `GET /p`: every personality with its endpoints as URLs, so that a test (or an engineer
+/// writing a provider descriptor) finds them without reading the dev IdP. `{tenant}` is left
+/// for the caller to fill in.
+extension DevIdP {
+    func personalityIndex(_ req: HTTPRequest) -> HTTPResponse {
+        let root = issuer(for: req)
+        var all: [String: Any] = [:]
+        for p in Personality.all {
+            let base = root + "/p/" + p.name
+            var o: [String: Any] = [
+                "authorization_endpoint": base + p.paths.authorize, "token_endpoint": base + p.paths.token,
+                "revocation_style": p.revocation.style,
+                "revocation": p.revocationRoutes.map { ["method": $0.0, "url": base + $0.1] },
+                "whoami": p.whoAmIRoutes.map { ["method": $0.0, "url": base + $0.1] },
+                "refresh": "\(p.refresh)", "oidc": p.oidc,
+                "client_auth": [p.clientAuth.contains(.basic) ? "basic" : nil, p.clientAuth.contains(.body) ? "body" : nil].compactMap { $0 },
+                "token_request": [p.tokenRequest.contains(.form) ? "form" : nil, p.tokenRequest.contains(.json) ? "json" : nil].compactMap { $0 },
+            ]
+            if let path = p.metadataPath { o["metadata"] = root + path }
+            if p.oidc { o["issuer"] = base + p.paths.issuer }
+            switch p.offline {
+            case .param(let name, let value): o["offline_parameter"] = [name: value]
+            case .scope(let s): o["offline_scope"] = s
+            case .always, .never: break
+            }
+            if case .single(let t) = p.tenancy { o["tenant"] = t }
+            all[p.name] = o
+        }
+        return json(200, all)
+    }
+}
