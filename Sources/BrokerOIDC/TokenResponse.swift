@@ -19,6 +19,10 @@ enum TokenResponse {
         var subject: JSONPointer?
         /// An OpenID answer's ID token is read; a plain OAuth 2.0 provider's answer has none.
         var idToken = true
+        /// A refresh's answer: where the descriptor's pointers find nothing, RFC 6749's members
+        /// are read (Slack answers a code exchange with the user's token under `authed_user`,
+        /// and its refresh with that token at the top level).
+        var refreshing = false
 
         init() {}
 
@@ -29,6 +33,7 @@ enum TokenResponse {
             scopeSeparator = d.tokenResponse.scopeSeparator ?? d.authorization.scopeSeparator
             self.subject = subject && d.subjectSource.from == .tokenResponse ? d.subjectSource.pointer : nil
             idToken = d.kind == .oidc
+            refreshing = !subject
         }
     }
 
@@ -58,20 +63,26 @@ enum TokenResponse {
         if shape.errorInOK, let error = shape.errorPointer.text(in: doc) {
             throw .oauth(OAuthError(error: error, description: doc["error_description"] as? String, status: 200))
         }
-        guard let access = shape.accessToken.text(in: doc), !access.isEmpty else {
+        let standard = TokenResponseShape()
+        /// The descriptor's pointer, or on a refresh's answer where it finds nothing, RFC 6749's.
+        func read(_ p: KeyPath<TokenResponseShape, JSONPointer>) -> Any? {
+            shape[keyPath: p].value(in: doc) ?? (reading.refreshing ? standard[keyPath: p].value(in: doc) : nil)
+        }
+        func text(_ p: KeyPath<TokenResponseShape, JSONPointer>) -> String? { read(p).flatMap { JSONPointer("")!.text(in: $0) } }
+        guard let access = text(\.accessToken), !access.isEmpty else {
             throw .invalidResponse("\(endpoint): no access token at \(shape.accessToken)")
         }
-        let named = shape.tokenType.text(in: doc).flatMap(TokenType.init(named:))
+        let named = text(\.tokenType).flatMap(TokenType.init(named:))
         guard let type = named ?? shape.defaultTokenType else { throw .invalidResponse("\(endpoint): unknown token_type") }
-        func seconds(_ p: JSONPointer?) -> TimeInterval? {
-            guard let p, let text = p.text(in: doc), let v = Double(text), v > 0 else { return nil }
+        func seconds(_ text: String?) -> TimeInterval? {
+            guard let text, let v = Double(text), v > 0 else { return nil }
             return v
         }
-        var grant = TokenGrant(accessToken: access, tokenType: type, expiresIn: seconds(shape.expiresIn),
-                               refreshToken: shape.refreshToken.text(in: doc).flatMap { $0.isEmpty ? nil : $0 },
-                               scope: scopes(shape.scope.value(in: doc), reading.scopeSeparator),
-                               idToken: reading.idToken ? shape.idToken.text(in: doc) : nil)
-        grant.grantExpiresIn = seconds(shape.grantExpiresIn)
+        var grant = TokenGrant(accessToken: access, tokenType: type, expiresIn: seconds(text(\.expiresIn)),
+                               refreshToken: text(\.refreshToken).flatMap { $0.isEmpty ? nil : $0 },
+                               scope: scopes(read(\.scope), reading.scopeSeparator),
+                               idToken: reading.idToken ? text(\.idToken) : nil)
+        grant.grantExpiresIn = seconds(shape.grantExpiresIn?.text(in: doc))
         grant.metadata = try kept(shape, doc, endpoint)
         if let p = reading.subject {
             guard let subject = p.text(in: doc), !subject.isEmpty, subject.utf8.count <= 255 else {
