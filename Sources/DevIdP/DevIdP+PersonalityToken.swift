@@ -6,7 +6,8 @@ import Foundation
 /// A personality's token endpoint: the body and client authentication the provider accepts,
 /// the code exchange, and refreshes that rotate (DevIdPState.presentRefresh, shared with the
 /// dev IdP's own endpoint), stay the same, or do not exist. Injected failures
-/// (`POST /admin/failures`, endpoint `token`) apply here as at `/token`.
+/// (`POST /admin/failures`, endpoint `token`), refresh faults (`/admin/refresh-fault`: late or
+/// dropped answers after acting) and stalls apply here as at `/token`.
 extension DevIdP {
     func personalityToken(_ p: Personality, _ req: HTTPRequest) -> HTTPReply {
         let isJSON = (req.header("content-type") ?? "").lowercased().hasPrefix("application/json")
@@ -21,12 +22,14 @@ extension DevIdP {
             return .now(refusal(p, req, code: p.codes.request, description: "unknown tenant"))
         }
         let grantType = form["grant_type"] ?? (p.grantTypeOptional && form["code"] != nil ? "authorization_code" : "")
-        let failure = state.withLock { s -> DevIdPState.Failure? in
+        let (failure, fault, stall) = state.withLock { s -> (DevIdPState.Failure?, RefreshFault?, Stall?) in
             s.stats[clientID, default: .init()].calls[grantType, default: 0] += 1
             if grantType == "refresh_token", let t = form["refresh_token"], s.refreshTokens[t] != nil {
                 s.stats[clientID, default: .init()].refreshPresentations += 1
             }
-            return s.takeFailure("token")
+            let failure = s.takeFailure("token")
+            let fault = grantType == "refresh_token" && (failure?.status ?? 0) == 0 ? s.takeRefreshFault(clientID) : nil
+            return (failure, fault, s.stall(at: Date()))
         }
         let root = issuer(for: req)
         let process: @Sendable () -> HTTPResponse = { [self] in
@@ -36,8 +39,7 @@ extension DevIdP {
             default: return refusal(p, req, code: p.codes.grantType, description: "unsupported grant_type")
             }
         }
-        if let failure { return reply(under: failure, process) }
-        return .now(process())
+        return answered(failure: failure, fault: fault, stall: stall, process)
     }
 
     /// The client, authenticated only where the personality accepts its credentials.

@@ -39,6 +39,12 @@ extension DevIdP {
         }
         let bound = jkt, issuer = issuer(for: req)
         let process: @Sendable () -> HTTPResponse = { [self] in grant(form, grantType: grantType, clientID: clientID, jkt: bound, issuer: issuer) }
+        return answered(failure: failure, fault: fault, stall: stall, process)
+    }
+
+    /// `process`'s answer — at once, or late (`.later`) under an injected failure, a refresh
+    /// fault or a stall: the dev IdP's token endpoint and every personality's answer this way.
+    func answered(failure: DevIdPState.Failure?, fault: RefreshFault?, stall: Stall?, _ process: @escaping @Sendable () -> HTTPResponse) -> HTTPReply {
         guard failure != nil || fault != nil || stall != nil else { return .now(process()) }
         return .later { respond in
             let release: @Sendable (HTTPResponse) -> Void = { r in Self.at(stall?.until) { respond(r) } }

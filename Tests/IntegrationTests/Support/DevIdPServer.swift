@@ -119,8 +119,10 @@ final class DevIdPServer: @unchecked Sendable {
     }
 
     /// Grants for many subjects at once (as if each had signed in): subject → refresh token.
-    func grants(client: String, subjects: [String]) async throws -> [String: String] {
-        let r = try await call("POST", issuer + "/admin/grants", json: ["client_id": client, "subjects": subjects])
+    func grants(client: String, subjects: [String], personality: String? = nil) async throws -> [String: String] {
+        var body: [String: Any] = ["client_id": client, "subjects": subjects]
+        if let personality { body["personality"] = personality }
+        let r = try await call("POST", issuer + "/admin/grants", json: body)
         let tokens = r["refresh_tokens"] as? [String: String] ?? [:]
         for t in tokens.values { TestEnv.secret(t) }
         return tokens
