@@ -157,6 +157,7 @@ def main():
     results.update(million_bench(env))
     results.update(signout_bench(env, op, idp))
     results.update(provider_https_bench(env, op, idp))
+    results.update(oauth2_storm_rounds(env, op, idp))
     results.update({"date": time.strftime("%Y-%m-%d"),
                     "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians"})
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
@@ -579,22 +580,28 @@ def storm_rounds(env, op, idp, rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "
     return out
 
 
-def storm_setup(env, op, idp, sessions, tag):
+def storm_setup(env, op, idp, sessions, tag, personality=None):
     """A tenant and IdP client with `sessions` grants imported through one replica, all made due
-    within the same 10 s starting 3 s from now (schedule column only). Returns the tenant, the
-    IdP client and when the storm starts."""
+    within the same 10 s starting 3 s from now (schedule column only). With `personality` the
+    client is a plain OAuth 2.0 one at that personality of the development IdP (its RFC 8414
+    metadata, its answers), the grants made there. Returns the tenant, the IdP client and when
+    the storm starts."""
     ps, urls = start_brokers(env, 1, {})
     b = urls[0]
     tenant, app = f"storm{tag}", f"storm-app{tag}"
     http("POST", idp + "/admin/clients", body={"client_id": app, "client_secret": "storm-secret",
                                                 "redirect_uris": [b + "/v1/callback"], "access_ttl": 3600})
     http("PUT", f"{b}/v1/tenants/{tenant}", op, {"name": "Storm"})
-    http("PUT", f"{b}/v1/tenants/{tenant}/clients/app", op, {"issuer": idp, "client_id": app, "auth_method": "client_secret_basic",
-         "client_secret": "storm-secret", "redirect_uri": b + "/v1/callback", "scopes": ["openid", "offline_access"],
-         "max_concurrent_refreshes": 16})
+    client = {"issuer": idp, "client_id": app, "auth_method": "client_secret_basic", "client_secret": "storm-secret",
+              "redirect_uri": b + "/v1/callback", "scopes": ["openid", "offline_access"], "max_concurrent_refreshes": 16}
+    if personality:
+        client.update({"protocol": "oauth2", "issuer": f"{idp}/p/{personality}", "scopes": ["read"]})
+    status, _, body = http("PUT", f"{b}/v1/tenants/{tenant}/clients/app", op, client)
+    assert status == 201, body
     key = json.loads(http("POST", b + "/v1/apikeys", op, {"name": "s", "roles": ["admin"], "tenants": [tenant]})[2])["key"]
     subjects = [f"s-{i}" for i in range(sessions)]
-    tokens = json.loads(http("POST", idp + "/admin/grants", body={"client_id": app, "subjects": subjects})[2])["refresh_tokens"]
+    grants = {"client_id": app, "subjects": subjects, **({"personality": personality} if personality else {})}
+    tokens = json.loads(http("POST", idp + "/admin/grants", body=grants)[2])["refresh_tokens"]
     import_storm_sessions(b, tenant, key, [("app", sub, tokens[sub]) for sub in subjects])
     for p in ps:
         p.send_signal(signal.SIGTERM)
@@ -687,11 +694,11 @@ def storm_drain(env, idp, app, sessions, t0, during=None, drained_hook=None):
     return drained, cpu, stats
 
 
-def storm_bench(env, op, idp, sessions=10_000, tag=""):
+def storm_bench(env, op, idp, sessions=10_000, tag="", personality=None):
     """10,000 sessions due within the same 10 s, three replicas, one IdP. The sessions are
     imported through one replica, made due in the database, then three replicas start and
-    find them in their first load."""
-    tenant, app, t0 = storm_setup(env, op, idp, sessions, tag)
+    find them in their first load. With `personality`: a plain OAuth 2.0 provider's sessions."""
+    tenant, app, t0 = storm_setup(env, op, idp, sessions, tag, personality)
     drained, cpu, stats = storm_drain(env, idp, app, sessions, t0)
     twice = sum(1 for t in stats["refresh_times"].values() if len(t) > 1)
     # The storm's sessions would be due again within the hour: keep later rounds to their own.
@@ -1215,13 +1222,47 @@ def storm_https_only():
     print(json.dumps(r, indent=2))
 
 
+def oauth2_storm_rounds(env, op, idp, rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "3"))):
+    """The storm on a plain OAuth 2.0 provider (the development IdP's `oauth2-form` personality:
+    RFC 8414 metadata, form-encoded answers, refresh tokens that rotate) and on the OpenID one,
+    alternating in the same run: the broker's CPU a refresh of each, and their ratio."""
+    pairs = []
+    for r in range(rounds):
+        oidc = storm_bench(env, op, idp, tag=f"o{r}")
+        plain = storm_bench(env, op, idp, tag=f"a{r}", personality="oauth2-form")
+        print(f"storm round: OpenID {oidc['refresh_cpu_ms_per_refresh']} ms CPU/refresh in {oidc['refresh_storm_seconds']} s; "
+              f"OAuth 2.0 form-encoded {plain['refresh_cpu_ms_per_refresh']} ms in {plain['refresh_storm_seconds']} s, "
+              f"{plain['refresh_storm_duplicates']} duplicates")
+        pairs.append((oidc, plain))
+    ratios = [p["refresh_cpu_ms_per_refresh"] / o["refresh_cpu_ms_per_refresh"] for o, p in pairs]
+    return {"oauth2_storm": {
+        "oidc_cpu_ms_per_refresh": statistics.median(o["refresh_cpu_ms_per_refresh"] for o, _ in pairs),
+        "oauth2_form_cpu_ms_per_refresh": statistics.median(p["refresh_cpu_ms_per_refresh"] for _, p in pairs),
+        "oauth2_vs_oidc_cpu": round(statistics.median(ratios), 3), "oauth2_vs_oidc_cpu_rounds": [round(r, 3) for r in ratios],
+        "oidc_seconds": statistics.median(o["refresh_storm_seconds"] for o, _ in pairs),
+        "oauth2_form_seconds": statistics.median(p["refresh_storm_seconds"] for _, p in pairs),
+        "oauth2_form_duplicates": max(p["refresh_storm_duplicates"] for _, p in pairs),
+        "oauth2_form_refreshes_ok": min(p["refresh_storm_refreshes_ok"] for _, p in pairs),
+        "oauth2_form_pg_cpu_ms_per_refresh": statistics.median(p["refresh_pg_cpu_ms_per_refresh"] for _, p in pairs),
+        "sessions": 10_000, "rounds": rounds}}
+
+
+def storm_oauth2_only():
+    """`bench.py storm-oauth2`: the OAuth 2.0 and OpenID storms alternating; merged into results.json."""
+    r = oauth2_storm_rounds(*standalone())
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(r)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(r, indent=2))
+
+
 def storm_only():
     """`bench.py storm`: the refresh storm alone (for profiling), results printed, not written."""
     print(json.dumps(storm_rounds(*standalone(), rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
 try:
-    {"storm": storm_only, "storm-https": storm_https_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"storm": storm_only, "storm-https": storm_https_only, "storm-oauth2": storm_oauth2_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)
