@@ -75,4 +75,18 @@ struct OAuth2ClientTests {
         }
         #expect(try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/clients/bad", key: w.operatorKey).status == 404)
     }
+
+    @Test("a provider folder that cannot be used stops the start with a message naming it")
+    func badFolders() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("providers-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data("not json".utf8).write(to: folder.appendingPathComponent("broken.json"))
+        let base = ["DATABASE_URL": try TestEnv.databaseURL(), "TOKENBROKER_SEALING_KEYS": "k1:" + Data(repeating: 7, count: 32).base64EncodedString(),
+                    "TOKENBROKER_LISTEN": "127.0.0.1:\(TestEnv.freePort())"]
+        let missing = try runCommand("tokenbroker", ["serve"], env: base.merging(["TOKENBROKER_PROVIDERS_DIR": "/nonexistent/providers"]) { _, b in b })
+        #expect(missing.status != 0 && missing.err.contains("TOKENBROKER_PROVIDERS_DIR") && missing.err.contains("/nonexistent/providers"), "\(missing.err)")
+        let broken = try runCommand("tokenbroker", ["serve"], env: base.merging(["TOKENBROKER_PROVIDERS_DIR": folder.path]) { _, b in b })
+        #expect(broken.status != 0 && broken.err.contains("broken.json") && broken.err.contains("not a JSON object"), "\(broken.err)")
+    }
 }
