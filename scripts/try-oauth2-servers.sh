@@ -82,10 +82,15 @@ token() { api POST "/v1/tenants/$1/sessions/$2/token" "${3:-{\}}"; }
 authlib_round() {  # authlib_round MODE (rotating|reusable)
   local mode=$1 AP AS ISS T=try-authlib-$1-$(head -c 3 /dev/urandom | od -An -tx1 | tr -d " \n") r s sid at at2 st
   AP=$(free_port); AS=http://127.0.0.1:$AP; ISS=$AS/tenant1
-  "$PY" "$root/scripts/try/authlib_as.py" --port "$AP" --state "$W/authlib-$mode.json" --refresh "$mode" --expires-in 120 \
-    --client "meta-basic:secret-basic:client_secret_basic:$CB" --client "desc-post:secret-post:client_secret_post:$CB" \
-    2> "$W/authlib-$mode.log" & local asp=$!; pids+=($asp)
-  for _ in $(seq 100); do curl -sf "$AS/admin/stats" >/dev/null && break; sleep 0.1; done
+  local asp
+  as_start() {  # the server, with its state file: a restart keeps its grants
+    "$PY" "$root/scripts/try/authlib_as.py" --port "$AP" --state "$W/authlib-$mode.json" --refresh "$mode" --expires-in 120 \
+      --client "meta-basic:secret-basic:client_secret_basic:$CB" --client "desc-post:secret-post:client_secret_post:$CB" \
+      --client "short-basic:secret-short:client_secret_basic:$CB" --short-client short-basic \
+      2>> "$W/authlib-$mode.log" & asp=$!; pids+=($asp)
+    for _ in $(seq 100); do curl -sf "$AS/admin/stats" >/dev/null && break; sleep 0.1; done
+  }
+  as_start
   stat() { curl -s "$AS/admin/stats" | j "d.get('$1', 0)"; }
   echo "== Authlib $($PY -c 'import authlib; print(authlib.__version__)'), refresh tokens $mode, issuer $ISS"
   curl -sf -XPUT "$B/v1/tenants/$T" -H "Authorization: Bearer $OP" -d '{"name":"try"}' >/dev/null
@@ -199,10 +204,7 @@ authlib_round() {  # authlib_round MODE (rotating|reusable)
   r=$(token "$T" "$sid")
   note "server down, plain token request (token still valid): $(status "$r")"
   check "authlib-$mode: server down -> the valid token is still handed out" 200 "$(status "$r")"
-  "$PY" "$root/scripts/try/authlib_as.py" --port "$AP" --state "$W/authlib-$mode.json" --refresh "$mode" --expires-in 120 \
-    --client "meta-basic:secret-basic:client_secret_basic:$CB" --client "desc-post:secret-post:client_secret_post:$CB" \
-    2>> "$W/authlib-$mode.log" & asp=$!; pids+=($asp)
-  for _ in $(seq 100); do curl -sf "$AS/admin/stats" >/dev/null && break; sleep 0.1; done
+  as_start
   r=$(token "$T" "$sid" '{"force_refresh":true}')
   if [ "$(status "$r")" != 200 ]; then note "server back, first forced refresh: $(echo "$r" | head -c 300)"; sleep 3; r=$(token "$T" "$sid" '{"force_refresh":true}'); fi
   check "authlib-$mode: server back -> refresh works" 200 "$(status "$r")"
@@ -232,6 +234,37 @@ authlib_round() {  # authlib_round MODE (rotating|reusable)
   note "grant revoked at the server, forced refresh: $(echo "$r" | head -c 300)"
   r=$(api GET "/v1/tenants/$T/sessions/$sid")
   check "authlib-$mode: grant revoked at the server -> needs_reauth" needs_reauth "$(body "$r" | j 'd.get("state")')"
+
+  # the server dies after refreshing (the old refresh token rotated, the new one stored) and
+  # before answering: the answer is lost. The old refresh token must never be presented again.
+  sid=$(login "$T" meta alice)
+  curl -s -XPOST "$AS/admin/die-after-next-refresh" >/dev/null
+  r=$(token "$T" "$sid" '{"force_refresh":true}')
+  note "answer lost (server died after refreshing): $(echo "$r" | head -c 300)"
+  wait "$asp" 2>/dev/null || true
+  as_start
+  note "session then: $(body "$(api GET "/v1/tenants/$T/sessions/$sid")" | j '{k:d[k] for k in ("state","reason","failure_count","last_error","backoff_until")}')"
+  r=$(token "$T" "$sid" '{"force_refresh":true}')
+  [ "$(status "$r")" = 200 ] || { sleep 3; r=$(token "$T" "$sid" '{"force_refresh":true}'); }
+  note "after the restart, forced refresh: $(echo "$r" | head -c 300 | sed 's/"access_token":"[^"]*"/"access_token":"…"/')"
+  note "session then: $(body "$(api GET "/v1/tenants/$T/sessions/$sid")" | j '{k:d[k] for k in ("state","reason","failure_count","last_error")}')"
+  check "authlib-$mode: lost answer -> no refresh token presented after rotation" 0 "$(stat refresh_reuse)"
+  if [ "$mode" = reusable ]; then
+    check "authlib-$mode: lost answer -> the reusable token simply refreshes again" 200 "$(status "$r")"
+  fi
+
+  if [ "$mode" = rotating ]; then
+    # proactive refreshes by the broker's timers: access tokens of 20 s, watched for 45 s
+    api PUT "/v1/tenants/$T/clients/short" '{"protocol":"oauth2","issuer":"'"$ISS"'","client_id":"short-basic",
+      "client_secret":"secret-short","auth_method":"client_secret_basic","redirect_uri":"'"$CB"'","scopes":["read"],
+      "descriptor":{"subject":{"from":"userinfo","url":"'"$ISS"'/api/me","pointer":"/id"}}}' >/dev/null
+    sid=$(login "$T" short alice)
+    sleep 45
+    local proactive; proactive=$(curl -s "$AS/admin/events" | python3 -c 'import json,sys; print(sum(1 for e in json.load(sys.stdin) if e["kind"]=="refresh_ok" and e.get("client")=="short-basic"))')
+    note "proactive refreshes of a 20 s token in 45 s: $proactive; session: $(body "$(api GET "/v1/tenants/$T/sessions/$sid")" | j '{k:d[k] for k in ("state","refresh_mode","next_refresh_at","version")}')"
+    check "authlib-$mode: the timers refreshed the 20 s token ahead of expiry (at least twice in 45 s)" yes "$([ "$proactive" -ge 2 ] && echo yes || echo no)"
+    check "authlib-$mode: still no reuse at the server" 0 "$(stat refresh_reuse)"
+  fi
 
   echo "   server's counts ($mode): $(curl -s "$AS/admin/stats")"
   kill "$asp" 2>/dev/null || true

@@ -12,7 +12,8 @@ users auto-approved, state in one JSON file (so a killed and restarted server ke
 Usage: authlib_as.py --port P --state FILE [--path /tenant1] [--refresh rotating|reusable]
                      [--expires-in 60] --client ID:SECRET:METHOD:REDIRECT_URI ...
 Test-only admin (no auth, loopback only): GET /admin/stats, GET /admin/events,
-POST /admin/revoke-user/<login> (revokes every grant of a user, as an admin console would).
+POST /admin/revoke-user/<login> (revokes every grant of a user, as an admin console would),
+POST /admin/die-after-next-refresh (the next successful refresh is stored, then the process exits unanswered).
 """
 import argparse, json, os, secrets, sys, threading, time
 
@@ -31,6 +32,7 @@ ap.add_argument("--path", default="/tenant1")
 ap.add_argument("--refresh", choices=["rotating", "reusable"], default="rotating")
 ap.add_argument("--expires-in", type=int, default=60)
 ap.add_argument("--client", action="append", default=[])
+ap.add_argument("--short-client", default="", help="a client whose access tokens live 20 s")
 args = ap.parse_args()
 P = args.path.rstrip("/")
 ISSUER = f"http://127.0.0.1:{args.port}{P}"
@@ -192,7 +194,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
             for at, d in S["access"].items():
                 if d["family"] == cred.d["family"] and at != new:
                     d["revoked"] = True  # the access tokens before this refresh's
-            event("refresh_ok", family=cred.d["family"], rotated=args.refresh == "rotating",
+            event("refresh_ok", family=cred.d["family"], client=cred.fam()["client"], rotated=args.refresh == "rotating",
                   auth=self.request.auth_method if hasattr(self.request, "auth_method") else None)
 
 
@@ -220,6 +222,8 @@ class Revocation(RevocationEndpoint):
 
 def save_token(token, req):
     token["region"] = "eu-west-1"  # an extra member of the answer (for the broker's token_response.keep)
+    if req.client.get_client_id() == args.short_client:
+        token["expires_in"] = 20
     with LOCK:
         if req.payload.grant_type == "authorization_code":
             fid = secrets.token_hex(8)
@@ -280,10 +284,25 @@ def authorize():
         return server.create_authorization_response(grant_user=user)
 
 
+DIE = {"after_next_refresh": False}
+
+
 @app.post(P + "/token")
 def token():
     with LOCK:
-        return server.create_token_response()
+        resp = server.create_token_response()
+        if DIE["after_next_refresh"] and request.form.get("grant_type") == "refresh_token" and resp.status_code == 200:
+            # The refresh is done and stored (the old refresh token rotated), and the answer is never
+            # sent: the process dies, as a server crashing at the worst moment would.
+            event("died_before_answering")
+            os._exit(1)
+        return resp
+
+
+@app.post("/admin/die-after-next-refresh")
+def die_after_next_refresh():
+    DIE["after_next_refresh"] = True
+    return jsonify({"armed": True})
 
 
 @app.post(P + "/revoke")
