@@ -18,10 +18,10 @@ rm -rf "$W"; mkdir -p "$W"
 
 # ---- what it needs ----
 scripts/deps.sh build
-if [ ! -x .run/try-venv/bin/python ] || ! .run/try-venv/bin/python -c 'import authlib, flask' 2>/dev/null; then
-  python3 -m venv .run/try-venv && .run/try-venv/bin/pip install -q 'authlib>=1.3' flask
-fi
-PY=$root/.run/try-venv/bin/python
+case " $which_servers " in *" authlib "*)
+  python3 -m venv "$W/venv" && "$W/venv/bin/pip" install -q 'authlib>=1.3' flask ;;
+esac
+PY=$W/venv/bin/python
 if [ -z "${TOKENBROKER_BIN_DIR:-}" ]; then swift build >&2; TOKENBROKER_BIN_DIR=$(swift build --show-bin-path); fi
 TB=$TOKENBROKER_BIN_DIR/tokenbroker
 
@@ -111,6 +111,13 @@ authlib_round() {  # authlib_round MODE (rotating|reusable)
   check "authlib-$mode: register (descriptor endpoints, client_secret_post)" 201 "$(status "$r")"
   [ "$(status "$r")" = 201 ] || note "$r"
 
+  # docs/provider-descriptors.md: subject.from defaults to "userinfo" for oauth2
+  r=$(api PUT "/v1/tenants/$T/clients/nofrom" '{"protocol":"oauth2","issuer":"'"$ISS"'","client_id":"meta-basic",
+    "client_secret":"secret-basic","auth_method":"client_secret_basic","redirect_uri":"'"$CB"'","scopes":["read"],
+    "descriptor":{"subject":{"url":"'"$ISS"'/api/me","pointer":"/id"}}}')
+  check "authlib-$mode: register with subject.url and .pointer, no subject.from (documented default: userinfo)" 201 "$(status "$r")"
+  [ "$(status "$r")" = 201 ] || note "$r"
+
   for c in meta desc; do
     sid=$(login "$T" "$c" alice)
     local url; url=$(cat "$W/last-authorization-url")
@@ -118,7 +125,7 @@ authlib_round() {  # authlib_round MODE (rotating|reusable)
     [ "$sid" != none ] || { note "authorization URL: $url"; note "callback: $(cat "$W/last-callback")"; continue; }
     check "authlib-$mode/$c: authorization URL has PKCE S256, no openid, no nonce" "yes" \
       "$(echo "$url" | grep -q 'code_challenge_method=S256' && ! echo "$url" | grep -Eq 'openid|nonce=' && echo yes || echo no)"
-    note "authorization URL: ${url//code_challenge=[^&]*/code_challenge=…}"
+    note "authorization URL: $(echo "$url" | sed -E 's/(code_challenge|state)=[^&]*/\1=…/g')"
     note "callback answer: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k:d[k] for k in d if "token" not in k})' "$W/last-callback")"
     # replaying the callback (same code, same state) must not reach the server
     local before; before=$(stat code_replayed)
@@ -238,11 +245,17 @@ authlib_round() {  # authlib_round MODE (rotating|reusable)
   # the server dies after refreshing (the old refresh token rotated, the new one stored) and
   # before answering: the answer is lost. The old refresh token must never be presented again.
   sid=$(login "$T" meta alice)
+  local replaced; replaced=$(body "$(token "$T" "$sid")" | j 'd["access_token"]' 2>/dev/null || echo none)
   curl -s -XPOST "$AS/admin/die-after-next-refresh" >/dev/null
   r=$(token "$T" "$sid" '{"force_refresh":true}')
-  note "answer lost (server died after refreshing): $(echo "$r" | head -c 300)"
+  note "answer lost (server died after refreshing): $(echo "$r" | head -c 300 | sed 's/"access_token":"[^"]*"/"access_token":"…"/')"
+  at=$(body "$r" | j 'd["access_token"]' 2>/dev/null || echo none)
+  if [ "$at" != none ]; then
+    check "authlib-$mode: lost answer -> a forced refresh does not answer the token it was asked to replace" yes "$([ "$at" != "$replaced" ] && echo yes || echo no)"
+  fi
   wait "$asp" 2>/dev/null || true
   as_start
+  [ "$at" = none ] || note "the token that forced refresh answered, at the restarted server's /api/me: $(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $at" "$ISS/api/me")"
   note "session then: $(body "$(api GET "/v1/tenants/$T/sessions/$sid")" | j '{k:d[k] for k in ("state","reason","failure_count","last_error","backoff_until")}')"
   r=$(token "$T" "$sid" '{"force_refresh":true}')
   [ "$(status "$r")" = 200 ] || { sleep 3; r=$(token "$T" "$sid" '{"force_refresh":true}'); }
