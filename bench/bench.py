@@ -1186,9 +1186,17 @@ def scale_only():
 
 
 def token_only():
-    """`bench.py token`: the token fetch and batch figures alone, printed, not written."""
+    """`bench.py token`: the token fetch and batch figures, printed; the plain OAuth 2.0 hand-out
+    with metadata against the plain hand-out and the hand-out against nginx (same rounds) are
+    written to results.json."""
     env, op, idp = standalone()
-    print(json.dumps(token_bench(env, op, idp, pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-bench-")))[0], indent=2))
+    r = token_bench(env, op, idp, pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-bench-")))[0]
+    print(json.dumps(r, indent=2))
+    keep = {k: v for k, v in r.items() if k.startswith("oauth2_metadata_handout")}
+    keep["oauth2_metadata_handout_token_fetch_vs_nginx"] = r["token_fetch_vs_nginx"]
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(keep)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
 
 
 def dpop_only():

@@ -66,7 +66,9 @@ struct GrantKindTests {
     @Test("refusals are read as the descriptor says: invalid_request is retried by default, client codes refuse the client, others end the grant")
     func refusalsByDescriptor() {
         let o = { (code: String) in TokenEndpointError.oauth(OAuthError(error: code, description: nil, status: 400)) }
-        #expect(RefreshFailure.classify(o("invalid_request")) == .outage(retryAfter: nil))
+        #expect(RefreshFailure.classify(o("invalid_request")) == .retried(reason: "invalid_request"))
+        #expect(RefreshFailure.classify(.refused(status: 400, reason: "empty")) == .retried(reason: "refused_http_400"), "a bare 400 reads as invalid_request")
+        #expect(RefreshFailure.classify(.refused(status: 403, reason: "empty")) == .grantDead(reason: "refused_http_403"))
         #expect(RefreshFailure.classify(o("invalid_grant")) == .grantDead(reason: "invalid_grant"))
         #expect(RefreshFailure.classify(o("bad_refresh_token")) == .grantDead(reason: "bad_refresh_token"))
         var r = RefusalCodes()
@@ -74,9 +76,34 @@ struct GrantKindTests {
         r.retried = []
         #expect(RefreshFailure.classify(o("bad_client_secret"), r) == .clientRejected)
         #expect(RefreshFailure.classify(o("invalid_request"), r) == .grantDead(reason: "invalid_request"))
+        #expect(RefreshFailure.classify(.refused(status: 400, reason: "empty"), r) == .grantDead(reason: "refused_http_400"))
         // Through the machine: a retried refusal keeps the session and its token, backing off.
         let (w, a) = sent(ctx())
         let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(o("invalid_request")), ctx())
         #expect(f.write?.state == .active && f.write?.refreshToken == "rt-0" && f.write?.backoffUntil != nil)
+        #expect(f.event?.code == "refresh_refused_retried" && f.health == .failed(retryAfter: nil))
+    }
+
+    @Test("a forced refresh whose reusable token's answer was lost refreshes again: the retry's write is not taken for somebody else's refresh")
+    func forcedAfterRetry() {
+        var g = GrantLifetime()
+        g.refreshTokens = .reusable
+        let c = ctx(g)
+        let row = Session(tenant: "t", id: "s", client: "c", subject: "u", issuer: "https://i", scopes: [], accessToken: "at-0",
+                          accessExpiresAt: t0 + 3000, accessLifetime: 3600, refreshToken: "rt-0", nextRefreshAt: t0 + 2000, version: 7,
+                          grantedAt: t0 - 86_400, createdAt: t0 - 86_400, lastUsedAt: t0 - 60, lastRefreshedAt: t0 - 600)
+        let need = TokenRequirement(minTTL: 60, forceRefresh: true)
+        var flight = RefreshFlight(.demand(seenVersion: 7, need: need), now: t0, lockTimeout: 10)
+        #expect(flight.begin(holdingAnswer: false) == .start(.lock(timeout: 10)))
+        guard case .send(let w, let a, _) = RefreshMachine.start(row, flight.trigger, c, attemptID: "a1") else { Issue.record("expected a send"); return }
+        _ = flight.started(.send(write: w, attempt: a, refreshToken: "rt-0"), row: row, now: t0)
+        let lost = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(.unanswered("connection closed")), c)
+        #expect(lost.next == .again)
+        #expect(flight.answered(lost) == .start(.lock(timeout: 10)))
+        // The row the retry wrote still holds the old access token: the forced refresh sends again.
+        guard let retried = lost.write, case .send = RefreshMachine.start(retried, flight.trigger, c, attemptID: "a2") else {
+            Issue.record("the forced refresh served the token it was asked to replace")
+            return
+        }
     }
 }

@@ -21,6 +21,9 @@ struct ProviderDescriptorTests {
         #expect(d.subjectSource.from == .idToken && d.revocation.style == .rfc7009)
         #expect(d.refusals.clientRefused == ["invalid_client", "unauthorized_client"] && d.refusals.retried == ["invalid_request"])
         #expect(try parse(#"{"protocol": "oauth2"}"#).subjectSource.from == .userinfo)
+        // A subject without `from` is the protocol's default, with the pointer given.
+        let who = try parse(#"{"protocol": "oauth2", "subject": {"url": "https://api.example/me", "pointer": "/id"}}"#).subjectSource
+        #expect(who.from == .userinfo && who.url == "https://api.example/me" && who.pointer.description == "/id")
     }
 
     @Test("a full OAuth 2.0 descriptor reads back every member, and its JSON is canonical")

@@ -133,11 +133,14 @@ struct RefreshMachineTests {
         #expect(f.write?.state == .needsReauth && f.write?.reason == "invalid_grant" && f.result == .failure(.sessionNotActive(.needsReauth)))
     }
 
-    @Test("a 400 with an empty body is a refusal, not an outage")
+    @Test("a 400 with an empty body is a refusal that does not say the grant is dead: kept, backing off, reported; a bare 403 ends it")
     func finishBareRefusal() {
         let (w, a) = sent(row())
         let f = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(.refused(status: 400, reason: "empty")), ctx)
-        #expect(f.write?.state == .needsReauth && f.write?.reason == "refused_http_400")
+        #expect(f.write?.state == .active && f.write?.refreshToken == "rt-0" && f.write?.backoffUntil != nil && f.write?.attempt == nil)
+        #expect(f.event?.code == "refresh_refused_retried")
+        let g = RefreshMachine.finish(w, attempt: a, sentAt: t0, outcome: .failed(.refused(status: 403, reason: "empty")), ctx)
+        #expect(g.write?.state == .needsReauth && g.write?.reason == "refused_http_403")
     }
 
     @Test("invalid_client blames the client: session active without a backoff of its own, its own error, the circuit opened with that refusal")

@@ -141,16 +141,28 @@ struct RefreshFaultTests {
         #expect(p.presented == 3 && p.reuse == 0 && p.introspections == 0)
     }
 
-    @Test("a refresh refused with 400 and an empty body: needs_reauth after one attempt, no further IdP calls")
+    @Test("a refresh refused with 400 and an empty body (glewlwyd's answer to a wrong client secret): the session kept, backing off, reported; the next attempt succeeds")
     func bareRefusal() async throws {
         let w = try await World()
         defer { w.stop() }
         let id = try await w.importSession(subject: "bare", expiresIn: 30)
         try await w.idp.fail(status: 400, body: "", count: 1)
-        try expectStatus(try await w.token(id, body: ["min_ttl": 60]), 409)
-        for _ in 0..<3 { try expectStatus(try await w.token(id, body: ["min_ttl": 60]), 409) }
+        let refused = try await w.token(id, body: ["min_ttl": 60])
+        #expect(refused.status == 503 && refused["error"] as? String == "idp_unavailable" && refused.headers["retry-after"] != nil)
+        // Within the backoff nobody calls the IdP again.
+        for _ in 0..<3 { try expectStatus(try await w.token(id, body: ["min_ttl": 60]), 503) }
         #expect(try await w.idp.stats(client: w.idpClientID).refreshCalls == 1)
-        #expect(try await session(w, id)["reason"] as? String == "refused_http_400")
+        let doc = try await session(w, id)
+        #expect(doc["state"] as? String == "active" && (doc["last_error"] as? String ?? "").contains("HTTP 400"), "\(doc)")
+        #expect(w.brokers[0].process.output.contains("refresh_refused_retried"))
+        // After the backoff the refresh token, never spent, works.
+        let deadline = Date().addingTimeInterval(10)
+        var r = refused
+        while r.status != 200, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(300))
+            r = try await w.token(id, body: ["min_ttl": 60])
+        }
+        try expectStatus(r, 200)
     }
 
     @Test("a 5xx with an HTML body is an outage: 503 with Retry-After, the session stays active and recovers")

@@ -51,7 +51,8 @@ extension ProviderDescriptor {
         }
         if let s = try r.object("subject") {
             try s.only(["from", "url", "method", "pointer"])
-            guard let from = try s.choice("from", SubjectSource.From.self) else { throw DescriptorError(s.path("from"), "is required") }
+            // Absent: the protocol's default (the ID token for OpenID, userinfo for OAuth 2.0).
+            let from = try s.choice("from", SubjectSource.From.self) ?? (kind == .oidc ? .idToken : .userinfo)
             subject = SubjectSource(from: from, url: try s.template("url", "{token}"), method: try s.choice("method", ["GET", "POST"]) ?? "GET",
                                     pointer: try s.pointer("pointer") ?? JSONPointer("/sub")!)
             if from == .tokenResponse, try s.pointer("pointer") == nil { throw DescriptorError(s.path("pointer"), "is required with token_response") }

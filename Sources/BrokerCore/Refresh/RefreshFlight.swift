@@ -79,7 +79,10 @@ public struct RefreshFlight: Sendable {
         }
     }
 
-    public let trigger: RefreshTrigger
+    /// What started the flight. A caller's `seenVersion` moves to the row a retried attempt
+    /// wrote (`resolved`): that write refreshed nothing, and a forced refresh must not take it
+    /// for somebody else's refresh and serve the token it asked to replace.
+    public private(set) var trigger: RefreshTrigger
     /// Waits for other replicas end here.
     public let deadline: Date
     public let lockTimeout: TimeInterval
@@ -149,7 +152,9 @@ public struct RefreshFlight: Sendable {
 
     /// The attempt was resolved (or its outcome written): start again, or end.
     public mutating func resolved(_ f: RefreshFinish) -> Action {
-        f.next == .again ? nextStart() : .end(Self.ending(f))
+        guard f.next == .again else { return .end(Self.ending(f)) }
+        if case .demand(_, let need) = trigger, let written = f.write { trigger = .demand(seenVersion: written.version, need: need) }
+        return nextStart()
     }
 
     private mutating func nextStart() -> Action {

@@ -124,6 +124,12 @@ extension RefreshMachine {
             s.attempt = nil
             return RefreshFinish(write: s, result: .failure(.idpCertificateRefused(reason: why)), health: .failed(retryAfter: nil),
                                  event: RefreshEvent(.error, "idp_certificate_refused", "the IdP's TLS certificate was refused (\(why)); the refresh token was not sent; fix the client's trust anchors or TOKENBROKER_PROVIDER_CA_FILE"))
+        case .retried(let reason):
+            var s = backingOff(row, ctx, retryAfter: nil, error.reason)
+            s.attempt = nil
+            return RefreshFinish(write: s, result: .failure(.idpUnavailable(retryAfter: seconds(s.backoffUntil!, ctx.now))),
+                                 health: .failed(retryAfter: nil),
+                                 event: RefreshEvent(.error, "refresh_refused_retried", "the IdP refused the refresh (\(reason)) without saying the grant is dead; the session is kept and retried with backoff: check the client's registration, and its descriptor's refusals"))
         case .outage(let retryAfter):
             var s = backingOff(row, ctx, retryAfter: retryAfter, error.reason)
             s.attempt = nil
