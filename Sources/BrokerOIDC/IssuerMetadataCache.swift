@@ -91,24 +91,26 @@ public final class IssuerMetadataCache: IssuerDirectory {
     private func fetch(_ source: MetadataSource, _ trust: ProviderTrust) throws(TokenEndpointError) -> IssuerMetadata {
         let issuer = source.issuer
         guard let discovery = source.url.flatMap(URL.init(string:)) else { throw .metadata("issuer is not a URL") }
+        // What failures call the document: OpenID discovery, or RFC 8414's.
+        let label = source.document == .openID ? "discovery" : "authorization server metadata"
         let reply: BlockingHTTP.Reply
         do { reply = try http.send("GET", discovery, headers: ["Accept: application/json"], trust: trust) } catch {
             switch error {
-            case .notSent(let why), .unanswered(let why): throw .transient(reason: "discovery: \(why)", retryAfter: nil)
-            case .certificateRefused(let why): throw .certificateRefused("discovery: \(why)")
-            case .tooLarge: throw .metadata("discovery document too large")
+            case .notSent(let why), .unanswered(let why): throw .transient(reason: "\(label): \(why)", retryAfter: nil)
+            case .certificateRefused(let why): throw .certificateRefused("\(label): \(why)")
+            case .tooLarge: throw .metadata("\(label) document too large")
             }
         }
-        if reply.status >= 500 || reply.status == 429 { throw .transient(reason: "discovery: HTTP \(reply.status)", retryAfter: nil) }
+        if reply.status >= 500 || reply.status == 429 { throw .transient(reason: "\(label): HTTP \(reply.status)", retryAfter: nil) }
         guard reply.status == 200, let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any] else {
-            throw .metadata("discovery: no JSON document (HTTP \(reply.status))")
+            throw .metadata("\(label): no JSON document (HTTP \(reply.status))")
         }
         guard let named = doc["issuer"] as? String, named == source.namedIssuer else {
             let shown = (doc["issuer"] as? String).map { "'\($0.prefix(300))'" } ?? "no issuer"
-            throw .metadata("discovery at \(discovery.absoluteString) names \(shown), not the configured issuer '\(source.namedIssuer)' (they must be equal, character for character)")
+            throw .metadata("\(label) at \(discovery.absoluteString) names \(shown), not the configured issuer '\(source.namedIssuer)' (they must be equal, character for character)")
         }
         guard let token = (doc["token_endpoint"] as? String).flatMap(URL.init(string:)) else {
-            throw .metadata("discovery: no token_endpoint")
+            throw .metadata("\(label): no token_endpoint")
         }
         func url(_ k: String) -> URL? { (doc[k] as? String).flatMap(URL.init(string:)) }
         var m = IssuerMetadata(issuer: issuer, tokenEndpoint: token, authorizationEndpoint: url("authorization_endpoint"),
