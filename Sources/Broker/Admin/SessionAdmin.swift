@@ -145,7 +145,7 @@ public struct SessionAdmin: Sendable {
         guard i.refreshToken != nil || expiresAt != nil else { throw bad("an access token without a refresh token must not have expired") }
         let forever = expiresAt == Session.neverExpires
         // Without a refresh token, the grant ends with its access token (announced as such).
-        let grantEnds = i.refreshToken == nil && !forever ? expiresAt
+        let grantEnds = i.refreshToken == nil ? (forever ? nil : expiresAt)
             : client.refreshPolicy.grantExpiry(grantedAt: i.grantedAt ?? now, refreshedAt: nil)
         let session = Session(
             tenant: tenant, id: Identifiers.session(using: &rng), client: client.id, subject: i.subject, issuer: client.issuer,

@@ -135,7 +135,8 @@ extension LoginService {
         let next = never || refresh == nil ? (never ? nil : expires)
             : client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: expires, jitter: Double.random(in: -1...1))
         var grantEnds = g.grantExpiry(policy: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now), sentAt: now)
-        if refresh == nil, !never { grantEnds = min(grantEnds ?? expires, expires) }
+        // Without a refresh token the grant is its access token: it ends with it, or never.
+        if refresh == nil { grantEnds = never ? nil : min(grantEnds ?? expires, expires) }
         return Session(tenant: login.tenant, id: Identifiers.session(using: &rng), client: client.id, subject: subject, issuer: login.issuer,
                        scopes: g.scope ?? login.scopes, claims: claims, accessToken: g.accessToken, accessExpiresAt: expires,
                        accessLifetime: never ? nil : expires.timeIntervalSince(now), refreshToken: refresh, idToken: g.idToken, state: .active,
