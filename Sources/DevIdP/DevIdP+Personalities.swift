@@ -67,6 +67,7 @@ extension Personality {
         case .slack: [("POST", "/api/auth.revoke"), ("GET", "/api/auth.revoke")]
         case .dropbox: [("POST", "/2/auth/token/revoke")]
         case .hubspot: [("DELETE", "/oauth/v1/refresh-tokens/{token}")]
+        case .request(let path, _): [("POST", path)]
         case .none: []
         }
     }

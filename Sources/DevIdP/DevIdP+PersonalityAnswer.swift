@@ -16,6 +16,21 @@ extension DevIdP {
             var b = members(p, issued[0])
             b["ext_expires_in"] = b["expires_in"]
             return b
+        case .box:
+            return members(p, issued[0]).merging(["restricted_to": [Any](),
+                                                   "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"]) { a, _ in a }
+        case .bitbucket:
+            var b = members(p, issued[0])
+            b["scopes"] = b.removeValue(forKey: "scope")
+            return b
+        case .asana:
+            let login = String(subject.split(separator: "@").first ?? "")
+            return members(p, issued[0]).merging(["data": ["id": p.number(subject), "gid": user, "name": login,
+                                                           "email": subject.contains("@") ? subject : subject + "@example.test"]]) { a, _ in a }
+        case .keycloak:
+            let offline = Personality.scopes(issued[0].scope).contains("offline_access")
+            return members(p, issued[0]).merging(["refresh_expires_in": offline ? 0 : 1800, "not-before-policy": 0,
+                                                   "session_state": p.userIDText("session:" + subject)]) { a, _ in a }
         case .dropbox:
             return members(p, issued[0]).merging(["account_id": user, "uid": String(p.number(subject))]) { a, _ in a }
         case .notion:

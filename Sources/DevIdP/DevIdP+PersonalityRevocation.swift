@@ -46,6 +46,13 @@ extension DevIdP {
                 return json(404, ["status": "error", "message": "refresh token not found"])
             }
             return HTTPResponse(status: 204)
+        case .request(_, let endsGrant):
+            guard fields["client_secret"] != nil, let client = authenticate(req, fields) else {
+                return json(400, ["error": "invalid_client", "error_description": "The client credentials are not valid"])
+            }
+            guard let token = fields["token"] else { return json(400, ["error": "invalid_request"]) }
+            revokePersonalityToken(p, token, client: client, endsGrant: endsGrant)
+            return HTTPResponse(status: 200)
         case .none:
             return json(404, ["error": "not_found"])
         }

@@ -21,6 +21,9 @@ extension Personality {
         case dropbox
         /// DELETE `/oauth/v1/refresh-tokens/{token}`: 204.
         case hubspot
+        /// POST, form `client_id`, `client_secret` and `token` (credentials in the body only):
+        /// 200, empty. `endsGrant`: an access token revoked ends its grant too (Box's log-out).
+        case request(path: String, endsGrant: Bool = false)
         case none
 
         var style: String {
@@ -31,6 +34,7 @@ extension Personality {
             case .slack: "slack"
             case .dropbox: "dropbox"
             case .hubspot: "hubspot"
+            case .request: "request"
             case .none: "none"
             }
         }
@@ -78,5 +82,9 @@ extension Personality {
         case prefixed(String)
         /// A GUID derived from the subject (Microsoft's `oid`).
         case guid
+        /// As `.guid`, in braces (Bitbucket's `uuid`).
+        case bracedGUID
+        /// As `.numeric`, as a JSON string (Asana's `gid`, Box's and Discord's `id`).
+        case digits
     }
 }

@@ -60,6 +60,14 @@ extension Personality {
         case notion
         /// `ext_expires_in`.
         case microsoft
+        /// `restricted_to`, `issued_token_type`.
+        case box
+        /// The granted scopes as `scopes`, not `scope`.
+        case bitbucket
+        /// The user as `data` (`gid`, `name`, `email`).
+        case asana
+        /// `refresh_expires_in` (0 for an offline token), `not-before-policy`, `session_state`.
+        case keycloak
     }
 
     struct GrantLifetime: Sendable {
