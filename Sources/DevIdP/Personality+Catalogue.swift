@@ -1,9 +1,9 @@
 /// The personalities played, each from its provider's own documentation: the OAuth 2.0 ones
-/// here and in Personality+Business, the OpenID Connect ones in Personality+OpenID.
+/// here and in Personality+Business and Personality+More, the OpenID Connect ones in Personality+OpenID.
 extension Personality {
     static let all: [Personality] = [
         plainForm, github, githubApp, slack, x,
-    ] + business + openID
+    ] + business + more + openID
 
     /// Rotating refresh tokens and form-encoded answers, with RFC 8414 metadata (benchmarks).
     static let plainForm = Personality("oauth2-form") {

@@ -58,7 +58,7 @@ struct PersonalityTests {
         let all = try await idp.personalities()
         #expect(Set(all.keys).isSuperset(of: ["github", "github-app", "gitlab", "google", "microsoft", "microsoft-common", "slack", "salesforce",
                                               "dropbox", "notion", "atlassian", "hubspot", "zoom", "intuit", "xero", "linkedin", "okta", "auth0",
-                                              "oauth2-form"]))
+                                              "oauth2-form", "box", "discord", "spotify", "bitbucket", "asana", "keycloak"]))
         for (name, p) in all.sorted(by: { $0.key < $1.key }) {
             var params = ["scope": p["oidc"] as? Bool == true ? "openid email" : "read"]
             if let s = p["offline_scope"] as? String { params["scope"]! += " " + s }
@@ -373,6 +373,70 @@ struct PersonalityTests {
         try await playing(nil) { idp, client, _ in
             let a = try await login(idp, client, "azure-ad-b2c", params: ["scope": "openid offline_access"])
             #expect(a["expires_in"] as? String == "3600" && a["refresh_token"] is String, "\(a.text)")
+        }
+    }
+
+    @Test("asana: the user under data in the token answer (gid as a string), a reusable refresh token, revocation of the refresh token with the credentials in the form, GET /api/1.0/users/me inside {data}")
+    func asanaUserInData() async throws {
+        try await playing("asana") { idp, client, p in
+            let a = try await login(idp, client, "asana", subject: "alice@example.test")
+            let data = try #require(a["data"] as? [String: Any], "\(a.text)")
+            let gid = try #require(data["gid"] as? String)
+            #expect(Int(gid) != nil && data["email"] as? String == "alice@example.test" && a["token_type"] as? String == "bearer"
+                    && a["expires_in"] as? Int == 3600, "\(a.text)")
+            let me = try await idp.call("GET", idp.issuer + "/p/asana/api/1.0/users/me", headers: bearer(try #require(a["access_token"] as? String)))
+            #expect((me["data"] as? [String: Any])?["gid"] as? String == gid, "\(me.text)")
+            let refresh = try #require(a["refresh_token"] as? String)
+            let r = try await refreshAt(idp, client, p, refresh)
+            #expect(r.status == 200 && r["refresh_token"] == nil && (r["data"] as? [String: Any])?["gid"] as? String == gid, "\(r.text)")
+            let basic = try await idp.post(idp.issuer + "/p/asana/-/oauth_revoke", ["token": refresh], basic: (client, secret))
+            #expect(basic.status == 400, "the credentials go in the form: \(basic.text)")
+            let revoked = try await idp.post(idp.issuer + "/p/asana/-/oauth_revoke", ["client_id": client, "client_secret": secret, "token": refresh])
+            #expect(revoked.status == 200 && revoked.text.isEmpty)
+            #expect(try await refreshAt(idp, client, p, refresh).status == 400)
+            #expect(try await revocations(idp, client, "request") == 1)
+        }
+    }
+
+    @Test("box: bearer tokens with restricted_to and issued_token_type, a refresh token good for one use; revoking the access token with the credentials in the form logs the user out (the grant ends)")
+    func boxRevokesTheGrant() async throws {
+        try await playing("box") { idp, client, p in
+            let a = try await login(idp, client, "box")
+            #expect(a["token_type"] as? String == "bearer" && a["restricted_to"] is [Any]
+                    && a["issued_token_type"] as? String == "urn:ietf:params:oauth:token-type:access_token", "\(a.text)")
+            let refresh = try #require(a["refresh_token"] as? String)
+            let r = try await refreshAt(idp, client, p, refresh)
+            let access = try #require(r["access_token"] as? String), next = try #require(r["refresh_token"] as? String)
+            #expect(next != refresh)
+            let me = try await idp.call("GET", idp.issuer + "/p/box/2.0/users/me", headers: bearer(access))
+            #expect(me.status == 200 && me["id"] is String, "\(me.text)")
+            let revoked = try await idp.post(idp.issuer + "/p/box/oauth2/revoke", ["client_id": client, "client_secret": secret, "token": access])
+            #expect(revoked.status == 200 && revoked.text.isEmpty)
+            #expect(try await refreshAt(idp, client, p, next).status == 400, "revoking the access token ends its grant")
+            #expect(try await revocations(idp, client, "request") == 1)
+        }
+    }
+
+    @Test("bitbucket: HTTP Basic, the granted scopes as scopes (no scope member), two-hour bearer tokens, GET /2.0/user with a uuid in braces")
+    func bitbucketScopes() async throws {
+        try await playing("bitbucket") { idp, client, _ in
+            let a = try await login(idp, client, "bitbucket", params: ["scope": "account repository"])
+            #expect(a["scopes"] as? String == "account repository" && a["scope"] == nil && a["expires_in"] as? Int == 7200, "\(a.text)")
+            let me = try await idp.call("GET", idp.issuer + "/p/bitbucket/2.0/user", headers: bearer(try #require(a["access_token"] as? String)))
+            let uuid = try #require(me["uuid"] as? String, "\(me.text)")
+            #expect(uuid.hasPrefix("{") && uuid.hasSuffix("}") && UUID(uuidString: String(uuid.dropFirst().dropLast())) != nil, "\(uuid)")
+        }
+    }
+
+    @Test("keycloak: discovery at /realms/dev, 5-minute tokens, a refresh token without asking (refresh_expires_in 1800, or 0 for an offline token with offline_access)")
+    func keycloakOffline() async throws {
+        try await playing("keycloak") { idp, client, p in
+            let d = try await idp.call("GET", try #require(p["metadata"] as? String))
+            #expect(d["issuer"] as? String == idp.issuer + "/p/keycloak/realms/dev" && d["revocation_endpoint"] is String, "\(d.text)")
+            let online = try await login(idp, client, "keycloak", params: ["scope": "openid"])
+            #expect(online["expires_in"] as? Int == 300 && online["refresh_token"] is String && online["refresh_expires_in"] as? Int == 1800, "\(online.text)")
+            let offline = try await login(idp, client, "keycloak", params: ["scope": "openid offline_access"])
+            #expect(offline["refresh_expires_in"] as? Int == 0 && offline["session_state"] is String, "\(offline.text)")
         }
     }
 
