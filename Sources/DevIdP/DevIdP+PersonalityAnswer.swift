@@ -16,6 +16,11 @@ extension DevIdP {
             var b = members(p, issued[0])
             b["ext_expires_in"] = b["expires_in"]
             return b
+        case .hubspot:
+            var b = members(p, issued[0])
+            b["scopes"] = Personality.scopes(issued[0].scope)
+            b["scope"] = nil
+            return b.merging(["hub_id": Self.hubID, "user_id": user]) { a, _ in a }
         case .dropbox:
             return members(p, issued[0]).merging(["account_id": user, "uid": String(p.number(subject))]) { a, _ in a }
         case .notion:
@@ -78,6 +83,12 @@ extension DevIdP {
         case .rfc6749: personalityAnswer(p, req, ["error": code, "error_description": description], status: status)
         case .inOK: personalityAnswer(p, req, ["error": code, "error_description": description])
         case .slack: json(200, ["ok": false, "error": code])
+        case .hubspot:
+            json(status, ["error": code, "error_description": description, "category": "VALIDATION_ERROR", "message": description,
+                          "correlationId": UUID().uuidString.lowercased()]).uncacheable()
         }
     }
+
+    /// The HubSpot account (portal) every user of the HubSpot personality belongs to.
+    static let hubID = 1_234_567
 }

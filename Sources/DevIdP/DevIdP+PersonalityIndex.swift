@@ -13,12 +13,13 @@ extension DevIdP {
                 "authorization_endpoint": base + p.paths.authorize, "token_endpoint": base + p.paths.token,
                 "revocation_style": p.revocation.style,
                 "revocation": p.revocationRoutes.map { ["method": $0.0, "url": base + $0.1] },
-                "whoami": p.whoAmIRoutes.map { ["method": $0.0, "url": base + $0.1] },
+                "whoami": p.whoAmIRoutes.map { ["method": $0.0, "url": base + $0.1, "token_in": p.whoAmITokenIn] },
                 "refresh": "\(p.refresh)", "oidc": p.oidc,
                 "client_auth": [p.clientAuth.contains(.basic) ? "basic" : nil, p.clientAuth.contains(.body) ? "body" : nil].compactMap { $0 },
                 "token_request": [p.tokenRequest.contains(.form) ? "form" : nil, p.tokenRequest.contains(.json) ? "json" : nil].compactMap { $0 },
             ]
             if let path = p.metadataPath { o["metadata"] = root + path }
+            if case .hubspot = p.whoAmI, let (_, path) = p.whoAmIRoutes.first { o["introspection_endpoint"] = base + path }
             if p.oidc { o["issuer"] = base + p.paths.issuer }
             switch p.offline {
             case .param(let name, let value): o["offline_parameter"] = [name: value]

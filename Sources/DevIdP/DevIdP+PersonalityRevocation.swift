@@ -42,10 +42,15 @@ extension DevIdP {
             revokePersonalityToken(p, Self.bearer(req)!, client: access.client, endsGrant: true)
             return .json(200, "null")
         case .hubspot:
-            guard revokePersonalityToken(p, req.parameters["token"] ?? "", client: nil, endsGrant: false, refreshOnly: true) else {
-                return json(404, ["status": "error", "message": "refresh token not found"])
+            // The credentials beside the token in the form, as every 2026-03 endpoint takes them.
+            guard fields["client_secret"] != nil, let client = authenticate(req, fields) else {
+                return refusal(p, req, code: "invalid_client", status: 401, description: "client authentication failed")
             }
-            return HTTPResponse(status: 204)
+            guard let token = fields["token"], state.withLock({ $0.refreshTokens[token]?.client == client }),
+                  revokePersonalityToken(p, token, client: client, endsGrant: false, refreshOnly: true) else {
+                return refusal(p, req, code: "invalid_request", description: "token is not a refresh token of this client")
+            }
+            return HTTPResponse(status: 200)
         case .none:
             return json(404, ["error": "not_found"])
         }

@@ -59,13 +59,18 @@ extension Personality {
         $0.userID = .prefixed("5b10a")
     }
 
-    /// HubSpot: credentials in the body, 30-minute tokens, a refresh token that stays the same
-    /// and comes back with every refresh, deleted by DELETE with the token in the path (its
-    /// access tokens live on).
+    /// HubSpot's OAuth API 2026-03 (v1 ends on 16 February 2027): every parameter in the form
+    /// body, the credentials too; 30-minute tokens; `hub_id`, `user_id` and the granted `scopes`
+    /// (an array) in every answer, and a refresh token in every answer. The pages do not say
+    /// whether a used refresh token stays valid: the personality plays the strict reading, a new
+    /// one each time and the used one refused. Refusals carry RFC 6749's `error` beside HubSpot's
+    /// `category`, `message` and `correlationId`. Revocation ends the refresh token only (its
+    /// access tokens live on); introspection replaces v1's token metadata.
     static let hubspot = Personality("hubspot") {
-        $0.paths = .init(authorize: "/oauth/authorize", token: "/oauth/v1/token")
+        $0.paths = .init(authorize: "/oauth/authorize", token: "/oauth/2026-03/token")
         $0.clientAuth = [.body]
-        $0.refresh = .reusableEchoed
+        $0.shape = .hubspot
+        $0.errors = .hubspot
         $0.tokenType = "bearer"
         $0.accessTTL = 1800
         $0.revocation = .hubspot

@@ -19,7 +19,8 @@ extension Personality {
         case slack
         /// POST `/2/auth/token/revoke` with the token as bearer: 200 `null`.
         case dropbox
-        /// DELETE `/oauth/v1/refresh-tokens/{token}`: 204.
+        /// POST `/oauth/2026-03/token/revoke`, form `token` (a refresh token) with `client_id` and
+        /// `client_secret` beside it: 200. Only the refresh token ends; its access tokens live on.
         case hubspot
         case none
 
@@ -47,7 +48,8 @@ extension Personality {
         case dropbox
         /// GET the identity URL of the token answer's `id`.
         case salesforce
-        /// GET `/oauth/v1/access-tokens/{token}`: `{"user_id", "hub_id", …}`.
+        /// POST `/oauth/2026-03/token/introspect`, form `token` with the client's credentials:
+        /// `{"active", "user_id", "hub_id", …}` (RFC 7662 with HubSpot's members).
         case hubspot
         /// `method path`: `{"<idKey>": id, "email"}`, inside `{"<wrapper>": …}` when there is one (X's `data`).
         case json(method: String, path: String, idKey: String, wrapper: String? = nil)

@@ -37,6 +37,9 @@ extension Personality {
         case inOK
         /// HTTP 200 `{"ok": false, "error": …}` (Slack).
         case slack
+        /// RFC 6749's status and `error`, `error_description`, beside HubSpot's `category`,
+        /// `message` and `correlationId` (HubSpot's standardized OAuth errors).
+        case hubspot
     }
 
     /// The provider's error codes for each refusal.
@@ -60,6 +63,8 @@ extension Personality {
         case notion
         /// `ext_expires_in`.
         case microsoft
+        /// `hub_id`, `user_id` (numbers) and `scopes` (an array) in place of `scope`.
+        case hubspot
     }
 
     struct GrantLifetime: Sendable {
