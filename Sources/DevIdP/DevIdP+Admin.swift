@@ -61,8 +61,9 @@ extension DevIdP {
     }
 
     /// `{"client_id", "redirect_uris", "client_secret"?, "jwks"? (private_key_jwt), "access_ttl"?,
-    /// "id_token_alg"? (ES256, RS256, PS256), "dpop_required"?, "actor_jwks"?, "exchange_audiences"?}`:
-    /// registers or replaces a client.
+    /// "id_token_alg"? (ES256, RS256, PS256), "dpop_required"?, "actor_jwks"?, "exchange_audiences"?,
+    /// "token_rotation"?}`: registers or replaces a client (`token_rotation`: an app with token
+    /// rotation on, at a personality where it is an app setting).
     func registerClient(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let id = o["client_id"] as? String,
               let uris = o["redirect_uris"] as? [String] else { return json(400, ["error": "invalid_request"]) }
@@ -76,6 +77,7 @@ extension DevIdP {
         client.accessTTLGiven = o["access_ttl"] is Int
         client.actorJWKS = ((o["actor_jwks"] as? [String: Any])?["keys"] as? [[String: Any]] ?? []).compactMap(JSONWebKey.init(json:))
         client.exchangeAudiences = o["exchange_audiences"] as? [String] ?? []
+        client.tokenRotation = o["token_rotation"] as? Bool ?? false
         state.withLock { $0.clients[id] = client }
         return json(201, ["client_id": id])
     }

@@ -8,15 +8,17 @@ import Foundation
 /// dev IdP's own endpoint), stay the same, or do not exist. Injected failures
 /// (`POST /admin/failures`, endpoint `token`) apply here as at `/token`.
 extension DevIdP {
-    func personalityToken(_ p: Personality, _ req: HTTPRequest) -> HTTPReply {
+    func personalityToken(_ base: Personality, _ req: HTTPRequest) -> HTTPReply {
         let isJSON = (req.header("content-type") ?? "").lowercased().hasPrefix("application/json")
-        guard p.tokenRequest.contains(isJSON ? .json : .form) else {
-            return .now(refusal(p, req, code: p.codes.request, description: "this request body is not accepted"))
+        guard base.tokenRequest.contains(isJSON ? .json : .form) else {
+            return .now(refusal(base, req, code: base.codes.request, description: "this request body is not accepted"))
         }
         let form = Self.fields(req)
-        guard let clientID = personalityClient(p, req, form) else {
-            return .now(refusal(p, req, code: p.codes.client, status: 401, description: "client authentication failed"))
+        guard let clientID = personalityClient(base, req, form) else {
+            return .now(refusal(base, req, code: base.codes.client, status: 401, description: "client authentication failed"))
         }
+        // The app's own setting, where the provider has one (Slack's token rotation).
+        let p = base.played(rotation: state.withLock { $0.clients[clientID]?.tokenRotation ?? false })
         if case .single(let tenant) = p.tenancy, req.parameters["tenant"] != tenant {
             return .now(refusal(p, req, code: p.codes.request, description: "unknown tenant"))
         }

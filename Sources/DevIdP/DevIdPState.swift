@@ -20,6 +20,8 @@ struct DevIdPState {
         /// exchange for (empty: any).
         var actorJWKS: [JSONWebKey] = []
         var exchangeAudiences: [String] = []
+        /// An app with token rotation on, at a personality where that is an app setting (Slack).
+        var tokenRotation = false
         var confidential: Bool { secret != nil || !jwks.isEmpty }
     }
 

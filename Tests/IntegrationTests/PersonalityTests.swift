@@ -150,32 +150,56 @@ struct PersonalityTests {
         }
     }
 
-    @Test("slack: the bot token on top and the user token under authed_user (token_type bot and user), refusals as {ok: false} in HTTP 200, auth.test, auth.revoke by bearer or form")
+    @Test("slack (token rotation off, Slack's default): the bot token on top and the user token under authed_user (token_type bot and user), tokens that never expire and no refresh token, refusals as {ok: false} in HTTP 200, auth.test, auth.revoke by bearer or form")
     func slack() async throws {
         try await playing(nil) { idp, client, _ in
             let base = idp.issuer + "/p/slack"
             let p = try #require(try await idp.personalities()["slack"])
+            #expect(p["refresh"] as? String == "none" && p["access_expires"] as? Bool == false, "\(p)")
             let a = try await login(idp, client, "slack", params: ["scope": "chat:write,channels:read", "user_scope": "search:read"])
             #expect(a["ok"] as? Bool == true && a["token_type"] as? String == "bot" && a["scope"] as? String == "chat:write,channels:read", "\(a.text)")
-            #expect((a["access_token"] as? String)?.hasPrefix("xoxe.xoxb-") == true && (a["team"] as? [String: Any])?["id"] is String)
+            #expect((a["access_token"] as? String)?.hasPrefix("xoxb-") == true && (a["team"] as? [String: Any])?["id"] is String)
+            #expect(a["expires_in"] == nil && a["refresh_token"] == nil, "\(a.text)")
             let user = try #require(a["authed_user"] as? [String: Any])
             let userToken = try #require(user["access_token"] as? String), userID = try #require(user["id"] as? String)
-            #expect(user["token_type"] as? String == "user" && userToken.hasPrefix("xoxe.xoxp-") && userID.hasPrefix("U") && user["refresh_token"] is String)
-            let refreshed = try await refreshAt(idp, client, p, user["refresh_token"] as! String)
-            #expect(refreshed["ok"] as? Bool == true && refreshed["token_type"] as? String == "user" && refreshed["expires_in"] as? Int == 43200, "\(refreshed.text)")
+            #expect(user["token_type"] as? String == "user" && userToken.hasPrefix("xoxp-") && userID.hasPrefix("U"), "\(user)")
+            #expect(user["refresh_token"] == nil && user["expires_in"] == nil, "no refresh token, a token that never expires: \(user)")
+            let refresh = try await idp.post(base + "/api/oauth.v2.access", ["grant_type": "refresh_token", "refresh_token": "xoxe-1-x"], basic: (client, secret))
+            #expect(refresh.status == 200 && refresh["ok"] as? Bool == false && refresh["error"] as? String == "invalid_grant_type", "\(refresh.text)")
             let bad = try await idp.post(base + "/api/oauth.v2.access", ["code": "not-a-code", "grant_type": "authorization_code"], basic: (client, secret))
             #expect(bad.status == 200 && bad["ok"] as? Bool == false && bad["error"] as? String == "invalid_code", "\(bad.text)")
-            let newUserToken = try #require(refreshed["access_token"] as? String)
-            let me = try await idp.post(base + "/api/auth.test", [:], headers: bearer(newUserToken))
+            let me = try await idp.post(base + "/api/auth.test", [:], headers: bearer(userToken))
             #expect(me["ok"] as? Bool == true && me["user_id"] as? String == userID, "\(me.text)")
             let bot = try #require(a["access_token"] as? String)
             let revoked = try await idp.post(base + "/api/auth.revoke", [:], headers: bearer(bot))
             #expect(revoked["ok"] as? Bool == true && revoked["revoked"] as? Bool == true, "\(revoked.text)")
             let gone = try await idp.post(base + "/api/auth.test", [:], headers: bearer(bot))
             #expect(gone.status == 200 && gone["ok"] as? Bool == false && gone["error"] as? String == "invalid_auth")
-            let byForm = try await idp.post(base + "/api/auth.revoke", ["token": newUserToken])
+            let byForm = try await idp.post(base + "/api/auth.revoke", ["token": userToken])
             #expect(byForm["revoked"] as? Bool == true)
             #expect(try await revocations(idp, client, "slack") == 2)
+        }
+    }
+
+    @Test("slack with token rotation (a client registered with token_rotation): 12-hour xoxe. tokens with a rotating xoxe-1- refresh token under authed_user, a refresh answering the user token at the top level")
+    func slackTokenRotation() async throws {
+        try await playing(nil) { idp, _, _ in
+            let client = TestEnv.uniqueName("rotating")
+            try await idp.registerPersonalityClient(client, secret: secret, redirectURI: redirect, settings: ["token_rotation": true])
+            let p = try #require(try await idp.personalities()["slack"])
+            #expect((p["token_rotation"] as? [String: Any])?["refresh"] as? String == "rotating", "\(p)")
+            let a = try await login(idp, client, "slack", params: ["scope": "chat:write", "user_scope": "search:read"])
+            #expect((a["access_token"] as? String)?.hasPrefix("xoxe.xoxb-") == true && a["expires_in"] as? Int == 43200, "\(a.text)")
+            let user = try #require(a["authed_user"] as? [String: Any])
+            let first = try #require(user["refresh_token"] as? String)
+            #expect((user["access_token"] as? String)?.hasPrefix("xoxe.xoxp-") == true && first.hasPrefix("xoxe-1-") && user["expires_in"] as? Int == 43200, "\(user)")
+            let refreshed = try await refreshAt(idp, client, p, first)
+            #expect(refreshed["ok"] as? Bool == true && refreshed["token_type"] as? String == "user" && refreshed["expires_in"] as? Int == 43200
+                    && (refreshed["refresh_token"] as? String).map { $0 != first } == true, "\(refreshed.text)")
+            let me = try await idp.post(idp.issuer + "/p/slack/api/auth.test", [:], headers: bearer(try #require(refreshed["access_token"] as? String)))
+            #expect(me["ok"] as? Bool == true && me["user_id"] as? String == user["id"] as? String, "\(me.text)")
+            let reused = try await refreshAt(idp, client, p, first)
+            #expect(reused.status == 200 && reused["ok"] as? Bool == false && reused["error"] as? String == "invalid_refresh_token", "\(reused.text)")
         }
     }
 
