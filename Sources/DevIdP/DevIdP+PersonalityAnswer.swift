@@ -16,6 +16,8 @@ extension DevIdP {
             var b = members(p, issued[0])
             b["ext_expires_in"] = b["expires_in"]
             return b
+        case .gitlab:
+            return members(p, issued[0]).merging(["created_at": Int(Date().timeIntervalSince1970)]) { a, _ in a }
         case .hubspot:
             var b = members(p, issued[0])
             b["scopes"] = Personality.scopes(issued[0].scope)

@@ -47,13 +47,16 @@ extension Personality {
         $0.userID = .guid
     }
 
-    /// Atlassian: JSON (or form) token requests with the credentials in the body, a rotating
-    /// refresh token with `offline_access`, no revocation endpoint.
+    /// Atlassian: JSON (or form) token requests with the credentials in the body, 1-hour tokens,
+    /// a rotating refresh token with `offline_access` (a spent one refused with 403
+    /// `invalid_grant`), no revocation endpoint.
     static let atlassian = Personality("atlassian") {
         $0.paths = .init(authorize: "/authorize", token: "/oauth/token")
         $0.tokenRequest = [.json, .form]
         $0.clientAuth = [.body]
         $0.offline = .scope("offline_access")
+        $0.codes.refreshStatus = 403
+        $0.accessTTL = 3600
         $0.revocation = .none
         $0.whoAmI = .json(method: "GET", path: "/me", idKey: "account_id")
         $0.userID = .prefixed("5b10a")

@@ -23,6 +23,7 @@ extension Personality {
         $0.paths = .init(issuer: "/{tenant}/v2.0", authorize: "/{tenant}/oauth2/v2.0/authorize", token: "/{tenant}/oauth2/v2.0/token")
         $0.offline = .scope("offline_access")
         $0.shape = .microsoft
+        $0.accessTTL = 3600
         $0.revocation = .none
         $0.whoAmI = .json(method: "GET", path: "/v1.0/me", idKey: "id")
         $0.userID = .guid
@@ -36,8 +37,10 @@ extension Personality {
         $0.tenancy = .common
     }
 
+    /// GitLab: 2-hour tokens, `created_at` in every answer, a refresh token that rotates.
     static let gitlab = Personality(openID: "gitlab") {
         $0.paths = .init(authorize: "/oauth/authorize", token: "/oauth/token")
+        $0.shape = .gitlab
         $0.accessTTL = 7200
         $0.revocation = .rfc7009(path: "/oauth/revoke")
         $0.whoAmI = .userinfo(path: "/oauth/userinfo")
@@ -68,8 +71,9 @@ extension Personality {
         $0.userID = .prefixed("li")
     }
 
-    /// Okta's default custom authorization server, below `/oauth2/default`.
+    /// Okta's default custom authorization server, below `/oauth2/default`: 1-hour tokens.
     static let okta = Personality(openID: "okta") {
+        $0.accessTTL = 3600
         $0.paths = .init(issuer: "/oauth2/default", authorize: "/oauth2/default/v1/authorize", token: "/oauth2/default/v1/token")
         $0.offline = .scope("offline_access")
         $0.revocation = .rfc7009(path: "/oauth2/default/v1/revoke")
@@ -77,9 +81,10 @@ extension Personality {
         $0.userID = .prefixed("00u")
     }
 
-    /// Auth0: an issuer ending in `/`, token requests as form or JSON, rotation with reuse
-    /// detection, a refresh token with `offline_access`.
+    /// Auth0: an issuer ending in `/`, token requests as form or JSON, 24-hour access tokens (an
+    /// API's default), rotation with reuse detection, a refresh token with `offline_access`.
     static let auth0 = Personality(openID: "auth0") {
+        $0.accessTTL = 86400
         $0.paths = .init(issuer: "/", authorize: "/authorize", token: "/oauth/token")
         $0.tokenRequest = [.form, .json]
         $0.offline = .scope("offline_access")

@@ -49,6 +49,8 @@ extension Personality {
         var client = "invalid_client"
         var request = "invalid_request"
         var grantType = "unsupported_grant_type"
+        /// The status of a refused refresh token (Atlassian's is 403).
+        var refreshStatus = 400
     }
 
     enum Shape: Sendable {
@@ -65,6 +67,8 @@ extension Personality {
         case microsoft
         /// `hub_id`, `user_id` (numbers) and `scopes` (an array) in place of `scope`.
         case hubspot
+        /// `created_at` (seconds since 1970).
+        case gitlab
     }
 
     struct GrantLifetime: Sendable {

@@ -419,6 +419,25 @@ struct PersonalityTests {
         }
     }
 
+    @Test("atlassian: a spent refresh token refused with 403 invalid_grant; gitlab: created_at in every answer; each provider's own access-token lifetime")
+    func refusalsAndLifetimes() async throws {
+        try await playing(nil) { idp, client, _ in
+            let all = try await idp.personalities()
+            let a = try await login(idp, client, "atlassian", params: ["scope": "read:me offline_access"])
+            let first = try #require(a["refresh_token"] as? String, "\(a.text)")
+            #expect(a["expires_in"] as? Int == 3600)
+            #expect(try await refreshAt(idp, client, all["atlassian"]!, first).status == 200)
+            let spent = try await refreshAt(idp, client, all["atlassian"]!, first)
+            #expect(spent.status == 403 && spent["error"] as? String == "invalid_grant", "\(spent.text)")
+            let g = try await login(idp, client, "gitlab", params: ["scope": "openid"])
+            #expect(g["expires_in"] as? Int == 7200 && (g["created_at"] as? Int).map { abs($0 - Int(Date().timeIntervalSince1970)) < 60 } == true, "\(g.text)")
+            for (name, ttl) in [("auth0", 86400), ("okta", 3600), ("microsoft", 3600)] {
+                let t = try await login(idp, client, name, params: ["scope": "openid"])
+                #expect(t["expires_in"] as? Int == ttl, "\(name): \(t.text)")
+            }
+        }
+    }
+
     @Test("azure-ad-b2c sends expires_in as a string")
     func expiresInString() async throws {
         try await playing(nil) { idp, client, _ in
