@@ -6,6 +6,9 @@ import Foundation
 /// RFC 8414 metadata at `/.well-known/oauth-authorization-server/p/<name>` (§3.1), and the
 /// shared knowledge of the opaque tokens they issue.
 extension DevIdP {
+    /// The request headers a personality reads beyond the server's own (Notion's `Notion-Version`).
+    public static let personalityHeaders = Personality.all.compactMap { $0.revocationVersionHeader?.lowercased() }
+
     func addPersonalities(to r: inout Router) {
         for p in Personality.all {
             let base = "/p/" + p.name

@@ -8,6 +8,10 @@ import Foundation
 extension DevIdP {
     func personalityRevoke(_ p: Personality, _ req: HTTPRequest) -> HTTPResponse {
         let fields = Self.fields(req)
+        if let header = p.revocationVersionHeader, req.header(header.lowercased()) == nil {
+            return json(400, ["object": "error", "status": 400, "code": "missing_version",
+                              "message": "\(header) header failed validation: \(header) header should be defined, instead was `undefined`."])
+        }
         switch p.revocation {
         case .rfc7009(_, let answer):
             // Credentials given must be right; none is a public client (Google's endpoint needs none).

@@ -33,7 +33,8 @@ extension Personality {
     }
 
     /// Notion: JSON token requests with HTTP Basic, answers naming the workspace and its owner,
-    /// no `expires_in`, rotating refresh tokens, revocation as JSON.
+    /// no `expires_in`, rotating refresh tokens, revocation as JSON with the `Notion-Version`
+    /// header it requires.
     static let notion = Personality("notion") {
         $0.paths = .init(authorize: "/v1/oauth/authorize", token: "/v1/oauth/token")
         $0.tokenRequest = [.json]
@@ -43,6 +44,7 @@ extension Personality {
         $0.accessExpires = false
         $0.accessPrefix = "ntn_"
         $0.revocation = .jsonBasic(path: "/v1/oauth/revoke", answer: "{\"request_id\":\"00000000-0000-4000-8000-000000000000\"}")
+        $0.revocationVersionHeader = "Notion-Version"
         $0.whoAmI = .json(method: "GET", path: "/v1/users/me", idKey: "id")
         $0.userID = .guid
     }

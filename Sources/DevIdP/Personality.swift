@@ -49,6 +49,9 @@ struct Personality: Sendable {
     var userID: UserID = .subject
     /// Parameters added to the authorization response beside `code` and `state` (Intuit's `realmId`).
     var redirectExtras: [String: String] = [:]
+    /// A header the revocation request must carry (Notion's `Notion-Version`): without it the
+    /// request is refused with 400 `missing_version`, in Notion's error object.
+    var revocationVersionHeader: String? = nil
     /// RFC 9207: `iss` in the authorization response.
     var sendsIss = false
     /// Where token rotation is an app setting (Slack): how the personality differs for a client

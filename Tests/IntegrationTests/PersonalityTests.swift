@@ -269,7 +269,7 @@ struct PersonalityTests {
         }
     }
 
-    @Test("notion: JSON token requests with HTTP Basic only (a form, or credentials in the body, refused), the workspace and its owner in the answer, revocation as JSON")
+    @Test("notion: JSON token requests with HTTP Basic only (a form, or credentials in the body, refused), the workspace and its owner in the answer, revocation as JSON only with Notion-Version")
     func notion() async throws {
         try await playing(nil) { idp, client, _ in
             let base = idp.issuer + "/p/notion"
@@ -283,8 +283,13 @@ struct PersonalityTests {
             #expect(inBody.status == 401 && inBody["error"] as? String == "invalid_client")
             let access = try #require(a["access_token"] as? String)
             #expect(try await idp.call("GET", base + "/v1/users/me", headers: bearer(access)).status == 200)
-            let revoked = try await idp.post(base + "/v1/oauth/revoke", ["token": access], basic: (client, secret), json: true)
-            #expect(revoked.status == 200 && revoked["request_id"] is String)
+            let unversioned = try await idp.post(base + "/v1/oauth/revoke", ["token": access], basic: (client, secret), json: true)
+            #expect(unversioned.status == 400 && unversioned["code"] as? String == "missing_version" && unversioned["object"] as? String == "error",
+                    "\(unversioned.text)")
+            #expect(try await idp.call("GET", base + "/v1/users/me", headers: bearer(access)).status == 200, "a refused revocation revokes nothing")
+            let revoked = try await idp.post(base + "/v1/oauth/revoke", ["token": access], basic: (client, secret), json: true,
+                                             headers: ["Notion-Version": "2025-09-03"])
+            #expect(revoked.status == 200 && revoked["request_id"] is String, "\(revoked.status) \(revoked.text)")
             #expect(try await idp.call("GET", base + "/v1/users/me", headers: bearer(access)).status == 401)
         }
     }
