@@ -88,7 +88,8 @@ extension DevIdP {
         let next = p.refresh == .rotating ? p.refreshPrefix + Identifiers.token(bytes: 32, using: &rng) : nil
         let outcome = state.withLock { $0.presentRefresh(presented, clientID: clientID, jkt: nil, personality: p.name, next: next, now: Date()) }
         guard case .granted(let subject, let scope, let family, let kind) = outcome else {
-            return refusal(p, req, code: p.codes.refresh, status: p.codes.refreshStatus, description: "refresh token invalid, revoked or reused")
+            return refusal(p, req, code: p.codes.refresh, status: p.codes.refreshStatus,
+                           description: p.codes.refreshDescription ?? "refresh token invalid, revoked or reused")
         }
         let issued = personalityIssue(p, clientID: clientID, subject: subject, scope: scope, kind: kind,
                                       refresh: p.refresh == .reusableEchoed ? presented : next, family: family, nonce: nil, root: root)

@@ -3,11 +3,13 @@ extension Personality {
     static let business: [Personality] = [salesforce, dropbox, notion, atlassian, hubspot, zoom, intuit]
 
     /// Salesforce: `instance_url`, `id` (the identity URL), `issued_at`, `signature` and no
-    /// `expires_in`; a refresh token with the `refresh_token` scope, reusable.
+    /// `expires_in`; a refresh token with the `refresh_token` scope, reusable; a refused one is
+    /// `invalid_grant`, "expired access/refresh token".
     static let salesforce = Personality("salesforce") {
         $0.paths = .init(authorize: "/services/oauth2/authorize", token: "/services/oauth2/token")
         $0.shape = .salesforce
         $0.sendsExpiresIn = false
+        $0.codes.refreshDescription = "expired access/refresh token"
         $0.offline = .scope("refresh_token")
         $0.refresh = .reusable
         $0.accessTTL = 7200

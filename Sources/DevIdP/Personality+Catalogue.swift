@@ -71,7 +71,8 @@ extension Personality {
     }
 
     /// X: PKCE required, HTTP Basic for confidential clients (a public one sends its client_id),
-    /// a rotating refresh token with `offline.access`, 2-hour tokens, `{"data": {…}}` for "who am I".
+    /// a rotating refresh token with `offline.access`, 2-hour tokens, `{"data": {"id": "<digits>"}}`
+    /// for "who am I"; a code or refresh token it no longer accepts is `invalid_request`.
     static let x = Personality("x") {
         $0.paths = .init(authorize: "/i/oauth2/authorize", token: "/2/oauth2/token")
         $0.pkce = .required
@@ -80,6 +81,7 @@ extension Personality {
         $0.accessTTL = 7200
         $0.revocation = .rfc7009(path: "/2/oauth2/revoke", answer: "{\"revoked\":true}")
         $0.whoAmI = .json(method: "GET", path: "/2/users/me", idKey: "id", wrapper: "data")
-        $0.userID = .numeric
+        $0.userID = .digits
+        $0.codes = .init(code: "invalid_request", refresh: "invalid_request")
     }
 }

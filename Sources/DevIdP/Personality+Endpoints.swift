@@ -76,6 +76,8 @@ extension Personality {
         case subject
         /// A number derived from the subject (GitHub's `id`).
         case numeric
+        /// The same number as text (X's `id`, a string of digits).
+        case digits
         /// A prefix and upper-case hex derived from the subject (Slack's `U…`, Dropbox's `dbid:…`).
         case prefixed(String)
         /// A GUID derived from the subject (Microsoft's `oid`).

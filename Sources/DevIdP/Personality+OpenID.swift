@@ -23,6 +23,7 @@ extension Personality {
         $0.paths = .init(issuer: "/{tenant}/v2.0", authorize: "/{tenant}/oauth2/v2.0/authorize", token: "/{tenant}/oauth2/v2.0/token")
         $0.offline = .scope("offline_access")
         $0.shape = .microsoft
+        $0.errors = .microsoft
         $0.accessTTL = 3600
         $0.revocation = .none
         $0.whoAmI = .json(method: "GET", path: "/v1.0/me", idKey: "id")
@@ -57,13 +58,15 @@ extension Personality {
         $0.userID = .guid
     }
 
-    /// LinkedIn: credentials in the body, no PKCE, 60-day tokens, a refresh token that stays the
-    /// same and comes back with its own shrinking `refresh_token_expires_in`.
+    /// LinkedIn: credentials in the body, no PKCE, 60-day tokens, a comma-separated `scope` in
+    /// answers, a refresh token that stays the same and comes back with its own shrinking
+    /// `refresh_token_expires_in`.
     static let linkedin = Personality(openID: "linkedin") {
         $0.paths = .init(issuer: "/oauth", authorize: "/oauth/v2/authorization", token: "/oauth/v2/accessToken")
         $0.clientAuth = [.body]
         $0.pkce = .ignored
         $0.refresh = .reusableEchoed
+        $0.scopeSeparator = ","
         $0.accessTTL = 5_184_000
         $0.grantLifetime = .init(name: "refresh_token_expires_in", seconds: 31_536_000, fromSignIn: true)
         $0.revocation = .rfc7009(path: "/oauth/v2/revoke")

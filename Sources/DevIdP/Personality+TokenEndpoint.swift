@@ -37,6 +37,9 @@ extension Personality {
         case inOK
         /// HTTP 200 `{"ok": false, "error": …}` (Slack).
         case slack
+        /// RFC 6749, with Microsoft's `AADSTS…` code in `error_description` and `error_codes`,
+        /// `timestamp`, `trace_id`, `correlation_id`.
+        case microsoft
         /// RFC 6749's status and `error`, `error_description`, beside HubSpot's `category`,
         /// `message` and `correlationId` (HubSpot's standardized OAuth errors).
         case hubspot
@@ -51,6 +54,8 @@ extension Personality {
         var grantType = "unsupported_grant_type"
         /// The status of a refused refresh token (Atlassian's is 403).
         var refreshStatus = 400
+        /// The provider's own words for a refused refresh token, where it documents them.
+        var refreshDescription: String? = nil
     }
 
     enum Shape: Sendable {

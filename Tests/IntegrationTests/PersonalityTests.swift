@@ -112,7 +112,8 @@ struct PersonalityTests {
             #expect(json.headers["content-type"] == "application/json" && json["access_token"] is String, "\(json.text)")
             let used = ["client_id": client, "client_secret": secret, "code": "not-a-code"]
             let bad = try await idp.post(base + "/login/oauth/access_token", used)
-            #expect(bad.status == 200 && bad.form["error"] == "bad_verification_code", "\(bad.text)")
+            #expect(bad.status == 200 && bad.form["error"] == "bad_verification_code" && bad.form["error_uri"]?.hasPrefix("https://docs.github.com/") == true,
+                    "\(bad.text)")
             let badJSON = try await idp.post(base + "/login/oauth/access_token", used, headers: ["Accept": "application/json"])
             #expect(badJSON.status == 200 && badJSON["error"] as? String == "bad_verification_code", "\(badJSON.text)")
             let wrongSecret = try await idp.post(base + "/login/oauth/access_token", ["client_id": client, "client_secret": "wrong", "code": "x"])
@@ -239,7 +240,8 @@ struct PersonalityTests {
                     && a["uid"] is String, "\(a.text)")
             let refresh = try #require(a["refresh_token"] as? String)
             let r = try await refreshAt(idp, client, p, refresh)
-            #expect(r.status == 200 && r["refresh_token"] == nil)
+            #expect(r.status == 200 && r["refresh_token"] == nil && r["account_id"] == nil && r["uid"] == nil && r["expires_in"] as? Int == 14400,
+                    "a refresh answers the access token, its type and lifetime only: \(r.text)")
             let access = try #require(r["access_token"] as? String)
             let me = try await idp.call("POST", base + "/2/users/get_current_account", body: Data("null".utf8),
                                         headers: bearer(access).merging(["Content-Type": "application/json"]) { a, _ in a })
@@ -386,8 +388,9 @@ struct PersonalityTests {
     func grantLifetimes() async throws {
         try await playing(nil) { idp, client, _ in
             let all = try await idp.personalities()
-            let li = try await login(idp, client, "linkedin")
-            #expect(li["refresh_token_expires_in"] as? Int == 31_536_000 && li["expires_in"] as? Int == 5_184_000, "\(li.text)")
+            let li = try await login(idp, client, "linkedin", params: ["scope": "openid profile email"])
+            #expect(li["refresh_token_expires_in"] as? Int == 31_536_000 && li["expires_in"] as? Int == 5_184_000 && li["scope"] as? String == "openid,profile,email",
+                    "\(li.text)")
             let liAgain = try await refreshAt(idp, client, all["linkedin"]!, li["refresh_token"] as! String)
             #expect(liAgain["refresh_token"] as? String == li["refresh_token"] as? String && (liAgain["refresh_token_expires_in"] as? Int ?? 0) <= 31_536_000
                     && (liAgain["refresh_token_expires_in"] as? Int ?? 0) > 31_535_000, "the grant's lifetime runs from the sign-in: \(liAgain.text)")
@@ -420,11 +423,14 @@ struct PersonalityTests {
                                                "code_verifier": v, "client_id": publicClient])
             #expect(a.status == 200 && a["expires_in"] as? Int == 7200 && a["refresh_token"] is String, "\(a.text)")
             let me = try await idp.call("GET", idp.issuer + "/p/x/2/users/me", headers: bearer(try #require(a["access_token"] as? String)))
-            #expect(((me["data"] as? [String: Any])?["id"] as? Int) != nil, "\(me.text)")
+            #expect(((me["data"] as? [String: Any])?["id"] as? String).flatMap { Int($0) } != nil, "an id of digits, as a string: \(me.text)")
+            let spent = try await idp.post(token, ["grant_type": "authorization_code", "code": q["code"]!, "redirect_uri": redirect,
+                                                   "code_verifier": v, "client_id": publicClient])
+            #expect(spent.status == 400 && spent["error"] as? String == "invalid_request", "X refuses a spent code as invalid_request: \(spent.text)")
         }
     }
 
-    @Test("atlassian: a spent refresh token refused with 403 invalid_grant; gitlab: created_at in every answer; each provider's own access-token lifetime")
+    @Test("refusals and lifetimes as documented: atlassian's spent refresh token 403 invalid_grant, microsoft's AADSTS codes, salesforce's words; gitlab's created_at; each provider's own access-token lifetime")
     func refusalsAndLifetimes() async throws {
         try await playing(nil) { idp, client, _ in
             let all = try await idp.personalities()
@@ -436,6 +442,11 @@ struct PersonalityTests {
             #expect(spent.status == 403 && spent["error"] as? String == "invalid_grant", "\(spent.text)")
             let g = try await login(idp, client, "gitlab", params: ["scope": "openid"])
             #expect(g["expires_in"] as? Int == 7200 && (g["created_at"] as? Int).map { abs($0 - Int(Date().timeIntervalSince1970)) < 60 } == true, "\(g.text)")
+            let ms = try await refreshAt(idp, client, all["microsoft"]!, "not-a-refresh-token")
+            #expect(ms.status == 400 && ms["error"] as? String == "invalid_grant" && ms["error_codes"] as? [Int] == [70000]
+                    && (ms["error_description"] as? String)?.hasPrefix("AADSTS70000:") == true && ms["correlation_id"] is String, "\(ms.text)")
+            let sf = try await refreshAt(idp, client, all["salesforce"]!, "not-a-refresh-token")
+            #expect(sf.status == 400 && sf["error"] as? String == "invalid_grant" && sf["error_description"] as? String == "expired access/refresh token", "\(sf.text)")
             for (name, ttl) in [("auth0", 86400), ("okta", 3600), ("microsoft", 3600)] {
                 let t = try await login(idp, client, name, params: ["scope": "openid"])
                 #expect(t["expires_in"] as? Int == ttl, "\(name): \(t.text)")
