@@ -15,7 +15,7 @@ extension DevIdP {
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
         var presentations = 0, introspections = 0, dpopRefusals = 0, exchanges = 0, repeats = 0, whoAmI = 0
-        var styles: [String: Int] = [:]
+        var styles: [String: Int] = [:], revokedTokens: [String: Int] = [:]
         var traceparents: [String] = []
         var times: [String: [Double]] = [:]
         for st in all.values {
@@ -35,6 +35,7 @@ extension DevIdP {
             repeats += st.refreshRepeats
             whoAmI += st.whoAmI
             for (k, v) in st.revocationStyles { styles[k, default: 0] += v }
+            for (k, v) in st.revokedTokens { revokedTokens[k, default: 0] += v }
             traceparents += st.traceparents
         }
         var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
@@ -47,6 +48,7 @@ extension DevIdP {
             body["exchanges"] = exchanges
             body["refresh_repeats"] = repeats
             body["revocations_by_style"] = styles
+            body["revoked_tokens"] = revokedTokens
             body["whoami_calls"] = whoAmI
             body["dpop_nonce_challenges"] = s.dpopNonceChallenges
             body["resource_accepted"] = s.resourceAccepted

@@ -2,8 +2,8 @@ import BrokerHTTP
 
 /// `GET /p`: every personality with its endpoints as URLs, so that a test (or an engineer
 /// writing a provider descriptor) finds them without reading the dev IdP. `{tenant}` is left
-/// for the caller to fill in. `refresh` and `access_expires` are how the personality's grants
-/// live by default; `token_rotation`, where the provider makes rotation an app setting, how they
+/// for the caller to fill in. `refresh`, `access_expires` and `access_ttl` (null: the client's or
+/// the dev IdP's lifetime) are how the personality's grants live by default; `token_rotation`, where the provider makes rotation an app setting, how they
 /// live for a client registered with it on.
 extension DevIdP {
     func personalityIndex(_ req: HTTPRequest) -> HTTPResponse {
@@ -16,7 +16,8 @@ extension DevIdP {
                 "revocation_style": p.revocation.style,
                 "revocation": p.revocationRoutes.map { ["method": $0.0, "url": base + $0.1] },
                 "whoami": p.whoAmIRoutes.map { ["method": $0.0, "url": base + $0.1, "token_in": p.whoAmITokenIn] },
-                "refresh": "\(p.refresh)", "access_expires": p.accessExpires, "oidc": p.oidc,
+                "refresh": "\(p.refresh)", "access_expires": p.accessExpires, "access_ttl": p.accessTTL as Any, "sends_expires_in": p.sendsExpiresIn,
+                "oidc": p.oidc,
                 "client_auth": [p.clientAuth.contains(.basic) ? "basic" : nil, p.clientAuth.contains(.body) ? "body" : nil].compactMap { $0 },
                 "token_request": [p.tokenRequest.contains(.form) ? "form" : nil, p.tokenRequest.contains(.json) ? "json" : nil].compactMap { $0 },
             ]

@@ -64,23 +64,24 @@ extension DevIdP {
     static let dropboxRefusal = HTTPResponse.json(401, #"{"error_summary": "invalid_access_token/..", "error": {".tag": "invalid_access_token"}}"#)
 
     /// Ends `token` (of `client`, when known) at `p`; counts the revocation for the token's
-    /// client. True when the token was one of `p`'s. With `refreshOnly` a refresh token is
+    /// client, by style and by the kind of token it named. True when the token was one of `p`'s. With `refreshOnly` a refresh token is
     /// forgotten and its grant's access tokens live on (HubSpot).
     @discardableResult
     private func revokePersonalityToken(_ p: Personality, _ token: String, client: String?, endsGrant: Bool, refreshOnly: Bool = false) -> Bool {
         state.withLock { s in
-            var owner: String?
+            var owner: String?, kind = "unknown"
             if let a = s.personalityAccess[token], a.personality == p.name, client == nil || a.client == client {
                 s.personalityAccess[token] = nil
                 if endsGrant, let f = a.family { s.families[f]?.revoked = true }
-                owner = a.client
+                (owner, kind) = (a.client, "access")
             } else if let rt = s.refreshTokens[token], s.families[rt.family]?.personality == p.name, client == nil || rt.client == client {
                 if refreshOnly { s.refreshTokens[token] = nil } else { s.families[rt.family]?.revoked = true }
-                owner = rt.client
+                (owner, kind) = (rt.client, "refresh")
             }
             guard let counted = owner ?? client else { return false }
             s.stats[counted, default: .init()].revocations += 1
             s.stats[counted, default: .init()].revocationStyles[p.revocation.style, default: 0] += 1
+            s.stats[counted, default: .init()].revokedTokens[kind, default: 0] += 1
             return owner != nil
         }
     }

@@ -99,6 +99,8 @@ struct DevIdPState {
         var refreshRepeats = 0
         /// Personalities: revocations by style (`rfc7009`, `github`, `slack`, `dropbox`, `json`, `hubspot`).
         var revocationStyles: [String: Int] = [:]
+        /// Personalities: revocations by the kind of token named (`access`, `refresh`, `unknown`).
+        var revokedTokens: [String: Int] = [:]
         /// Personalities: "who am I" calls answered for a valid token.
         var whoAmI = 0
     }

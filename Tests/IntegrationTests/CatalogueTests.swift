@@ -125,13 +125,19 @@ struct CatalogueTests {
         #expect((done["subject"] as? String ?? "").isEmpty == false && done["end_user"] as? String == "app-user-42", "\(name): \(done.json)")
 
         // Each hand-out: Bearer, expires_at null exactly when the entry says the token never
-        // expires, and every member the entry keeps, the same in every hand-out.
+        // expires (else the provider's lifetime, where its answers say it), and every member the
+        // entry keeps, the same in every hand-out.
+        let answersSay = plays["sends_expires_in"] as? Bool ?? p["sends_expires_in"] as? Bool ?? true
+        let lifetime = answersSay ? plays["access_ttl"] as? Int : nil
         let keeps = ((entry["token_response"] as? [String: Any])?["keep"] as? [String: Any] ?? [:]).keys.sorted()
         var kept: [String: String] = [:]
         func expectHandOut(_ t: HTTP.Reply, _ which: String) {
             #expect(t["token_type"] as? String == "Bearer", "\(name), \(which): \(t.json)")
             let at = t["expires_at"]
             #expect(expires ? at is String : at is NSNull, "\(name), \(which): expires_at \(at ?? "missing"), the entry says expires \(expires)")
+            if let lifetime, at is String, let left = (t["expires_in"] as? NSNumber)?.doubleValue {
+                #expect(abs(left - Double(lifetime)) < 120, "\(name), \(which): handed out with expires_in \(Int(left)), the provider's tokens live \(lifetime) s")
+            }
             let metadata = t["metadata"] as? [String: Any] ?? [:]
             for k in keeps {
                 let v = metadata[k].flatMap { $0 is NSNull ? nil : "\($0)" }
@@ -153,13 +159,17 @@ struct CatalogueTests {
                 && stats["refresh_repeats"] as? Int == presented.1 && stats["reuse_detected"] as? Int == 0,
                 "\(c.testDescription): \(presented.0) refreshes with \(presented.1) repeats expected (\(refreshes)): \(stats)")
 
-        // Revocation in the provider's own style, or none, said as such.
+        // Revocation in the provider's own style, of the token the entry names, or none, said as
+        // such; never a token the provider does not know (a spent one).
         let revoked = try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(session)", key: w.workerKey)
         let style = (descriptor["revocation"] as? [String: Any])?["style"] as? String ?? "rfc7009"
         #expect(revoked.status == 200 && revoked["idp_revocation"] as? String == (style == "none" ? "unsupported" : "confirmed"), "\(name): \(revoked.json)")
         if style != "none" {
-            let byStyle = try await w.idp.counters(client: clientID)["revocations_by_style"] as? [String: Int] ?? [:]
+            let after = try await w.idp.counters(client: clientID)
+            let byStyle = after["revocations_by_style"] as? [String: Int] ?? [:], byKind = after["revoked_tokens"] as? [String: Int] ?? [:]
+            let named = (descriptor["revocation"] as? [String: Any])?["token"] as? String ?? "refresh"
             #expect(byStyle[p["revocation_style"] as? String ?? ""] ?? 0 >= 1, "\(name): \(byStyle)")
+            #expect(byKind[named] ?? 0 >= 1 && byKind["unknown"] == nil, "\(c.testDescription): the entry revokes the \(named) token: \(byKind)")
         }
     }
 }
