@@ -30,12 +30,25 @@ struct CatalogueTests {
     enum Mode: String, Sendable {
         case tokenRotation = "token_rotation"
 
-        /// The registration's descriptor override (RFC 7396, over the entry).
-        var override: [String: Any] {
+        /// The paragraph of the provider's section of docs/providers.md that gives the override.
+        var paragraph: String {
             switch self {
-            case .tokenRotation: ["grant": ["refresh_token": "rotating", "access_token_expires": true]]
+            case .tokenRotation: "**An app with token rotation on.**"
             }
         }
+    }
+
+    /// The registration's descriptor override for `c`'s mode (RFC 7396, over the entry), read from
+    /// docs/providers.md: the `"descriptor": {…}` of the first JSON block after the mode's
+    /// paragraph in the provider's section, so that the test runs what operators are told to write.
+    static func override(_ c: Case) throws -> [String: Any] {
+        guard let mode = c.mode else { return [:] }
+        let doc = try String(contentsOf: catalogue.deletingLastPathComponent().appendingPathComponent("docs/providers.md"), encoding: .utf8)
+        let section = try #require(doc.components(separatedBy: "\n## " + c.provider + "\n").dropFirst().first, "no section \(c.provider)")
+        let after = try #require(section.components(separatedBy: mode.paragraph).dropFirst().first, "no paragraph \(mode.paragraph)")
+        let block = try #require(after.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        let o = try JSONSerialization.jsonObject(with: Data(("{" + block + "}").utf8)) as? [String: Any]
+        return try #require(o?["descriptor"] as? [String: Any], "no descriptor in \(block)")
     }
 
     static let cases = played.map { Case(provider: $0) } + [Case(provider: "slack", mode: .tokenRotation)]
@@ -102,7 +115,7 @@ struct CatalogueTests {
         if let offline = p["offline_scope"] as? String { scopes.append(offline) }
         let reg = try await HTTP.put(w.brokers[0].url + "/v1/tenants/\(w.tenant)/clients/\(name)", key: w.operatorKey, json: [
             "provider": name, "client_id": clientID, "client_secret": secret, "auth_method": auth, "redirect_uri": w.redirectURI,
-            "scopes": scopes, "descriptor": Self.patch(entry: entry, personality: p).merging(c.mode?.override ?? [:]) { _, b in b }])
+            "scopes": scopes, "descriptor": Self.patch(entry: entry, personality: p).merging(try Self.override(c)) { _, b in b }])
         #expect(reg.status == 201, "\(name): \(reg.json)")
         try expectStatus(reg, 201)
         let descriptor = try #require(reg["descriptor"] as? [String: Any])
