@@ -111,7 +111,7 @@ struct CatalogueTests {
         try await w.idp.registerPersonalityClient(clientID, secret: secret, redirectURI: w.redirectURI,
                                                   settings: c.mode.map { [$0.rawValue: true] } ?? [:])
         let auth = (p["client_auth"] as? [String] ?? []).contains("body") ? "client_secret_post" : "client_secret_basic"
-        var scopes = ["read"]
+        var scopes = ["read", "write"]
         if let offline = p["offline_scope"] as? String { scopes.append(offline) }
         let reg = try await HTTP.put(w.brokers[0].url + "/v1/tenants/\(w.tenant)/clients/\(name)", key: w.operatorKey, json: [
             "provider": name, "client_id": clientID, "client_secret": secret, "auth_method": auth, "redirect_uri": w.redirectURI,
@@ -137,15 +137,18 @@ struct CatalogueTests {
         let session = try #require(done["session_id"] as? String)
         #expect((done["subject"] as? String ?? "").isEmpty == false && done["end_user"] as? String == "app-user-42", "\(name): \(done.json)")
 
-        // Each hand-out: Bearer, expires_at null exactly when the entry says the token never
-        // expires (else the provider's lifetime, where its answers say it), and every member the
-        // entry keeps, the same in every hand-out.
+        // Each hand-out: Bearer, the scopes granted each as itself (however the provider's answer
+        // joins them), expires_at null exactly when the entry says the token never expires (else
+        // the provider's lifetime, where its answers say it), and every member the entry keeps,
+        // the same in every hand-out.
         let answersSay = plays["sends_expires_in"] as? Bool ?? p["sends_expires_in"] as? Bool ?? true
         let lifetime = answersSay ? plays["access_ttl"] as? Int : nil
         let keeps = ((entry["token_response"] as? [String: Any])?["keep"] as? [String: Any] ?? [:]).keys.sorted()
         var kept: [String: String] = [:]
         func expectHandOut(_ t: HTTP.Reply, _ which: String) {
             #expect(t["token_type"] as? String == "Bearer", "\(name), \(which): \(t.json)")
+            let granted = Set((t["scope"] as? String ?? "").split(separator: " ").map(String.init))
+            #expect(granted.isSuperset(of: scopes), "\(name), \(which): scope \(t["scope"] ?? "none"), asked \(scopes)")
             let at = t["expires_at"]
             #expect(expires ? at is String : at is NSNull, "\(name), \(which): expires_at \(at ?? "missing"), the entry says expires \(expires)")
             if let lifetime, at is String, let left = (t["expires_in"] as? NSNumber)?.doubleValue {
