@@ -17,7 +17,7 @@ extension DevIdP {
                 "revocation": p.revocationRoutes.map { ["method": $0.0, "url": base + $0.1] },
                 "whoami": p.whoAmIRoutes.map { ["method": $0.0, "url": base + $0.1, "token_in": p.whoAmITokenIn] },
                 "refresh": "\(p.refresh)", "access_expires": p.accessExpires, "access_ttl": p.accessTTL as Any, "sends_expires_in": p.sendsExpiresIn,
-                "oidc": p.oidc,
+                "refresh_refusal": ["error": p.codes.refresh, "status": p.errors.inOK ? 200 : p.codes.refreshStatus], "oidc": p.oidc,
                 "client_auth": [p.clientAuth.contains(.basic) ? "basic" : nil, p.clientAuth.contains(.body) ? "body" : nil].compactMap { $0 },
                 "token_request": [p.tokenRequest.contains(.form) ? "form" : nil, p.tokenRequest.contains(.json) ? "json" : nil].compactMap { $0 },
             ]

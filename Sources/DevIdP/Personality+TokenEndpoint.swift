@@ -31,6 +31,14 @@ extension Personality {
     }
 
     enum ErrorStyle: Sendable {
+        /// Refusals come with HTTP 200 (GitHub, Slack).
+        var inOK: Bool {
+            switch self {
+            case .inOK, .slack: true
+            default: false
+            }
+        }
+
         /// RFC 6749 §5.2: 400 (401 for the client), the answer's format.
         case rfc6749
         /// HTTP 200 with `error` in the answer's format (GitHub).

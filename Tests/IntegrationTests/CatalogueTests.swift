@@ -175,6 +175,29 @@ struct CatalogueTests {
                 && stats["refresh_repeats"] as? Int == presented.1 && stats["reuse_detected"] as? Int == 0,
                 "\(c.testDescription): \(presented.0) refreshes with \(presented.1) repeats expected (\(refreshes)): \(stats)")
 
+        // A refused refresh token, refused in the provider's own shape (its status, its code where
+        // the entry reads it): the grant ends unless the entry names the code as retried or as
+        // refusing the client (docs/provider-descriptors.md's defaults where it names none).
+        if refreshes != "none" {
+            let other = try expectStatus(try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/logins", key: w.workerKey, json: [
+                "client": name, "login_hint": "other-\(name)", "end_user": "app-user-43"]), 201)
+            let second = try expectStatus(try await w.callback(try await w.authorize(other["authorization_url"] as! String)), 200)
+            let id = try #require(second["session_id"] as? String)
+            _ = try await w.idp.call("POST", w.idp.issuer + "/admin/revoke-subject", json: ["sub": "other-\(name)"])
+            let refused = try await w.token(id, body: ["min_ttl": 60, "force_refresh": true])
+            let refusal = plays["refresh_refusal"] as? [String: Any] ?? p["refresh_refusal"] as? [String: Any] ?? [:]
+            let code = refusal["error"] as? String ?? ""
+            let named = descriptor["refusals"] as? [String: Any] ?? [:]
+            let retried = named["retried"] as? [String] ?? ["invalid_request"]
+            let clientRefused = named["client_refused"] as? [String] ?? ["invalid_client", "unauthorized_client"]
+            let expected = retried.contains(code) ? "retried" : clientRefused.contains(code) ? "idp_client_rejected" : "needs_reauth"
+            if expected == "retried" {
+                #expect(refused.status >= 500 && refused["error"] as? String != "needs_reauth", "\(c.testDescription): \(code) is retried: \(refused.status) \(refused.json)")
+            } else {
+                #expect(refused["error"] as? String == expected, "\(c.testDescription): \(code) (HTTP \(refusal["status"] ?? "?")) should be \(expected): \(refused.status) \(refused.json)")
+            }
+        }
+
         // Revocation in the provider's own style, of the token the entry names, or none, said as
         // such; never a token the provider does not know (a spent one).
         let revoked = try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(session)", key: w.workerKey)
