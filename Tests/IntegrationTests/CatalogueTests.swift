@@ -5,10 +5,11 @@ import Testing
 /// HTTP, as an operator would register it: the catalogue's descriptor with only its URLs pointed
 /// at the personality (and, for a provider's optional mode, the override docs/providers.md gives
 /// for it). The personality and the entry must agree on how grants live; then a login with the
-/// application's own user id, hand-outs with the right token type, expiry and kept members,
-/// refreshes where the provider has them, each presenting the refresh token the provider expects
-/// (counted at the provider: the newest of a rotating one, the same reusable one again, never a
-/// spent one), and a revocation in the provider's own style (or none, said as such).
+/// application's own user id, hand-outs with the right token type, scopes, expiry and kept
+/// members, refreshes where the provider has them, each presenting the refresh token the provider
+/// expects (counted at the provider: the newest of a rotating one, the same reusable one again,
+/// never a spent one), a refused refresh token read in the provider's own shape, and a revocation
+/// in the provider's own style of the token the entry names (or none, said as such).
 @Suite(.serialized)
 struct CatalogueTests {
     /// The catalogue entries a personality plays (the catalogue has a few more: Box, Discord,
@@ -98,7 +99,7 @@ struct CatalogueTests {
         (played as? String).map { $0 == "reusableEchoed" ? "reusable" : $0 }
     }
 
-    @Test("each provider of the catalogue, against its personality: login, hand-outs, refreshes as the provider rotates, revocation in its style",
+    @Test("each provider of the catalogue, against its personality: login, hand-outs, refreshes as the provider rotates, its refusal, revocation in its style",
           arguments: cases)
     func provider(_ c: Case) async throws {
         let name = c.provider
