@@ -15,7 +15,7 @@ extension DevIdP {
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
         var presentations = 0, introspections = 0, dpopRefusals = 0, exchanges = 0, repeats = 0, whoAmI = 0
-        var styles: [String: Int] = [:]
+        var styles: [String: Int] = [:], revokedTokens: [String: Int] = [:]
         var traceparents: [String] = []
         var times: [String: [Double]] = [:]
         for st in all.values {
@@ -35,6 +35,7 @@ extension DevIdP {
             repeats += st.refreshRepeats
             whoAmI += st.whoAmI
             for (k, v) in st.revocationStyles { styles[k, default: 0] += v }
+            for (k, v) in st.revokedTokens { revokedTokens[k, default: 0] += v }
             traceparents += st.traceparents
         }
         var body: [String: Any] = ["token_calls": calls, "refreshes_ok": ok, "reuse_detected": reuse, "families_revoked": revoked,
@@ -47,6 +48,7 @@ extension DevIdP {
             body["exchanges"] = exchanges
             body["refresh_repeats"] = repeats
             body["revocations_by_style"] = styles
+            body["revoked_tokens"] = revokedTokens
             body["whoami_calls"] = whoAmI
             body["dpop_nonce_challenges"] = s.dpopNonceChallenges
             body["resource_accepted"] = s.resourceAccepted
@@ -61,8 +63,9 @@ extension DevIdP {
     }
 
     /// `{"client_id", "redirect_uris", "client_secret"?, "jwks"? (private_key_jwt), "access_ttl"?,
-    /// "id_token_alg"? (ES256, RS256, PS256), "dpop_required"?, "actor_jwks"?, "exchange_audiences"?}`:
-    /// registers or replaces a client.
+    /// "id_token_alg"? (ES256, RS256, PS256), "dpop_required"?, "actor_jwks"?, "exchange_audiences"?,
+    /// "token_rotation"?}`: registers or replaces a client (`token_rotation`: an app with token
+    /// rotation on, at a personality where it is an app setting).
     func registerClient(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let id = o["client_id"] as? String,
               let uris = o["redirect_uris"] as? [String] else { return json(400, ["error": "invalid_request"]) }
@@ -76,6 +79,7 @@ extension DevIdP {
         client.accessTTLGiven = o["access_ttl"] is Int
         client.actorJWKS = ((o["actor_jwks"] as? [String: Any])?["keys"] as? [[String: Any]] ?? []).compactMap(JSONWebKey.init(json:))
         client.exchangeAudiences = o["exchange_audiences"] as? [String] ?? []
+        client.tokenRotation = o["token_rotation"] as? Bool ?? false
         state.withLock { $0.clients[id] = client }
         return json(201, ["client_id": id])
     }

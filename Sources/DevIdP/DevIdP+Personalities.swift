@@ -6,6 +6,9 @@ import Foundation
 /// RFC 8414 metadata at `/.well-known/oauth-authorization-server/p/<name>` (§3.1), and the
 /// shared knowledge of the opaque tokens they issue.
 extension DevIdP {
+    /// The request headers a personality reads beyond the server's own (Notion's `Notion-Version`).
+    public static let personalityHeaders = Personality.all.compactMap { $0.revocationVersionHeader?.lowercased() }
+
     func addPersonalities(to r: inout Router) {
         for p in Personality.all {
             let base = "/p/" + p.name
@@ -66,10 +69,17 @@ extension Personality {
         case .github: [("DELETE", "/applications/{client_id}/token")]
         case .slack: [("POST", "/api/auth.revoke"), ("GET", "/api/auth.revoke")]
         case .dropbox: [("POST", "/2/auth/token/revoke")]
-        case .hubspot: [("DELETE", "/oauth/v1/refresh-tokens/{token}")]
+        case .hubspot: [("POST", "/oauth/2026-03/token/revoke")]
         case .request(let path, _): [("POST", path)]
         case .none: []
         }
+    }
+
+    /// How a "who am I" call carries the token: `bearer`, or `form`
+    /// (`token` with the client's credentials: HubSpot's introspection).
+    var whoAmITokenIn: String {
+        if case .hubspot = whoAmI { return "form" }
+        return "bearer"
     }
 
     /// The (method, path) of each "who am I" endpoint, below `/p/<name>`.
@@ -80,7 +90,7 @@ extension Personality {
         case .slack: [("POST", "/api/auth.test"), ("GET", "/api/auth.test")]
         case .dropbox: [("POST", "/2/users/get_current_account")]
         case .salesforce: [("GET", "/id/{org}/{user}")]
-        case .hubspot: [("GET", "/oauth/v1/access-tokens/{token}")]
+        case .hubspot: [("POST", "/oauth/2026-03/token/introspect")]
         case .json(let method, let path, _, _): [(method, path)]
         }
     }

@@ -31,7 +31,16 @@ extension DevIdP {
             let offline = Personality.scopes(issued[0].scope).contains("offline_access")
             return members(p, issued[0]).merging(["refresh_expires_in": offline ? 0 : 1800, "not-before-policy": 0,
                                                    "session_state": p.userIDText("session:" + subject)]) { a, _ in a }
+        case .gitlab:
+            return members(p, issued[0]).merging(["created_at": Int(Date().timeIntervalSince1970)]) { a, _ in a }
+        case .hubspot:
+            var b = members(p, issued[0])
+            b["scopes"] = Personality.scopes(issued[0].scope)
+            b["scope"] = nil
+            return b.merging(["hub_id": Self.hubID, "user_id": user]) { a, _ in a }
         case .dropbox:
+            // A refresh answers the access token, its type and lifetime, nothing else.
+            if refreshed { return members(p, issued[0]).filter { ["access_token", "token_type", "expires_in"].contains($0.key) } }
             return members(p, issued[0]).merging(["account_id": user, "uid": String(p.number(subject))]) { a, _ in a }
         case .notion:
             return members(p, issued[0]).merging([
@@ -91,8 +100,27 @@ extension DevIdP {
     func refusal(_ p: Personality, _ req: HTTPRequest, code: String, status: Int = 400, description: String) -> HTTPResponse {
         switch p.errors {
         case .rfc6749: personalityAnswer(p, req, ["error": code, "error_description": description], status: status)
-        case .inOK: personalityAnswer(p, req, ["error": code, "error_description": description])
+        case .inOK:   // GitHub's troubleshooting page, which names each code, as error_uri
+            personalityAnswer(p, req, ["error": code, "error_description": description,
+                                       "error_uri": "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors"])
+        case .microsoft:
+            personalityAnswer(p, req, Self.microsoftRefusal(code, description), status: status)
         case .slack: json(200, ["ok": false, "error": code])
+        case .hubspot:
+            json(status, ["error": code, "error_description": description, "category": "VALIDATION_ERROR", "message": description,
+                          "correlationId": UUID().uuidString.lowercased()]).uncacheable()
         }
     }
+
+    /// Microsoft's refusal: the AADSTS code of `error` first in `error_description` and in
+    /// `error_codes`, with `timestamp`, `trace_id` and `correlation_id`.
+    static func microsoftRefusal(_ code: String, _ description: String) -> [String: Any] {
+        let aadsts = ["invalid_grant": 70000, "invalid_client": 7_000_215, "unsupported_grant_type": 70003][code] ?? 900_144
+        return ["error": code, "error_description": "AADSTS\(aadsts): \(description)", "error_codes": [aadsts],
+                "timestamp": ISO8601DateFormatter().string(from: Date()), "trace_id": UUID().uuidString.lowercased(),
+                "correlation_id": UUID().uuidString.lowercased()]
+    }
+
+    /// The HubSpot account (portal) every user of the HubSpot personality belongs to.
+    static let hubID = 1_234_567
 }

@@ -8,6 +8,10 @@ import Foundation
 extension DevIdP {
     func personalityRevoke(_ p: Personality, _ req: HTTPRequest) -> HTTPResponse {
         let fields = Self.fields(req)
+        if let header = p.revocationVersionHeader, req.header(header.lowercased()) == nil {
+            return json(400, ["object": "error", "status": 400, "code": "missing_version",
+                              "message": "\(header) header failed validation: \(header) header should be defined, instead was `undefined`."])
+        }
         switch p.revocation {
         case .rfc7009(_, let answer):
             // Credentials given must be right; none is a public client (Google's endpoint needs none).
@@ -42,16 +46,21 @@ extension DevIdP {
             revokePersonalityToken(p, Self.bearer(req)!, client: access.client, endsGrant: true)
             return .json(200, "null")
         case .hubspot:
-            guard revokePersonalityToken(p, req.parameters["token"] ?? "", client: nil, endsGrant: false, refreshOnly: true) else {
-                return json(404, ["status": "error", "message": "refresh token not found"])
+            // The credentials beside the token in the form, as every 2026-03 endpoint takes them.
+            guard fields["client_secret"] != nil, let client = authenticate(req, fields) else {
+                return refusal(p, req, code: "invalid_client", status: 401, description: "client authentication failed")
             }
-            return HTTPResponse(status: 204)
+            guard let token = fields["token"], state.withLock({ $0.refreshTokens[token]?.client == client }),
+                  revokePersonalityToken(p, token, client: client, endsGrant: false, refreshOnly: true) else {
+                return refusal(p, req, code: "invalid_request", description: "token is not a refresh token of this client")
+            }
+            return HTTPResponse(status: 200)
         case .request(_, let endsGrant):
             guard fields["client_secret"] != nil, let client = authenticate(req, fields) else {
                 return json(400, ["error": "invalid_client", "error_description": "The client credentials are not valid"])
             }
             guard let token = fields["token"] else { return json(400, ["error": "invalid_request"]) }
-            revokePersonalityToken(p, token, client: client, endsGrant: endsGrant)
+            _ = revokePersonalityToken(p, token, client: client, endsGrant: endsGrant)
             return HTTPResponse(status: 200)
         case .none:
             return json(404, ["error": "not_found"])
@@ -62,23 +71,24 @@ extension DevIdP {
     static let dropboxRefusal = HTTPResponse.json(401, #"{"error_summary": "invalid_access_token/..", "error": {".tag": "invalid_access_token"}}"#)
 
     /// Ends `token` (of `client`, when known) at `p`; counts the revocation for the token's
-    /// client. True when the token was one of `p`'s. With `refreshOnly` a refresh token is
+    /// client, by style and by the kind of token it named. True when the token was one of `p`'s. With `refreshOnly` a refresh token is
     /// forgotten and its grant's access tokens live on (HubSpot).
     @discardableResult
     private func revokePersonalityToken(_ p: Personality, _ token: String, client: String?, endsGrant: Bool, refreshOnly: Bool = false) -> Bool {
         state.withLock { s in
-            var owner: String?
+            var owner: String?, kind = "unknown"
             if let a = s.personalityAccess[token], a.personality == p.name, client == nil || a.client == client {
                 s.personalityAccess[token] = nil
                 if endsGrant, let f = a.family { s.families[f]?.revoked = true }
-                owner = a.client
+                (owner, kind) = (a.client, "access")
             } else if let rt = s.refreshTokens[token], s.families[rt.family]?.personality == p.name, client == nil || rt.client == client {
                 if refreshOnly { s.refreshTokens[token] = nil } else { s.families[rt.family]?.revoked = true }
-                owner = rt.client
+                (owner, kind) = (rt.client, "refresh")
             }
             guard let counted = owner ?? client else { return false }
             s.stats[counted, default: .init()].revocations += 1
             s.stats[counted, default: .init()].revocationStyles[p.revocation.style, default: 0] += 1
+            s.stats[counted, default: .init()].revokedTokens[kind, default: 0] += 1
             return owner != nil
         }
     }

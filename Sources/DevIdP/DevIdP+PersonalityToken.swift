@@ -9,15 +9,17 @@ import Foundation
 /// (`POST /admin/failures`, endpoint `token`), refresh faults (`/admin/refresh-fault`: late or
 /// dropped answers after acting) and stalls apply here as at `/token`.
 extension DevIdP {
-    func personalityToken(_ p: Personality, _ req: HTTPRequest) -> HTTPReply {
+    func personalityToken(_ base: Personality, _ req: HTTPRequest) -> HTTPReply {
         let isJSON = (req.header("content-type") ?? "").lowercased().hasPrefix("application/json")
-        guard p.tokenRequest.contains(isJSON ? .json : .form) else {
-            return .now(refusal(p, req, code: p.codes.request, description: "this request body is not accepted"))
+        guard base.tokenRequest.contains(isJSON ? .json : .form) else {
+            return .now(refusal(base, req, code: base.codes.request, description: "this request body is not accepted"))
         }
         let form = Self.fields(req)
-        guard let clientID = personalityClient(p, req, form) else {
-            return .now(refusal(p, req, code: p.codes.client, status: 401, description: "client authentication failed"))
+        guard let clientID = personalityClient(base, req, form) else {
+            return .now(refusal(base, req, code: base.codes.client, status: 401, description: "client authentication failed"))
         }
+        // The app's own setting, where the provider has one (Slack's token rotation).
+        let p = base.played(rotation: state.withLock { $0.clients[clientID]?.tokenRotation ?? false })
         if case .single(let tenant) = p.tenancy, req.parameters["tenant"] != tenant {
             return .now(refusal(p, req, code: p.codes.request, description: "unknown tenant"))
         }
@@ -88,7 +90,8 @@ extension DevIdP {
         let next = p.refresh == .rotating ? p.refreshPrefix + Identifiers.token(bytes: 32, using: &rng) : nil
         let outcome = state.withLock { $0.presentRefresh(presented, clientID: clientID, jkt: nil, personality: p.name, next: next, now: Date()) }
         guard case .granted(let subject, let scope, let family, let kind) = outcome else {
-            return refusal(p, req, code: p.codes.refresh, description: "refresh token invalid, revoked or reused")
+            return refusal(p, req, code: p.codes.refresh, status: p.codes.refreshStatus,
+                           description: p.codes.refreshDescription ?? "refresh token invalid, revoked or reused")
         }
         let issued = personalityIssue(p, clientID: clientID, subject: subject, scope: scope, kind: kind,
                                       refresh: p.refresh == .reusableEchoed ? presented : next, family: family, nonce: nil, root: root)

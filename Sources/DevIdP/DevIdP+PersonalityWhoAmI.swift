@@ -5,9 +5,9 @@ import Foundation
 /// issued for, in the provider's words, and the provider's refusal of a bad token.
 extension DevIdP {
     func personalityWhoAmI(_ p: Personality, _ req: HTTPRequest) -> HTTPResponse {
+        if case .hubspot = p.whoAmI { return hubspotIntrospect(p, req) }
         let token: String? = switch p.whoAmI {
         case .slack: Self.bearer(req) ?? Self.fields(req)["token"]
-        case .hubspot: req.parameters["token"]
         default: Self.bearer(req)
         }
         guard let a = personalityAccess(p, token) else { return Self.whoAmIRefusal(p) }
@@ -32,9 +32,7 @@ extension DevIdP {
         case .salesforce:
             return json(200, ["user_id": id, "organization_id": "00D000000000001AAA", "username": email, "email": email])
         case .hubspot:
-            let left = a.expires.map { max(0, Int($0.timeIntervalSinceNow)) } ?? 0
-            return json(200, ["token": token!, "user": email, "hub_domain": "development.hubspot.test", "hub_id": 1_234_567, "app_id": 98_765,
-                              "scopes": Personality.scopes(a.scope), "expires_in": left, "user_id": id, "token_type": "access"])
+            return hubspotIntrospect(p, req)
         case .json(_, _, let key, let wrapper):
             var o: [String: Any] = [key: id, "email": email, "username": login]
             if p.hasTenants {   // Microsoft Graph

@@ -20,6 +20,8 @@ struct DevIdPState {
         /// exchange for (empty: any).
         var actorJWKS: [JSONWebKey] = []
         var exchangeAudiences: [String] = []
+        /// An app with token rotation on, at a personality where that is an app setting (Slack).
+        var tokenRotation = false
         var confidential: Bool { secret != nil || !jwks.isEmpty }
     }
 
@@ -97,6 +99,8 @@ struct DevIdPState {
         var refreshRepeats = 0
         /// Personalities: revocations by style (`rfc7009`, `github`, `slack`, `dropbox`, `json`, `hubspot`).
         var revocationStyles: [String: Int] = [:]
+        /// Personalities: revocations by the kind of token named (`access`, `refresh`, `unknown`).
+        var revokedTokens: [String: Int] = [:]
         /// Personalities: "who am I" calls answered for a valid token.
         var whoAmI = 0
     }

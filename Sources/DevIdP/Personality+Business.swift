@@ -3,11 +3,13 @@ extension Personality {
     static let business: [Personality] = [salesforce, dropbox, notion, atlassian, hubspot, zoom, intuit]
 
     /// Salesforce: `instance_url`, `id` (the identity URL), `issued_at`, `signature` and no
-    /// `expires_in`; a refresh token with the `refresh_token` scope, reusable.
+    /// `expires_in`; a refresh token with the `refresh_token` scope, reusable; a refused one is
+    /// `invalid_grant`, "expired access/refresh token".
     static let salesforce = Personality("salesforce") {
         $0.paths = .init(authorize: "/services/oauth2/authorize", token: "/services/oauth2/token")
         $0.shape = .salesforce
         $0.sendsExpiresIn = false
+        $0.codes.refreshDescription = "expired access/refresh token"
         $0.offline = .scope("refresh_token")
         $0.refresh = .reusable
         $0.accessTTL = 7200
@@ -33,7 +35,8 @@ extension Personality {
     }
 
     /// Notion: JSON token requests with HTTP Basic, answers naming the workspace and its owner,
-    /// no `expires_in`, rotating refresh tokens, revocation as JSON.
+    /// no `expires_in`, rotating refresh tokens, revocation as JSON with the `Notion-Version`
+    /// header it requires.
     static let notion = Personality("notion") {
         $0.paths = .init(authorize: "/v1/oauth/authorize", token: "/v1/oauth/token")
         $0.tokenRequest = [.json]
@@ -43,29 +46,38 @@ extension Personality {
         $0.accessExpires = false
         $0.accessPrefix = "ntn_"
         $0.revocation = .jsonBasic(path: "/v1/oauth/revoke", answer: "{\"request_id\":\"00000000-0000-4000-8000-000000000000\"}")
+        $0.revocationVersionHeader = "Notion-Version"
         $0.whoAmI = .json(method: "GET", path: "/v1/users/me", idKey: "id")
         $0.userID = .guid
     }
 
-    /// Atlassian: JSON (or form) token requests with the credentials in the body, a rotating
-    /// refresh token with `offline_access`, no revocation endpoint.
+    /// Atlassian: JSON (or form) token requests with the credentials in the body, 1-hour tokens,
+    /// a rotating refresh token with `offline_access` (a spent one refused with 403
+    /// `invalid_grant`), no revocation endpoint.
     static let atlassian = Personality("atlassian") {
         $0.paths = .init(authorize: "/authorize", token: "/oauth/token")
         $0.tokenRequest = [.json, .form]
         $0.clientAuth = [.body]
         $0.offline = .scope("offline_access")
+        $0.codes.refreshStatus = 403
+        $0.accessTTL = 3600
         $0.revocation = .none
         $0.whoAmI = .json(method: "GET", path: "/me", idKey: "account_id")
         $0.userID = .prefixed("5b10a")
     }
 
-    /// HubSpot: credentials in the body, 30-minute tokens, a refresh token that stays the same
-    /// and comes back with every refresh, deleted by DELETE with the token in the path (its
-    /// access tokens live on).
+    /// HubSpot's OAuth API 2026-03 (v1 ends on 16 February 2027): every parameter in the form
+    /// body, the credentials too; 30-minute tokens; `hub_id`, `user_id` and the granted `scopes`
+    /// (an array) in every answer, and a refresh token in every answer. The pages do not say
+    /// whether a used refresh token stays valid: the personality plays the strict reading, a new
+    /// one each time and the used one refused. Refusals carry RFC 6749's `error` beside HubSpot's
+    /// `category`, `message` and `correlationId`. Revocation ends the refresh token only (its
+    /// access tokens live on); introspection replaces v1's token metadata.
     static let hubspot = Personality("hubspot") {
-        $0.paths = .init(authorize: "/oauth/authorize", token: "/oauth/v1/token")
+        $0.paths = .init(authorize: "/oauth/authorize", token: "/oauth/2026-03/token")
         $0.clientAuth = [.body]
-        $0.refresh = .reusableEchoed
+        $0.shape = .hubspot
+        $0.errors = .hubspot
         $0.tokenType = "bearer"
         $0.accessTTL = 1800
         $0.revocation = .hubspot

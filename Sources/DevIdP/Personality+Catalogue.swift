@@ -44,8 +44,11 @@ extension Personality {
         $0.refreshPrefix = "ghr_"
     }
 
-    /// Slack's OAuth v2 with token rotation: `scope` asks for a bot token, `user_scope` for a
-    /// user token (under `authed_user`); refusals are `{"ok": false}` in HTTP 200.
+    /// Slack's OAuth v2: `scope` asks for a bot token, `user_scope` for a user token (under
+    /// `authed_user`); refusals are `{"ok": false}` in HTTP 200. Token rotation is an app setting,
+    /// off by default: tokens (`xoxb-`, `xoxp-`) that never expire and no refresh token. A client
+    /// registered with `"token_rotation": true` is an app with it on: 12-hour `xoxe.` tokens and
+    /// a `xoxe-1-` refresh token that rotates.
     static let slack = Personality("slack") {
         $0.paths = .init(authorize: "/oauth/v2/authorize", token: "/api/oauth.v2.access")
         $0.shape = .slack
@@ -53,16 +56,23 @@ extension Personality {
         $0.codes = .init(code: "invalid_code", refresh: "invalid_refresh_token", client: "invalid_client_id",
                          request: "invalid_arguments", grantType: "invalid_grant_type")
         $0.scopeSeparator = ","
-        $0.accessTTL = 43200
-        $0.accessPrefix = "xoxe."
-        $0.refreshPrefix = "xoxe-1-"
+        $0.refresh = .none
+        $0.accessExpires = false
         $0.revocation = .slack
         $0.whoAmI = .slack
         $0.userID = .prefixed("U")
+        $0.tokenRotation = {
+            $0.refresh = .rotating
+            $0.accessExpires = true
+            $0.accessTTL = 43200
+            $0.accessPrefix = "xoxe."
+            $0.refreshPrefix = "xoxe-1-"
+        }
     }
 
     /// X: PKCE required, HTTP Basic for confidential clients (a public one sends its client_id),
-    /// a rotating refresh token with `offline.access`, 2-hour tokens, `{"data": {…}}` for "who am I".
+    /// a rotating refresh token with `offline.access`, 2-hour tokens, `{"data": {"id": "<digits>"}}`
+    /// for "who am I"; a code or refresh token it no longer accepts is `invalid_request`.
     static let x = Personality("x") {
         $0.paths = .init(authorize: "/i/oauth2/authorize", token: "/2/oauth2/token")
         $0.pkce = .required
@@ -71,6 +81,7 @@ extension Personality {
         $0.accessTTL = 7200
         $0.revocation = .rfc7009(path: "/2/oauth2/revoke", answer: "{\"revoked\":true}")
         $0.whoAmI = .json(method: "GET", path: "/2/users/me", idKey: "id", wrapper: "data")
-        $0.userID = .numeric
+        $0.userID = .digits
+        $0.codes = .init(code: "invalid_request", refresh: "invalid_request")
     }
 }

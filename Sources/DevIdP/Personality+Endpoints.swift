@@ -19,7 +19,8 @@ extension Personality {
         case slack
         /// POST `/2/auth/token/revoke` with the token as bearer: 200 `null`.
         case dropbox
-        /// DELETE `/oauth/v1/refresh-tokens/{token}`: 204.
+        /// POST `/oauth/2026-03/token/revoke`, form `token` (a refresh token) with `client_id` and
+        /// `client_secret` beside it: 200. Only the refresh token ends; its access tokens live on.
         case hubspot
         /// POST, form `client_id`, `client_secret` and `token` (credentials in the body only):
         /// 200, empty. `endsGrant`: an access token revoked ends its grant too (Box's log-out).
@@ -51,7 +52,8 @@ extension Personality {
         case dropbox
         /// GET the identity URL of the token answer's `id`.
         case salesforce
-        /// GET `/oauth/v1/access-tokens/{token}`: `{"user_id", "hub_id", …}`.
+        /// POST `/oauth/2026-03/token/introspect`, form `token` with the client's credentials:
+        /// `{"active", "user_id", "hub_id", …}` (RFC 7662 with HubSpot's members).
         case hubspot
         /// `method path`: `{"<idKey>": id, "email"}`, inside `{"<wrapper>": …}` when there is one (X's `data`).
         case json(method: String, path: String, idKey: String, wrapper: String? = nil)
@@ -78,13 +80,13 @@ extension Personality {
         case subject
         /// A number derived from the subject (GitHub's `id`).
         case numeric
+        /// The same number as text (X's `id`, Asana's `gid`, Box's and Discord's `id`: a string of digits).
+        case digits
         /// A prefix and upper-case hex derived from the subject (Slack's `U…`, Dropbox's `dbid:…`).
         case prefixed(String)
         /// A GUID derived from the subject (Microsoft's `oid`).
         case guid
         /// As `.guid`, in braces (Bitbucket's `uuid`).
         case bracedGUID
-        /// As `.numeric`, as a JSON string (Asana's `gid`, Box's and Discord's `id`).
-        case digits
     }
 }

@@ -9,10 +9,10 @@ extension Personality {
         switch userID {
         case .subject: return subject
         case .numeric: return number(subject)
+        case .digits: return String(number(subject))
         case .prefixed(let p): return p + h.prefix(8).map { String(format: "%02X", $0) }.joined()
         case .guid: return Self.guid(h)
         case .bracedGUID: return "{" + Self.guid(h) + "}"
-        case .digits: return String(number(subject))
         }
     }
 

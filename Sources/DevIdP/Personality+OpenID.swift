@@ -23,6 +23,8 @@ extension Personality {
         $0.paths = .init(issuer: "/{tenant}/v2.0", authorize: "/{tenant}/oauth2/v2.0/authorize", token: "/{tenant}/oauth2/v2.0/token")
         $0.offline = .scope("offline_access")
         $0.shape = .microsoft
+        $0.errors = .microsoft
+        $0.accessTTL = 3600
         $0.revocation = .none
         $0.whoAmI = .json(method: "GET", path: "/v1.0/me", idKey: "id")
         $0.userID = .guid
@@ -36,8 +38,10 @@ extension Personality {
         $0.tenancy = .common
     }
 
+    /// GitLab: 2-hour tokens, `created_at` in every answer, a refresh token that rotates.
     static let gitlab = Personality(openID: "gitlab") {
         $0.paths = .init(authorize: "/oauth/authorize", token: "/oauth/token")
+        $0.shape = .gitlab
         $0.accessTTL = 7200
         $0.revocation = .rfc7009(path: "/oauth/revoke")
         $0.whoAmI = .userinfo(path: "/oauth/userinfo")
@@ -54,13 +58,15 @@ extension Personality {
         $0.userID = .guid
     }
 
-    /// LinkedIn: credentials in the body, no PKCE, 60-day tokens, a refresh token that stays the
-    /// same and comes back with its own shrinking `refresh_token_expires_in`.
+    /// LinkedIn: credentials in the body, no PKCE, 60-day tokens, a comma-separated `scope` in
+    /// answers, a refresh token that stays the same and comes back with its own shrinking
+    /// `refresh_token_expires_in`.
     static let linkedin = Personality(openID: "linkedin") {
         $0.paths = .init(issuer: "/oauth", authorize: "/oauth/v2/authorization", token: "/oauth/v2/accessToken")
         $0.clientAuth = [.body]
         $0.pkce = .ignored
         $0.refresh = .reusableEchoed
+        $0.scopeSeparator = ","
         $0.accessTTL = 5_184_000
         $0.grantLifetime = .init(name: "refresh_token_expires_in", seconds: 31_536_000, fromSignIn: true)
         $0.revocation = .rfc7009(path: "/oauth/v2/revoke")
@@ -68,8 +74,9 @@ extension Personality {
         $0.userID = .prefixed("li")
     }
 
-    /// Okta's default custom authorization server, below `/oauth2/default`.
+    /// Okta's default custom authorization server, below `/oauth2/default`: 1-hour tokens.
     static let okta = Personality(openID: "okta") {
+        $0.accessTTL = 3600
         $0.paths = .init(issuer: "/oauth2/default", authorize: "/oauth2/default/v1/authorize", token: "/oauth2/default/v1/token")
         $0.offline = .scope("offline_access")
         $0.revocation = .rfc7009(path: "/oauth2/default/v1/revoke")
@@ -77,9 +84,10 @@ extension Personality {
         $0.userID = .prefixed("00u")
     }
 
-    /// Auth0: an issuer ending in `/`, token requests as form or JSON, rotation with reuse
-    /// detection, a refresh token with `offline_access`.
+    /// Auth0: an issuer ending in `/`, token requests as form or JSON, 24-hour access tokens (an
+    /// API's default), rotation with reuse detection, a refresh token with `offline_access`.
     static let auth0 = Personality(openID: "auth0") {
+        $0.accessTTL = 86400
         $0.paths = .init(issuer: "/", authorize: "/authorize", token: "/oauth/token")
         $0.tokenRequest = [.form, .json]
         $0.offline = .scope("offline_access")

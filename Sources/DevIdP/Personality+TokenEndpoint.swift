@@ -31,12 +31,26 @@ extension Personality {
     }
 
     enum ErrorStyle: Sendable {
+        /// Refusals come with HTTP 200 (GitHub, Slack).
+        var inOK: Bool {
+            switch self {
+            case .inOK, .slack: true
+            default: false
+            }
+        }
+
         /// RFC 6749 §5.2: 400 (401 for the client), the answer's format.
         case rfc6749
         /// HTTP 200 with `error` in the answer's format (GitHub).
         case inOK
         /// HTTP 200 `{"ok": false, "error": …}` (Slack).
         case slack
+        /// RFC 6749, with Microsoft's `AADSTS…` code in `error_description` and `error_codes`,
+        /// `timestamp`, `trace_id`, `correlation_id`.
+        case microsoft
+        /// RFC 6749's status and `error`, `error_description`, beside HubSpot's `category`,
+        /// `message` and `correlationId` (HubSpot's standardized OAuth errors).
+        case hubspot
     }
 
     /// The provider's error codes for each refusal.
@@ -46,6 +60,10 @@ extension Personality {
         var client = "invalid_client"
         var request = "invalid_request"
         var grantType = "unsupported_grant_type"
+        /// The status of a refused refresh token (Atlassian's is 403).
+        var refreshStatus = 400
+        /// The provider's own words for a refused refresh token, where it documents them.
+        var refreshDescription: String? = nil
     }
 
     enum Shape: Sendable {
@@ -68,6 +86,10 @@ extension Personality {
         case asana
         /// `refresh_expires_in` (0 for an offline token), `not-before-policy`, `session_state`.
         case keycloak
+        /// `hub_id`, `user_id` (numbers) and `scopes` (an array) in place of `scope`.
+        case hubspot
+        /// `created_at` (seconds since 1970).
+        case gitlab
     }
 
     struct GrantLifetime: Sendable {

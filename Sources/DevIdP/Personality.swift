@@ -49,12 +49,28 @@ struct Personality: Sendable {
     var userID: UserID = .subject
     /// Parameters added to the authorization response beside `code` and `state` (Intuit's `realmId`).
     var redirectExtras: [String: String] = [:]
+    /// A header the revocation request must carry (Notion's `Notion-Version`): without it the
+    /// request is refused with 400 `missing_version`, in Notion's error object.
+    var revocationVersionHeader: String? = nil
     /// RFC 9207: `iss` in the authorization response.
     var sendsIss = false
+    /// Where token rotation is an app setting (Slack): how the personality differs for a client
+    /// registered with `"token_rotation": true`. Nil: the personality always plays itself.
+    var tokenRotation: (@Sendable (inout Personality) -> Void)? = nil
 
     init(_ name: String, _ configure: (inout Personality) -> Void = { _ in }) {
         self.name = name
         configure(&self)
+    }
+
+    /// The personality as it plays for a client: with its token rotation when the provider has
+    /// one as an app setting and the client is registered with it on.
+    func played(rotation: Bool) -> Personality {
+        guard rotation, let change = tokenRotation else { return self }
+        var p = self
+        change(&p)
+        p.tokenRotation = nil
+        return p
     }
 
     /// An OpenID Connect provider: ID tokens with `openid`, discovery at the issuer.

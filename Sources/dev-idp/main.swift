@@ -38,6 +38,7 @@ var config = HTTPServerConfig(host: host, port: port, threads: 2)
 config.maxConnectionsPerClient = 0
 config.headers += DevIdP.receiverHeaders   // the webhook test receiver reads the signature headers
 config.headers += DevIdP.issuerHeaders
+config.headers += DevIdP.personalityHeaders
 if let tlsCert, let tlsKey {
     // Session tickets on: a provider's clients resume their TLS sessions (counted in /stats).
     config.tls = TLSConfig(certificateFile: tlsCert, keyFile: tlsKey, clientCAFile: nil, clientCertificateRequired: false, sessionTickets: true)

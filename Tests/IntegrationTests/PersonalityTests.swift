@@ -72,14 +72,19 @@ struct PersonalityTests {
                 #expect(claims["aud"] as? String == client && (claims["iss"] as? String)?.hasPrefix(idp.issuer + "/p/" + name) == true, "\(name): \(claims)")
             }
             let who = try #require((p["whoami"] as? [[String: String]])?.first)
-            var url = who["url"]!.replacingOccurrences(of: "{token}", with: access)
+            var url = who["url"]!
             if name == "salesforce" { url = try #require(m["id"]) }
             if let tenant = p["tenant"] as? String { url = url.replacingOccurrences(of: "{tenant}", with: tenant) }
-            let me = try await idp.call(who["method"]!, url, headers: ["Authorization": "Bearer " + access])
-            #expect(me.status == 200 && me["ok"] as? Bool != false, "\(name): \(me.status) \(me.text)")
-            let stranger = try await idp.call(who["method"]!, url.replacingOccurrences(of: access, with: "not-a-token"),
-                                              headers: ["Authorization": "Bearer not-a-token"])
-            #expect(stranger.status == 401 || stranger["ok"] as? Bool == false, "\(name): \(stranger.status) \(stranger.text)")
+            /// "Who am I" for `token`, carried as the personality takes it (HubSpot's introspection: in a form, with the client's credentials).
+            func whoAmI(_ token: String) async throws -> HTTP.Reply {
+                guard who["token_in"] == "form" else { return try await idp.call(who["method"]!, url, headers: ["Authorization": "Bearer " + token]) }
+                return try await idp.post(url, ["token": token, "client_id": client, "client_secret": secret])
+            }
+            let me = try await whoAmI(access)
+            #expect(me.status == 200 && me["ok"] as? Bool != false && me["active"] as? Bool != false, "\(name): \(me.status) \(me.text)")
+            let stranger = try await whoAmI("not-a-token")
+            #expect(stranger.status == 401 || stranger["ok"] as? Bool == false || stranger["active"] as? Bool == false,
+                    "\(name): \(stranger.status) \(stranger.text)")
             if let metadata = p["metadata"] as? String {
                 let d = try await idp.call("GET", metadata.replacingOccurrences(of: "{tenant}", with: p["tenant"] as? String ?? "common"))
                 #expect(d.status == 200 && d["token_endpoint"] is String, "\(name): \(d.text)")
@@ -107,7 +112,8 @@ struct PersonalityTests {
             #expect(json.headers["content-type"] == "application/json" && json["access_token"] is String, "\(json.text)")
             let used = ["client_id": client, "client_secret": secret, "code": "not-a-code"]
             let bad = try await idp.post(base + "/login/oauth/access_token", used)
-            #expect(bad.status == 200 && bad.form["error"] == "bad_verification_code", "\(bad.text)")
+            #expect(bad.status == 200 && bad.form["error"] == "bad_verification_code" && bad.form["error_uri"]?.hasPrefix("https://docs.github.com/") == true,
+                    "\(bad.text)")
             let badJSON = try await idp.post(base + "/login/oauth/access_token", used, headers: ["Accept": "application/json"])
             #expect(badJSON.status == 200 && badJSON["error"] as? String == "bad_verification_code", "\(badJSON.text)")
             let wrongSecret = try await idp.post(base + "/login/oauth/access_token", ["client_id": client, "client_secret": "wrong", "code": "x"])
@@ -145,32 +151,56 @@ struct PersonalityTests {
         }
     }
 
-    @Test("slack: the bot token on top and the user token under authed_user (token_type bot and user), refusals as {ok: false} in HTTP 200, auth.test, auth.revoke by bearer or form")
+    @Test("slack (token rotation off, Slack's default): the bot token on top and the user token under authed_user (token_type bot and user), tokens that never expire and no refresh token, refusals as {ok: false} in HTTP 200, auth.test, auth.revoke by bearer or form")
     func slack() async throws {
         try await playing(nil) { idp, client, _ in
             let base = idp.issuer + "/p/slack"
             let p = try #require(try await idp.personalities()["slack"])
+            #expect(p["refresh"] as? String == "none" && p["access_expires"] as? Bool == false, "\(p)")
             let a = try await login(idp, client, "slack", params: ["scope": "chat:write,channels:read", "user_scope": "search:read"])
             #expect(a["ok"] as? Bool == true && a["token_type"] as? String == "bot" && a["scope"] as? String == "chat:write,channels:read", "\(a.text)")
-            #expect((a["access_token"] as? String)?.hasPrefix("xoxe.xoxb-") == true && (a["team"] as? [String: Any])?["id"] is String)
+            #expect((a["access_token"] as? String)?.hasPrefix("xoxb-") == true && (a["team"] as? [String: Any])?["id"] is String)
+            #expect(a["expires_in"] == nil && a["refresh_token"] == nil, "\(a.text)")
             let user = try #require(a["authed_user"] as? [String: Any])
             let userToken = try #require(user["access_token"] as? String), userID = try #require(user["id"] as? String)
-            #expect(user["token_type"] as? String == "user" && userToken.hasPrefix("xoxe.xoxp-") && userID.hasPrefix("U") && user["refresh_token"] is String)
-            let refreshed = try await refreshAt(idp, client, p, user["refresh_token"] as! String)
-            #expect(refreshed["ok"] as? Bool == true && refreshed["token_type"] as? String == "user" && refreshed["expires_in"] as? Int == 43200, "\(refreshed.text)")
+            #expect(user["token_type"] as? String == "user" && userToken.hasPrefix("xoxp-") && userID.hasPrefix("U"), "\(user)")
+            #expect(user["refresh_token"] == nil && user["expires_in"] == nil, "no refresh token, a token that never expires: \(user)")
+            let refresh = try await idp.post(base + "/api/oauth.v2.access", ["grant_type": "refresh_token", "refresh_token": "xoxe-1-x"], basic: (client, secret))
+            #expect(refresh.status == 200 && refresh["ok"] as? Bool == false && refresh["error"] as? String == "invalid_grant_type", "\(refresh.text)")
             let bad = try await idp.post(base + "/api/oauth.v2.access", ["code": "not-a-code", "grant_type": "authorization_code"], basic: (client, secret))
             #expect(bad.status == 200 && bad["ok"] as? Bool == false && bad["error"] as? String == "invalid_code", "\(bad.text)")
-            let newUserToken = try #require(refreshed["access_token"] as? String)
-            let me = try await idp.post(base + "/api/auth.test", [:], headers: bearer(newUserToken))
+            let me = try await idp.post(base + "/api/auth.test", [:], headers: bearer(userToken))
             #expect(me["ok"] as? Bool == true && me["user_id"] as? String == userID, "\(me.text)")
             let bot = try #require(a["access_token"] as? String)
             let revoked = try await idp.post(base + "/api/auth.revoke", [:], headers: bearer(bot))
             #expect(revoked["ok"] as? Bool == true && revoked["revoked"] as? Bool == true, "\(revoked.text)")
             let gone = try await idp.post(base + "/api/auth.test", [:], headers: bearer(bot))
             #expect(gone.status == 200 && gone["ok"] as? Bool == false && gone["error"] as? String == "invalid_auth")
-            let byForm = try await idp.post(base + "/api/auth.revoke", ["token": newUserToken])
+            let byForm = try await idp.post(base + "/api/auth.revoke", ["token": userToken])
             #expect(byForm["revoked"] as? Bool == true)
             #expect(try await revocations(idp, client, "slack") == 2)
+        }
+    }
+
+    @Test("slack with token rotation (a client registered with token_rotation): 12-hour xoxe. tokens with a rotating xoxe-1- refresh token under authed_user, a refresh answering the user token at the top level")
+    func slackTokenRotation() async throws {
+        try await playing(nil) { idp, _, _ in
+            let client = TestEnv.uniqueName("rotating")
+            try await idp.registerPersonalityClient(client, secret: secret, redirectURI: redirect, settings: ["token_rotation": true])
+            let p = try #require(try await idp.personalities()["slack"])
+            #expect((p["token_rotation"] as? [String: Any])?["refresh"] as? String == "rotating", "\(p)")
+            let a = try await login(idp, client, "slack", params: ["scope": "chat:write", "user_scope": "search:read"])
+            #expect((a["access_token"] as? String)?.hasPrefix("xoxe.xoxb-") == true && a["expires_in"] as? Int == 43200, "\(a.text)")
+            let user = try #require(a["authed_user"] as? [String: Any])
+            let first = try #require(user["refresh_token"] as? String)
+            #expect((user["access_token"] as? String)?.hasPrefix("xoxe.xoxp-") == true && first.hasPrefix("xoxe-1-") && user["expires_in"] as? Int == 43200, "\(user)")
+            let refreshed = try await refreshAt(idp, client, p, first)
+            #expect(refreshed["ok"] as? Bool == true && refreshed["token_type"] as? String == "user" && refreshed["expires_in"] as? Int == 43200
+                    && (refreshed["refresh_token"] as? String).map { $0 != first } == true, "\(refreshed.text)")
+            let me = try await idp.post(idp.issuer + "/p/slack/api/auth.test", [:], headers: bearer(try #require(refreshed["access_token"] as? String)))
+            #expect(me["ok"] as? Bool == true && me["user_id"] as? String == user["id"] as? String, "\(me.text)")
+            let reused = try await refreshAt(idp, client, p, first)
+            #expect(reused.status == 200 && reused["ok"] as? Bool == false && reused["error"] as? String == "invalid_refresh_token", "\(reused.text)")
         }
     }
 
@@ -210,7 +240,8 @@ struct PersonalityTests {
                     && a["uid"] is String, "\(a.text)")
             let refresh = try #require(a["refresh_token"] as? String)
             let r = try await refreshAt(idp, client, p, refresh)
-            #expect(r.status == 200 && r["refresh_token"] == nil)
+            #expect(r.status == 200 && r["refresh_token"] == nil && r["account_id"] == nil && r["uid"] == nil && r["expires_in"] as? Int == 14400,
+                    "a refresh answers the access token, its type and lifetime only: \(r.text)")
             let access = try #require(r["access_token"] as? String)
             let me = try await idp.call("POST", base + "/2/users/get_current_account", body: Data("null".utf8),
                                         headers: bearer(access).merging(["Content-Type": "application/json"]) { a, _ in a })
@@ -240,7 +271,7 @@ struct PersonalityTests {
         }
     }
 
-    @Test("notion: JSON token requests with HTTP Basic only (a form, or credentials in the body, refused), the workspace and its owner in the answer, revocation as JSON")
+    @Test("notion: JSON token requests with HTTP Basic only (a form, or credentials in the body, refused), the workspace and its owner in the answer, revocation as JSON only with Notion-Version")
     func notion() async throws {
         try await playing(nil) { idp, client, _ in
             let base = idp.issuer + "/p/notion"
@@ -254,8 +285,13 @@ struct PersonalityTests {
             #expect(inBody.status == 401 && inBody["error"] as? String == "invalid_client")
             let access = try #require(a["access_token"] as? String)
             #expect(try await idp.call("GET", base + "/v1/users/me", headers: bearer(access)).status == 200)
-            let revoked = try await idp.post(base + "/v1/oauth/revoke", ["token": access], basic: (client, secret), json: true)
-            #expect(revoked.status == 200 && revoked["request_id"] is String)
+            let unversioned = try await idp.post(base + "/v1/oauth/revoke", ["token": access], basic: (client, secret), json: true)
+            #expect(unversioned.status == 400 && unversioned["code"] as? String == "missing_version" && unversioned["object"] as? String == "error",
+                    "\(unversioned.text)")
+            #expect(try await idp.call("GET", base + "/v1/users/me", headers: bearer(access)).status == 200, "a refused revocation revokes nothing")
+            let revoked = try await idp.post(base + "/v1/oauth/revoke", ["token": access], basic: (client, secret), json: true,
+                                             headers: ["Notion-Version": "2025-09-03"])
+            #expect(revoked.status == 200 && revoked["request_id"] is String, "\(revoked.status) \(revoked.text)")
             #expect(try await idp.call("GET", base + "/v1/users/me", headers: bearer(access)).status == 401)
         }
     }
@@ -316,22 +352,45 @@ struct PersonalityTests {
         }
     }
 
-    @Test("hubspot, linkedin, intuit: the same refresh token echoed by every refresh (its access tokens outliving its deletion at HubSpot), the grant's lifetime as refresh_token_expires_in or x_refresh_token_expires_in, realmId in the redirect, revocation by DELETE or as JSON")
+    @Test("hubspot (OAuth API 2026-03): hub_id, user_id and scopes in every answer, a new refresh token with every refresh (the used one refused with RFC 6749's error beside HubSpot's), revocation of the refresh token in a form with the client's credentials leaving its access tokens, introspection")
+    func hubspot() async throws {
+        try await playing("hubspot") { idp, client, p in
+            let base = idp.issuer + "/p/hubspot/oauth/2026-03"
+            #expect(p["token_endpoint"] as? String == base + "/token" && p["introspection_endpoint"] as? String == base + "/token/introspect", "\(p)")
+            let a = try await login(idp, client, "hubspot", params: ["scope": "oauth crm.objects.contacts.read"])
+            #expect(a["expires_in"] as? Int == 1800 && a["hub_id"] as? Int == 1_234_567 && (a["user_id"] as? Int) != nil
+                    && a["scopes"] as? [String] == ["oauth", "crm.objects.contacts.read"] && a["scope"] == nil, "\(a.text)")
+            let first = try #require(a["refresh_token"] as? String)
+            let again = try await refreshAt(idp, client, p, first)
+            let second = try #require(again["refresh_token"] as? String, "\(again.text)")
+            #expect(second != first && again["hub_id"] as? Int == 1_234_567 && again["user_id"] as? Int == a["user_id"] as? Int, "\(again.text)")
+            let spent = try await refreshAt(idp, client, p, first)
+            #expect(spent.status == 400 && spent["error"] as? String == "invalid_grant" && spent["category"] is String && spent["correlationId"] is String,
+                    "\(spent.text)")
+            let b = try await login(idp, client, "hubspot")
+            let refresh = try #require(b["refresh_token"] as? String), access = try #require(b["access_token"] as? String)
+            let introspected = try await idp.post(base + "/token/introspect", ["token": access, "client_id": client, "client_secret": secret])
+            #expect(introspected["active"] as? Bool == true && introspected["user_id"] as? Int == b["user_id"] as? Int
+                    && introspected["hub_id"] as? Int == 1_234_567 && introspected["token_type"] as? String == "access", "\(introspected.text)")
+            let inBasic = try await idp.post(base + "/token/revoke", ["token": refresh], basic: (client, secret))
+            #expect(inBasic.status == 401, "the 2026-03 API takes the credentials in the form: \(inBasic.text)")
+            let revoked = try await idp.post(base + "/token/revoke", ["token": refresh, "client_id": client, "client_secret": secret])
+            #expect(revoked.status == 200, "\(revoked.text)")
+            #expect(try await refreshAt(idp, client, p, refresh).status == 400)
+            let after = try await idp.post(base + "/token/introspect", ["token": access, "client_id": client, "client_secret": secret])
+            #expect(after["active"] as? Bool == true, "revoking the refresh token leaves its access tokens: \(after.text)")
+            let s = try await stats(idp, client)
+            #expect((s["revocations_by_style"] as? [String: Int])?["hubspot"] == 1 && s["reuse_detected"] as? Int == 1, "\(s)")
+        }
+    }
+
+    @Test("linkedin, intuit: the same refresh token echoed by every refresh, the grant's lifetime as refresh_token_expires_in or x_refresh_token_expires_in, realmId in the redirect, revocation as JSON")
     func grantLifetimes() async throws {
         try await playing(nil) { idp, client, _ in
             let all = try await idp.personalities()
-            let hub = try await login(idp, client, "hubspot")
-            let hubRefresh = try #require(hub["refresh_token"] as? String)
-            #expect(hub["expires_in"] as? Int == 1800)
-            let again = try await refreshAt(idp, client, all["hubspot"]!, hubRefresh)
-            #expect(again["refresh_token"] as? String == hubRefresh, "\(again.text)")
-            #expect(try await idp.call("DELETE", idp.issuer + "/p/hubspot/oauth/v1/refresh-tokens/" + hubRefresh).status == 204)
-            #expect(try await refreshAt(idp, client, all["hubspot"]!, hubRefresh).status == 400)
-            let hubAccess = try #require(again["access_token"] as? String)
-            let info = try await idp.call("GET", idp.issuer + "/p/hubspot/oauth/v1/access-tokens/" + hubAccess)
-            #expect(info.status == 200 && (info["hub_id"] as? Int) != nil, "deleting the refresh token leaves its access tokens: \(info.text)")
-            let li = try await login(idp, client, "linkedin")
-            #expect(li["refresh_token_expires_in"] as? Int == 31_536_000 && li["expires_in"] as? Int == 5_184_000, "\(li.text)")
+            let li = try await login(idp, client, "linkedin", params: ["scope": "openid profile email"])
+            #expect(li["refresh_token_expires_in"] as? Int == 31_536_000 && li["expires_in"] as? Int == 5_184_000 && li["scope"] as? String == "openid,profile,email",
+                    "\(li.text)")
             let liAgain = try await refreshAt(idp, client, all["linkedin"]!, li["refresh_token"] as! String)
             #expect(liAgain["refresh_token"] as? String == li["refresh_token"] as? String && (liAgain["refresh_token_expires_in"] as? Int ?? 0) <= 31_536_000
                     && (liAgain["refresh_token_expires_in"] as? Int ?? 0) > 31_535_000, "the grant's lifetime runs from the sign-in: \(liAgain.text)")
@@ -344,7 +403,7 @@ struct PersonalityTests {
                                              basic: (client, secret), json: true)
             #expect(revoked.status == 200)
             let styles = try await stats(idp, client)["revocations_by_style"] as? [String: Int]
-            #expect(styles?["hubspot"] == 1 && styles?["json"] == 1, "\(styles ?? [:])")
+            #expect(styles?["json"] == 1, "\(styles ?? [:])")
         }
     }
 
@@ -364,7 +423,34 @@ struct PersonalityTests {
                                                "code_verifier": v, "client_id": publicClient])
             #expect(a.status == 200 && a["expires_in"] as? Int == 7200 && a["refresh_token"] is String, "\(a.text)")
             let me = try await idp.call("GET", idp.issuer + "/p/x/2/users/me", headers: bearer(try #require(a["access_token"] as? String)))
-            #expect(((me["data"] as? [String: Any])?["id"] as? Int) != nil, "\(me.text)")
+            #expect(((me["data"] as? [String: Any])?["id"] as? String).flatMap { Int($0) } != nil, "an id of digits, as a string: \(me.text)")
+            let spent = try await idp.post(token, ["grant_type": "authorization_code", "code": q["code"]!, "redirect_uri": redirect,
+                                                   "code_verifier": v, "client_id": publicClient])
+            #expect(spent.status == 400 && spent["error"] as? String == "invalid_request", "X refuses a spent code as invalid_request: \(spent.text)")
+        }
+    }
+
+    @Test("refusals and lifetimes as documented: atlassian's spent refresh token 403 invalid_grant, microsoft's AADSTS codes, salesforce's words; gitlab's created_at; each provider's own access-token lifetime")
+    func refusalsAndLifetimes() async throws {
+        try await playing(nil) { idp, client, _ in
+            let all = try await idp.personalities()
+            let a = try await login(idp, client, "atlassian", params: ["scope": "read:me offline_access"])
+            let first = try #require(a["refresh_token"] as? String, "\(a.text)")
+            #expect(a["expires_in"] as? Int == 3600)
+            #expect(try await refreshAt(idp, client, all["atlassian"]!, first).status == 200)
+            let spent = try await refreshAt(idp, client, all["atlassian"]!, first)
+            #expect(spent.status == 403 && spent["error"] as? String == "invalid_grant", "\(spent.text)")
+            let g = try await login(idp, client, "gitlab", params: ["scope": "openid"])
+            #expect(g["expires_in"] as? Int == 7200 && (g["created_at"] as? Int).map { abs($0 - Int(Date().timeIntervalSince1970)) < 60 } == true, "\(g.text)")
+            let ms = try await refreshAt(idp, client, all["microsoft"]!, "not-a-refresh-token")
+            #expect(ms.status == 400 && ms["error"] as? String == "invalid_grant" && ms["error_codes"] as? [Int] == [70000]
+                    && (ms["error_description"] as? String)?.hasPrefix("AADSTS70000:") == true && ms["correlation_id"] is String, "\(ms.text)")
+            let sf = try await refreshAt(idp, client, all["salesforce"]!, "not-a-refresh-token")
+            #expect(sf.status == 400 && sf["error"] as? String == "invalid_grant" && sf["error_description"] as? String == "expired access/refresh token", "\(sf.text)")
+            for (name, ttl) in [("auth0", 86400), ("okta", 3600), ("microsoft", 3600)] {
+                let t = try await login(idp, client, name, params: ["scope": "openid"])
+                #expect(t["expires_in"] as? Int == ttl, "\(name): \(t.text)")
+            }
         }
     }
 

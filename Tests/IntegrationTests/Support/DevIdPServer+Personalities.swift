@@ -11,10 +11,12 @@ extension DevIdPServer {
     }
 
     /// Registers a client usable with every personality, without a lifetime of its own (each
-    /// personality's applies).
-    func registerPersonalityClient(_ id: String, secret: String, redirectURI: String) async throws {
+    /// personality's applies); `settings` are more members of `POST /admin/clients`
+    /// (`token_rotation`: an app with Slack's token rotation on).
+    func registerPersonalityClient(_ id: String, secret: String, redirectURI: String, settings: [String: Any] = [:]) async throws {
         TestEnv.secret(secret)
-        let r = try await call("POST", issuer + "/admin/clients", json: ["client_id": id, "client_secret": secret, "redirect_uris": [redirectURI]])
+        let body: [String: Any] = ["client_id": id, "client_secret": secret, "redirect_uris": [redirectURI]]
+        let r = try await call("POST", issuer + "/admin/clients", json: body.merging(settings) { a, _ in a })
         precondition(r.status == 201)
     }
 
