@@ -35,7 +35,6 @@ extension OIDCTokenEndpoint {
     /// token to send, the session's other token is not sent: revoking the one ends the grant.
     func described(_ client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) {
         let r = client.descriptor.revocation
-        if let which = r.token, "\(which.rawValue)_token" != hint { return }
         guard let template = r.url,
               var components = URLComponents(string: template.replacingOccurrences(of: "{client_id}", with: Self.pathSegment(client.clientID))
                 .replacingOccurrences(of: "{token}", with: r.tokenIn == .path ? Self.pathSegment(token) : "{token}")) else {

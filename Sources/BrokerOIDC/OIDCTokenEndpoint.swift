@@ -126,7 +126,11 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     /// without revocation (a descriptor that says none, or no revocation_endpoint in its
     /// metadata) is answered `.unsupported`: retrying could not change it.
     public func revoke(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> IdPRevocation {
-        switch client.descriptor.revocation.style {
+        let r = client.descriptor.revocation
+        // The descriptor names the token to revoke: the session's other one is not sent, since
+        // revoking the one ends the grant (and some providers refuse a token they dropped with it).
+        if r.style != .none, let which = r.token, "\(which.rawValue)_token" != hint { return .revoked }
+        switch r.style {
         case .none: return .unsupported
         case .request:
             try described(client, token: token, hint: hint)

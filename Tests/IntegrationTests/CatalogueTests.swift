@@ -210,6 +210,10 @@ struct CatalogueTests {
             let named = (descriptor["revocation"] as? [String: Any])?["token"] as? String ?? "refresh"
             #expect(byStyle[p["revocation_style"] as? String ?? ""] ?? 0 >= 1, "\(name): \(byStyle)")
             #expect(byKind[named] ?? 0 >= 1 && byKind["unknown"] == nil, "\(c.testDescription): the entry revokes the \(named) token: \(byKind)")
+            // An entry that names its token sends only that one: revoking it ends the grant.
+            if (descriptor["revocation"] as? [String: Any])?["token"] != nil {
+                #expect(byKind.filter { $0.key != named }.values.reduce(0, +) == 0, "\(c.testDescription): only the \(named) token is sent: \(byKind)")
+            }
         }
     }
 }
