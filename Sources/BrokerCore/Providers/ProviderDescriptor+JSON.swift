@@ -118,9 +118,15 @@ extension ProviderDescriptor {
         if let k = try t.object("keep") {
             let names = k.keys
             guard names.count <= TokenResponseShape.maxKept else { throw DescriptorError(t.path("keep"), "may name at most \(TokenResponseShape.maxKept) members") }
+            // Kept members are stored unsealed and handed out: none may hold a token.
+            let tokens = [s.accessToken, s.refreshToken, s.idToken] + [TokenResponseShape()].flatMap { [$0.accessToken, $0.refreshToken, $0.idToken] }
             s.keep = try names.map { name throws(DescriptorError) in
                 guard Reader.isName(name) else { throw DescriptorError(k.path(name), "is not a name of 1…64 letters, digits, '_', '-' or '.'") }
-                return TokenResponseShape.Kept(name: name, pointer: try k.pointer(name)!)
+                let pointer = try k.pointer(name)!
+                if tokens.contains(where: { $0.tokens.starts(with: pointer.tokens) }) {
+                    throw DescriptorError(k.path(name), "would keep a token (\(pointer) holds one): kept members are stored unsealed and handed out")
+                }
+                return TokenResponseShape.Kept(name: name, pointer: pointer)
             }
         }
         return s
