@@ -222,11 +222,9 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
                      ("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"), ("client_assertion", jwt)]
         }
         // The body as the provider takes it: a form (RFC 6749), or a JSON object of the same members.
-        var body = Array(FormEncoding.body(form).utf8)
-        if client.descriptor.tokenRequest.encoding == .json {
-            headers[0] = "Content-Type: application/json"
-            body = Array(ProviderDescriptor.canonical(Dictionary(form, uniquingKeysWith: { a, _ in a })).utf8)
-        }
+        let json = client.descriptor.tokenRequest.encoding == .json
+        if json { headers[0] = "Content-Type: application/json" }
+        let body = Array((json ? ProviderDescriptor.canonical(Dictionary(form, uniquingKeysWith: { a, _ in a })) : FormEncoding.body(form)).utf8)
         do {
             return try http.send("POST", endpoint, headers: headers, body: body, timeout: timeout, once: once,
                                  trust: ProviderTrust(anchorsPEM: client.trustAnchors))

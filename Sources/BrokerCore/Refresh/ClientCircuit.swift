@@ -8,7 +8,7 @@ import Foundation
 /// While open it answers what opened it: an outage `idp_unavailable`, a refusal of the client
 /// itself (`refusal`, e.g. `idp_client_rejected`) that refusal — an operator reading 503 would
 /// wait for an IdP that is up and refusing the registration. A refusal is fixed by changing the
-/// registration, and the driver closes the circuit (`succeeded`) when it changes.
+/// registration, and ClientCircuits drops the circuit (`forget`) on every replica when it changes.
 ///
 /// A value: the driver keeps one per client behind a lock. Time is an argument.
 public struct ClientCircuit: Sendable, Equatable {
