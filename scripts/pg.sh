@@ -5,6 +5,7 @@
 #   scripts/pg.sh start   -> prints the DATABASE_URL of database "tokenbroker" (created if missing)
 #   scripts/pg.sh stop
 #   scripts/pg.sh url
+#   scripts/pg.sh status  -> exit 0 when this checkout's cluster is running
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
@@ -47,5 +48,6 @@ stop)
   if [ -f "$data/PG_VERSION" ]; then as_pg "$pgbin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true; fi
   ;;
 url) echo "$url" ;;
-*) echo "usage: scripts/pg.sh start|stop|url" >&2; exit 2 ;;
+status) [ -f "$data/PG_VERSION" ] && as_pg "$pgbin/pg_ctl" -D "$data" status >/dev/null 2>&1 ;;
+*) echo "usage: scripts/pg.sh start|stop|url|status" >&2; exit 2 ;;
 esac

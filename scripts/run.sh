@@ -1,9 +1,27 @@
 #!/usr/bin/env bash
 # `make run`: installs what is missing, builds, starts the private PostgreSQL (unless
-# DATABASE_URL is set), migrates, starts the development IdP on 127.0.0.1:9000 and the broker
-# on 127.0.0.1:8080, and prints how to try it with curl. Ctrl-C stops everything it started.
+# DATABASE_URL is set or it already runs), migrates, starts the development IdP on
+# DEV_IDP_LISTEN (127.0.0.1:9000) and the broker on TOKENBROKER_LISTEN (127.0.0.1:8080), writes
+# .run/env (the walk-through's variables, and `tokenbroker` on PATH with this database) and
+# prints how to try it. Ctrl-C stops everything it started, and nothing else: a cluster that
+# was already running is left running.
+# Exit 2 at once, before anything starts, when either port is taken (another `make run`?).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+listen="${TOKENBROKER_LISTEN:-127.0.0.1:8080}"
+idp_listen="${DEV_IDP_LISTEN:-127.0.0.1:9000}"
+
+# A port something already answers on: bash connects to it (no tool needed).
+taken() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+for v in TOKENBROKER_LISTEN DEV_IDP_LISTEN; do
+  addr=$listen; [ "$v" = DEV_IDP_LISTEN ] && addr=$idp_listen
+  if taken "$addr"; then
+    echo "make run: $addr ($v) is already in use, by another make run or another program; nothing was started." >&2
+    echo "  Move this one: TOKENBROKER_LISTEN=127.0.0.1:8081 DEV_IDP_LISTEN=127.0.0.1:9001 make run" >&2
+    exit 2
+  fi
+done
+
 scripts/deps.sh
 swift build
 bin="$(swift build --show-bin-path)"
@@ -13,40 +31,49 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  [ -n "${started_pg:-}" ] && scripts/pg.sh stop
+  if [ -n "${started_pg:-}" ]; then scripts/pg.sh stop; fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 if [ -z "${DATABASE_URL:-}" ]; then
-  DATABASE_URL="$(scripts/pg.sh start)"; started_pg=1
+  scripts/pg.sh status || started_pg=1
+  DATABASE_URL="$(scripts/pg.sh start)"
 fi
 export DATABASE_URL
 # A development sealing key, made once and kept under .run/ (never committed).
 [ -f .run/sealing.key ] || { "$bin/tokenbroker" sealing-key generate > .run/sealing.key; chmod 600 .run/sealing.key; }
 export TOKENBROKER_SEALING_KEY_FILE="$PWD/.run/sealing.key"
-export TOKENBROKER_LISTEN="${TOKENBROKER_LISTEN:-127.0.0.1:8080}"
+export TOKENBROKER_LISTEN="$listen"
 "$bin/tokenbroker" migrate
 
-"$bin/dev-idp" --listen 127.0.0.1:9000 2> .run/dev-idp.log & pids+=($!)
+"$bin/dev-idp" --listen "$idp_listen" 2> .run/dev-idp.log & pids+=($!)
 [ -f .run/operator.key ] || { "$bin/tokenbroker" apikey create --role operator --name make-run --all-tenants > .run/operator.key; chmod 600 .run/operator.key; }
 "$bin/tokenbroker" serve & pids+=($!)
-for _ in $(seq 50); do curl -sf "http://$TOKENBROKER_LISTEN/healthz" >/dev/null && break; sleep 0.1; done
+ready=
+for _ in $(seq 100); do
+  kill -0 "${pids[1]}" 2>/dev/null || { echo "make run: the broker exited (see above)" >&2; exit 1; }
+  curl -sf "http://$listen/readyz" >/dev/null && curl -sf "http://$idp_listen/.well-known/openid-configuration" >/dev/null && { ready=1; break; }
+  sleep 0.1
+done
+[ -n "$ready" ] || { echo "make run: the broker or the development IdP did not become ready in 10 s" >&2; exit 1; }
+
+# What another shell needs: `. .run/env`.
+cat > .run/env <<ENV
+# Written by make run: the walk-through's variables, and the CLI with this database.
+export B=http://$listen I=http://$idp_listen OP=\$(cat "$PWD/.run/operator.key")
+export PATH="$bin:\$PATH" DATABASE_URL='$DATABASE_URL' TOKENBROKER_SEALING_KEY_FILE="$PWD/.run/sealing.key" TOKENBROKER_URL=http://$listen
+ENV
 
 cat <<TXT
 
-tokenbroker is running on http://$TOKENBROKER_LISTEN, the development IdP on http://127.0.0.1:9000.
-An operator key is in .run/operator.key. Try (the README walks through the same steps):
+tokenbroker is running on http://$listen, the development IdP on http://$idp_listen.
+In another shell, from this folder:
 
-  B=http://$TOKENBROKER_LISTEN; I=http://127.0.0.1:9000; OP=\$(cat .run/operator.key)
-  curl -s -XPUT \$B/v1/tenants/acme -H "Authorization: Bearer \$OP" -d '{"name":"Acme"}'
-  curl -s -XPOST \$I/admin/clients -d '{"client_id":"acme-app","client_secret":"dev-secret","redirect_uris":["http://127.0.0.1:8080/v1/callback"]}'
-  curl -s -XPUT \$B/v1/tenants/acme/clients/app -H "Authorization: Bearer \$OP" \\
-    -d '{"issuer":"http://127.0.0.1:9000","client_id":"acme-app","auth_method":"client_secret_basic","client_secret":"dev-secret","redirect_uri":"http://127.0.0.1:8080/v1/callback","scopes":["openid","offline_access"]}'
-  KEY=\$(curl -s -XPOST \$B/v1/apikeys -H "Authorization: Bearer \$OP" -d '{"name":"acme","roles":["admin","worker","enrol"],"tenants":["acme"]}' | sed -E 's/.*"key":"([^"]+)".*/\1/')
-  URL=\$(curl -s -XPOST \$B/v1/tenants/acme/logins -H "Authorization: Bearer \$KEY" -d '{"client":"app","login_hint":"alice"}' | sed -E 's/.*"authorization_url":"([^"]+)".*/\1/')
-  SID=\$(curl -s -L "\$URL" | sed -E 's/.*"session_id":"([^"]+)".*/\1/')     # the browser's part: IdP, then the callback
-  curl -s -XPOST \$B/v1/tenants/acme/sessions/\$SID/token -H "Authorization: Bearer \$KEY" -d '{"min_ttl":60}'
+  . .run/env            # B, I, OP (an operator key), and \`tokenbroker\` on PATH with this database
+  tokenbroker tenant list
 
-Ctrl-C stops the broker, the IdP and the database.
+then follow the README's walk-through ("Five minutes to a token").
+Ctrl-C stops the broker and the IdP$( [ -n "${started_pg:-}" ] && echo " and the database" || echo " (the database was already running: it is left running)").
 TXT
 wait "${pids[1]}"

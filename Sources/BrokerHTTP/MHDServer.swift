@@ -98,6 +98,8 @@ public final class MHDServer: Sendable {
 
     public struct StartError: Error, CustomStringConvertible {
         public let description: String
+        /// The port is taken (another instance, or another program).
+        public var addressInUse = false
     }
 
     public init(config: HTTPServerConfig, handle: @escaping @Sendable (consuming HTTPRequest) -> HTTPReply) {
@@ -138,7 +140,7 @@ public final class MHDServer: Sendable {
     private func startError(_ code: Int32) -> StartError {
         let why = code == EADDRINUSE ? "the address is already in use (another instance?)"
             : code == EACCES ? "not permitted" : "error \(code)"
-        return StartError(description: "cannot listen on \(config.host):\(config.port): \(why)")
+        return StartError(description: "cannot listen on \(config.host):\(config.port): \(why)", addressInUse: code == EADDRINUSE)
     }
 
     /// A TLS listener's PEM files, read.

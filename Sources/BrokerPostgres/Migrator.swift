@@ -38,6 +38,7 @@ public struct Migrator: Sendable {
             do {
                 try c.executeScript("""
                     BEGIN;
+                    SET LOCAL client_min_messages = warning;
                     SELECT pg_advisory_xact_lock(\(Self.lockKey));
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());

@@ -16,7 +16,7 @@ struct Arguments {
         var i = 0
         while i < args.count {
             let a = args[i]
-            if a == "--help" || a == "-h" { throw Help(usage: usage) }
+            if a == "--help" || a == "-h" { throw Help(usage: spec.details.isEmpty ? usage : usage + "\n\n" + spec.details) }
             if a.hasPrefix("--") {
                 var name = String(a.dropFirst(2))
                 var inline: String?

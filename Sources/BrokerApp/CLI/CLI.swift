@@ -4,12 +4,12 @@ import BrokerCrypto
 import BrokerHTTP
 import Foundation
 
-/// CLI is the `tokenbroker` command (spec §9). Exit status: 0 success, 1 failure at run time,
+/// CLI is the `tokenbroker` command. Exit status: 0 success, 1 failure at run time,
 /// 2 bad usage or configuration. Errors go to stderr as one sentence; stdout carries only the
 /// requested output (a new API key is printed alone so that scripts can capture it).
 public enum CLI {
     /// The release this binary is (`tokenbroker --version`).
-    static let version = "0.10.0"
+    static var version: String { BuildInfo.version }
 
     static var usage: String {
         "usage: tokenbroker <command> [options]   (tokenbroker <command> --help for one command)\n\n"
@@ -19,10 +19,12 @@ public enum CLI {
 
               tokenbroker --version
 
-            Every command but sealing-key generate and signout reads the configuration (see README): DATABASE_URL,
-            TOKENBROKER_SEALING_KEYS or TOKENBROKER_SEALING_KEY_FILE, ... Pass --config FILE for a
-            file of NAME=value lines. signout talks to the API: exit 0 all revoked, 3 some failed or
-            IdP-pending, 2 could not run.
+            Every command but sealing-key generate, health and signout reads the configuration: DATABASE_URL,
+            TOKENBROKER_SEALING_KEYS or TOKENBROKER_SEALING_KEY_FILE, ... (tokenbroker serve --help lists every
+            variable; docs/reference/configuration.md explains them). Pass --config FILE for a file of NAME=value
+            lines. Exit 0 success, 1 failure at run time, 2 bad usage or configuration (the message names the
+            option or variable). signout talks to the API: exit 0 all revoked, 3 some failed or IdP-pending,
+            2 could not run.
             """
     }
 

@@ -9,10 +9,12 @@ struct CommandSpec {
     var positionals: ClosedRange<Int> = 0...0
     /// Reads DATABASE_URL and the rest of the configuration (with `--config FILE`).
     var configured = true
+    /// Shown by the command's own `--help` only, after the usage.
+    var details = ""
 
     /// Every command, by name.
     static let all: [String: CommandSpec] = Dictionary(uniqueKeysWithValues: [
-        CommandSpec(name: "serve", usage: "tokenbroker serve [--config FILE]\n  run the HTTP API (refuses an unmigrated database)"),
+        CommandSpec(name: "serve", usage: "tokenbroker serve [--config FILE]\n  run the HTTP API (refuses an unmigrated database)", details: ConfigVariables.help),
         CommandSpec(name: "migrate", usage: """
             tokenbroker migrate [--config FILE]
               apply the SQL migrations in sql/ (safe to run from several replicas)

@@ -28,8 +28,11 @@ enum Serve {
         }
         // A port in use (another instance) or an unreadable certificate is a start-up error,
         // before the engine starts.
-        do { for s in listeners { try s.server.probe() } } catch {
-            return CLI.fail("\(error)", 2)
+        for s in listeners {
+            do { try s.server.probe() } catch {
+                let hint = (error as? MHDServer.StartError)?.addressInUse == true ? "; set \(s.listener.variable) to another host:port" : ""
+                return CLI.fail("\(s.listener.variable): \(error)\(hint)", 2)
+            }
         }
         let services = rt.services(listeners: listeners)
         do { try services.start() } catch {

@@ -1,7 +1,7 @@
 import BrokerOIDC
 import Foundation
 
-/// `tokenbroker signout`, for cron (spec §9): starts a bulk sign-out through the API with an
+/// `tokenbroker signout`, for cron: starts a bulk sign-out through the API with an
 /// admin key, and with `--wait` follows it to the end — a progress bar on a terminal, one JSON
 /// summary line on stdout otherwise. Exit status: 0 when every session was revoked (here and at
 /// the IdP; a dry run or a job not waited for: when it was accepted), 3 when some failed or
@@ -34,6 +34,12 @@ enum SignoutCommand {
                 throw Arguments.Invalid(description: "an admin key is needed: --key-file F or TOKENBROKER_API_KEY\nusage: " + usage)
             }
             let tenant = try a.required("tenant")
+            let criteria = ["subject", "end-user", "client", "created-before", "idle-since"]
+            if a.flag("all") == criteria.contains(where: { a.value($0) != nil }) {
+                throw Arguments.Invalid(description: (a.flag("all") ? "--all cannot be combined with other criteria"
+                    : "name at least one of --subject, --end-user, --client, --created-before, --idle-since, or --all for every session of the tenant")
+                    + "\nusage: " + usage)
+            }
             var body: [String: Any] = ["all": a.flag("all"), "dry_run": a.flag("dry-run")]
             for (option, member) in [("subject", "subject"), ("end-user", "end_user"), ("client", "client"), ("created-before", "created_before"), ("idle-since", "idle_since")] {
                 if let v = a.value(option) { body[member] = v }

@@ -31,7 +31,7 @@ public struct BrokerConfig: Sendable {
     /// Provider connections: the CA file trusted (TOKENBROKER_PROVIDER_CA_FILE) and the idle
     /// connections kept.
     public var providerConnections = HTTPConnectionSettings()
-    /// How long a sent refresh request is waited for (spec §5), whatever the caller's deadline.
+    /// How long a sent refresh request is waited for, whatever the caller's deadline.
     public var refreshPatience: TimeInterval
     public var refresh: RefreshEngine.Config
     public var refreshConcurrency: Int
@@ -82,6 +82,8 @@ public struct BrokerConfig: Sendable {
         guard let db = value("TOKENBROKER_DATABASE_URL") ?? value("DATABASE_URL") else {
             throw Invalid(description: "DATABASE_URL (or TOKENBROKER_DATABASE_URL) is not set")
         }
+        try ConnectionString.check(db, variable: value("TOKENBROKER_DATABASE_URL") != nil ? "TOKENBROKER_DATABASE_URL" : "DATABASE_URL")
+        if let listenDB = value("TOKENBROKER_LISTEN_DATABASE_URL") { try ConnectionString.check(listenDB, variable: "TOKENBROKER_LISTEN_DATABASE_URL") }
         var keysText: String?
         if let k = value("TOKENBROKER_SEALING_KEYS") {
             keysText = k
@@ -101,7 +103,7 @@ public struct BrokerConfig: Sendable {
         // Four HTTP threads a core (at most 64): a thread descheduled (by the load beside it)
         // holds up fewer connections. With the hand-out's lookups no longer waiting for each
         // other (ReadMostly) and no convoy on the DPoP signing contexts (PlainMutex), 8 threads
-        // on 2 cores cost about the CPU a hand-out 2 do, with a shorter tail (README).
+        // on 2 cores cost about the CPU a hand-out 2 do, with a shorter tail (docs/benchmarks.md).
         let httpThreads = try int("TOKENBROKER_HTTP_THREADS", min(64, 4 * max(1, ProcessInfo.processInfo.activeProcessorCount)), 1...256)
         let workers = try int("TOKENBROKER_WORKER_THREADS", 32, 1...1024)
         var http = HTTPServerConfig(host: "127.0.0.1", port: 8080, threads: httpThreads)

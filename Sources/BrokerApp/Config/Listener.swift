@@ -7,6 +7,11 @@ public struct Listener: Sendable {
 
     var address: String { "\(http.host):\(http.port)" }
 
+    /// The variable that sets this listener's address (the internal one's when it serves several).
+    var variable: String {
+        audiences.contains(.internal) ? "TOKENBROKER_LISTEN" : audiences.contains(.public) ? "TOKENBROKER_PUBLIC_LISTEN" : "TOKENBROKER_OPS_LISTEN"
+    }
+
     /// The listeners `TOKENBROKER_LISTEN`, `TOKENBROKER_PUBLIC_LISTEN` and `TOKENBROKER_OPS_LISTEN`
     /// name: audiences given the same address share one listener (by default all three share
     /// the internal one). Each listener's TLS comes from its own variables.

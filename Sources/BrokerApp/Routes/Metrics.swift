@@ -10,7 +10,8 @@ enum Metrics {
 
     static func render(_ runtime: BrokerRuntime) -> String {
         let m = runtime.tokens.metrics
-        var out = ""
+        var out = "# HELP tokenbroker_build_info The release this replica runs (always 1).\n# TYPE tokenbroker_build_info gauge\n"
+            + "tokenbroker_build_info{version=\"\(label(BuildInfo.version))\"} 1\n"
         func histogram(_ name: String, _ help: String, _ bounds: [Double], _ series: [(labels: String, h: (cumulative: [Int], sum: Double, count: Int))]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
             for (labels, h) in series {
