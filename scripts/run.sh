@@ -9,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 listen="${TOKENBROKER_LISTEN:-127.0.0.1:8080}"
+run="${MAKE_RUN_DIR:-.run}"   # keys, logs and env of this make run (the docs check uses its own)
 idp_listen="${DEV_IDP_LISTEN:-127.0.0.1:9000}"
 
 # A port something already answers on: bash connects to it (no tool needed).
@@ -25,7 +26,7 @@ done
 scripts/deps.sh
 swift build
 bin="$(swift build --show-bin-path)"
-mkdir -p .run
+mkdir -p "$run"; run=$(cd "$run" && pwd)
 
 pids=()
 cleanup() {
@@ -42,13 +43,12 @@ if [ -z "${DATABASE_URL:-}" ]; then
 fi
 export DATABASE_URL
 # A development sealing key, made once and kept under .run/ (never committed).
-[ -f .run/sealing.key ] || { "$bin/tokenbroker" sealing-key generate > .run/sealing.key; chmod 600 .run/sealing.key; }
-export TOKENBROKER_SEALING_KEY_FILE="$PWD/.run/sealing.key"
+[ -f "$run/sealing.key" ] || { "$bin/tokenbroker" sealing-key generate > "$run/sealing.key"; chmod 600 "$run/sealing.key"; }
+export TOKENBROKER_SEALING_KEY_FILE="$run/sealing.key"
 export TOKENBROKER_LISTEN="$listen"
 "$bin/tokenbroker" migrate
 
-"$bin/dev-idp" --listen "$idp_listen" 2> .run/dev-idp.log & pids+=($!)
-[ -f .run/operator.key ] || { "$bin/tokenbroker" apikey create --role operator --name make-run --all-tenants > .run/operator.key; chmod 600 .run/operator.key; }
+"$bin/dev-idp" --listen "$idp_listen" 2> "$run/dev-idp.log" & pids+=($!)
 "$bin/tokenbroker" serve & pids+=($!)
 ready=
 for _ in $(seq 100); do
@@ -57,12 +57,16 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ -n "$ready" ] || { echo "make run: the broker or the development IdP did not become ready in 10 s" >&2; exit 1; }
+# An operator key, kept while the database knows it (a new database gets a new one).
+if ! { [ -f "$run/operator.key" ] && curl -sf "http://$listen/v1/apikeys" -H "Authorization: Bearer $(cat "$run/operator.key")" >/dev/null; }; then
+  (umask 077; "$bin/tokenbroker" apikey create --role operator --name make-run --all-tenants > "$run/operator.key")
+fi
 
 # What another shell needs: `. .run/env`.
-cat > .run/env <<ENV
+cat > "$run/env" <<ENV
 # Written by make run: the walk-through's variables, and the CLI with this database.
-export B=http://$listen I=http://$idp_listen OP=\$(cat "$PWD/.run/operator.key")
-export PATH="$bin:\$PATH" DATABASE_URL='$DATABASE_URL' TOKENBROKER_SEALING_KEY_FILE="$PWD/.run/sealing.key" TOKENBROKER_URL=http://$listen
+export B=http://$listen I=http://$idp_listen OP=\$(cat "$run/operator.key")
+export PATH="$bin:\$PATH" DATABASE_URL='$DATABASE_URL' TOKENBROKER_SEALING_KEY_FILE="$run/sealing.key" TOKENBROKER_URL=http://$listen
 ENV
 
 cat <<TXT

@@ -45,6 +45,9 @@ scripts/schemathesis.sh || status=1
 # The worker clients (Python, Swift, and one generated from the OpenAPI file) against a live broker.
 scripts/clients.sh || status=1
 
+# What a newcomer meets: configuration errors, a second make run, the README's walk-through.
+(unset DATABASE_URL; scripts/newcomer-check.sh) || status=1
+
 # The operators' kit: alert rules and their tests, manifests, /metrics, dashboard, runbooks.
 scripts/ops-check.sh || status=1
 
