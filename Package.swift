@@ -1,4 +1,15 @@
 // swift-tools-version:6.0
+// Copyright 2026 the tokenbroker authors
+//
+// Licensed under the Apache License, Version 2.0 (the "License"); you may not use this file
+// except in compliance with the License. You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software distributed under the
+// License is distributed on an "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND,
+// either express or implied. See the License for the specific language governing permissions
+// and limitations under the License.
 // tokenbroker: one target per seam (see style.md). The pure core imports no C; adapters import
 // the core and their own C library, never each other; BrokerApp is the only composition root.
 import PackageDescription
