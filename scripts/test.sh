@@ -45,6 +45,10 @@ scripts/schemathesis.sh || status=1
 # The worker clients (Python, Swift, and one generated from the OpenAPI file) against a live broker.
 scripts/clients.sh || status=1
 
+# The docs say what the code does: links and anchors, variables, CLI pages; each check shown failing.
+python3 scripts/docs-check.py || status=1
+python3 scripts/docs-check.py --self-test || status=1
+
 # What a newcomer meets: configuration errors, a second make run, the README's walk-through.
 (unset DATABASE_URL; scripts/newcomer-check.sh) || status=1
 
