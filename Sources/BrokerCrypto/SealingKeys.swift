@@ -6,7 +6,7 @@ import BrokerCore
 /// Text form (environment variable or file): comma- or newline-separated `id:base64` entries,
 /// each key exactly 32 bytes (AES-256). Ids are 1...32 characters of `[A-Za-z0-9._-]`. An entry
 /// ending in `:decrypt-only` opens but never seals; the current key is the first entry that is
-/// not. Rotating (README): add the new key decrypt-only everywhere, then make it current
+/// not. Rotating (docs/reference/configuration.md): add the new key decrypt-only everywhere, then make it current
 /// everywhere, reseal, and drop the old key once nothing is sealed under it.
 public struct SealingKeys: Sendable {
     public let currentID: String

@@ -1,7 +1,7 @@
 import BrokerCore
 import Foundation
 
-/// Revocation (spec §4.3): the session row and the outbox `revocation_outbox` change in one
+/// Revocation: the session row and the outbox `revocation_outbox` change in one
 /// transaction, under the session's refresh lock, so a revocation is never half done and never
 /// lost, and a refresh that was running is finished before — its tokens are the ones revoked.
 extension PostgresSessionStore: RevocationStore {

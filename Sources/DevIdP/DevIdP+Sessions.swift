@@ -43,7 +43,7 @@ extension DevIdP {
     }
 
     /// Ends the IdP-side session named by `id_token_hint` (which does not revoke refresh
-    /// tokens, as at XID: spec §8), then redirects to `post_logout_redirect_uri` when registered.
+    /// tokens, as at XID), then redirects to `post_logout_redirect_uri` when registered.
     func endSession(_ req: HTTPRequest) -> HTTPResponse {
         // An unreadable hint names no client: the client_id parameter, if any, does.
         let hint = req.queryValue("id_token_hint").flatMap { try? CompactJWS.parse($0) }

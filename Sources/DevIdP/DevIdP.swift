@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 
 /// DevIdP is the development OpenID provider the tests and `make run` speak to over HTTP, with
-/// XID's semantics (spec §8): PKCE S256 only; refresh tokens only with `offline_access` and only
+/// XID's semantics: PKCE S256 only; refresh tokens only with `offline_access` and only
 /// for confidential clients; refresh tokens rotate on every use with NO grace period, and a
 /// rotated token presented again revokes its whole family, including the tokens just issued to
 /// the winner of a race. Access tokens are ES256 JWTs (`typ: at+jwt`); ID tokens are ES256,

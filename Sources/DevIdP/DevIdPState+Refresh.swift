@@ -2,7 +2,7 @@ import Foundation
 
 /// A refresh token presented at a token endpoint, decided in one place for the dev IdP's own
 /// endpoint and every personality's: a rotated token presented again revokes its whole family,
-/// with no grace period (XID's semantics, spec §8).
+/// with no grace period (XID's semantics).
 extension DevIdPState {
     enum RefreshOutcome {
         case granted(subject: String, scope: String, family: String, kind: String?)

@@ -1,7 +1,7 @@
 import BrokerCore
 import Foundation
 
-/// SessionAdmin is what admins do with a tenant's sessions (spec §4.3): import grants obtained
+/// SessionAdmin is what admins do with a tenant's sessions: import grants obtained
 /// elsewhere, read one session's metadata — never token material —, list them, revoke one, and
 /// read the audit trail. Every call is refused (404) for a tenant that is disabled or unknown.
 public struct SessionAdmin: Sendable {
@@ -69,7 +69,7 @@ public struct SessionAdmin: Sendable {
         return try auditLog.events(tenant: tenant, matching: query)
     }
 
-    /// Imports a grant; without a usable access token it is refreshed at once (spec §4.3), and
+    /// Imports a grant; without a usable access token it is refreshed at once, and
     /// `completion` hears the session as it then is.
     public func importSession(_ i: Import, tenant: String, by principal: Principal, completion: @escaping @Sendable (Result<Session, BrokerError>) -> Void) {
         let s: Session

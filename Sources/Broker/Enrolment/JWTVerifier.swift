@@ -1,7 +1,7 @@
 import BrokerCore
 import Foundation
 
-/// JWTVerifier accepts the JWTs an IdP sends — ID tokens (spec §7) and back-channel logout
+/// JWTVerifier accepts the JWTs an IdP sends — ID tokens and back-channel logout
 /// tokens — only when every check passes: a JWS with an asymmetric `alg` (`none` and HS* are
 /// refused before any key is looked at), signed by the issuer's JWKS key named by `kid` and
 /// allowing that alg, of the right `typ`, then the claims of IDTokenRules or LogoutTokenRules.

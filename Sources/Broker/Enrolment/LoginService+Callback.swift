@@ -1,7 +1,7 @@
 import BrokerCore
 import Foundation
 
-/// The callback half of the login flow (spec §4.2, §7; RFC 6749 §4.1.2, RFC 9207).
+/// The callback half of the login flow (RFC 6749 §4.1.2, RFC 9207).
 extension LoginService {
     /// The callback's parameters (RFC 6749 §4.1.2, §4.1.2.1; RFC 9207 §2).
     public struct Callback: Sendable {

@@ -1,10 +1,10 @@
 import BrokerCore
 import Foundation
 
-/// LoginService signs users in the way the XID SDK does, server-side (spec §4.2): it starts an
+/// LoginService signs users in the way the XID SDK does, server-side: it starts an
 /// authorization-code request with PKCE S256 and fresh state and nonce, and completes it at the
 /// callback — state consumed once, `iss` checked (RFC 9207), code exchanged with the verifier,
-/// ID token verified (spec §7) — before a session is stored. Any refusal stores nothing.
+/// ID token verified — before a session is stored. Any refusal stores nothing.
 ///
 /// Thread-safety: a value; its dependencies are thread-safe. Calls block (database, IdP): run
 /// them on worker threads.
@@ -22,7 +22,7 @@ public struct LoginService: Sendable {
     let events: @Sendable (LogLine) -> Void
     /// Makes the DPoP key of a login whose client binds its tokens (nil: no client does here).
     let dpopKeys: DPoPKeys?
-    /// How long a started login may wait for its callback (spec §3: 10 minutes).
+    /// How long a started login may wait for its callback (10 minutes).
     public static let lifetime: TimeInterval = 600
 
     public init(logins: any LoginStore, sessions: any SessionStore, registry: RegistryCache, directory: any IssuerDirectory,

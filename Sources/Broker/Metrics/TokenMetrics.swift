@@ -1,4 +1,4 @@
-/// TokenMetrics are the token path's counters, read by GET /metrics (spec §4.4).
+/// TokenMetrics are the token path's counters, read by GET /metrics.
 public final class TokenMetrics: Sendable {
     /// A registered client: the bounded label of per-client series.
     public struct ClientLabel: Hashable, Sendable {

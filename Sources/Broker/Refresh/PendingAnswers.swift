@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// PendingAnswers keeps IdP answers that arrived when their write could not be committed (the
-/// database was down or restarting), so that a rotated refresh token is never lost (spec §5):
+/// database was down or restarting), so that a rotated refresh token is never lost:
 /// they are written, through the refresh machine, as soon as the database is back. In memory
 /// only: should this replica die meanwhile, the attempt stays recorded and is resolved by
 /// another replica without presenting the token again.

@@ -2,7 +2,7 @@ import BrokerCore
 import Foundation
 import Synchronization
 
-/// RefreshEngine refreshes sessions before their access tokens expire (spec §5). Every replica
+/// RefreshEngine refreshes sessions before their access tokens expire. Every replica
 /// runs one: it loads the sessions due within `horizon` from the database (at start and every
 /// `loadInterval`), follows schedule changes published by any replica, keeps them in a timer
 /// wheel, reads the rows of the sessions each tick fires in one query per tenant, and hands

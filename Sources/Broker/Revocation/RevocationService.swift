@@ -2,7 +2,7 @@ import BrokerCore
 import Foundation
 import Synchronization
 
-/// RevocationService ends sessions so that they are dead at the IdP, not just here (spec §4.3):
+/// RevocationService ends sessions so that they are dead at the IdP, not just here:
 /// the store marks the session revoked, erases its tokens and queues them in a durable outbox in
 /// one transaction (so from its COMMIT no replica hands out a token of the session); then the
 /// tokens are revoked at the IdP (RFC 7009, with the client's authentication) — at once when it

@@ -2,7 +2,7 @@ import BrokerCore
 import Foundation
 import Synchronization
 
-/// SignoutService runs bulk sign-outs (spec §4.3): a job snapshots the matching sessions when
+/// SignoutService runs bulk sign-outs: a job snapshots the matching sessions when
 /// it is created; every replica then revokes its pending items in batches (`work`), each
 /// session through RevocationService — so each is revoked here at once and at the IdP now or
 /// from the outbox — with the IdP calls of each client rate-limited per replica. A batch is

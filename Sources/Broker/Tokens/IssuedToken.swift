@@ -1,7 +1,7 @@
 import BrokerCore
 import Foundation
 
-/// IssuedToken is what a worker receives (spec §4.1).
+/// IssuedToken is what a worker receives.
 public struct IssuedToken: Sendable, Equatable {
     public let accessToken: String
     public let tokenType: TokenType

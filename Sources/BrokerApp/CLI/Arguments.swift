@@ -1,5 +1,5 @@
 /// Arguments reads `--name value` (or `--name=value`) options, flags and positionals as one
-/// command's CommandSpec allows; repeated options keep every value. Anything the spec does not
+/// command's CommandSpec allows; repeated options keep every value. Anything the CommandSpec does not
 /// name is refused with the command's usage; `--help` or `-h` asks for that usage.
 struct Arguments {
     var positionals: [String] = []

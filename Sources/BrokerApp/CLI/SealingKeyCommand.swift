@@ -3,7 +3,7 @@ import BrokerCrypto
 import Foundation
 
 /// SealingKeyCommand is `tokenbroker sealing-key`: a new key, the count of sealed values by
-/// key, and re-sealing under the current key (README: the rotation procedure).
+/// key, and re-sealing under the current key (docs/reference/configuration.md: the rotation procedure).
 enum SealingKeyCommand {
     static let usage = """
         tokenbroker sealing-key generate [--id ID]

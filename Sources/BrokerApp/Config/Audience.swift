@@ -1,4 +1,4 @@
-/// Audience is who a route is for; each listener serves some of them (README: Listeners).
+/// Audience is who a route is for; each listener serves some of them (docs/reference/http.md).
 public enum Audience: String, CaseIterable, Sendable {
     /// Browsers and the IdP: the login callback, back-channel logout, the broker's JWKS.
     case `public`

@@ -2,7 +2,7 @@ import BrokerCore
 import BrokerHTTP
 
 /// ErrorResponse is the one place where errors become HTTP: status, and the JSON body
-/// `{"error", "message", "request_id"}` (spec §4). Messages come from BrokerError and are
+/// `{"error", "message", "request_id"}`. Messages come from BrokerError and are
 /// generic by construction.
 enum ErrorResponse {
     static func status(_ e: BrokerError) -> Int {

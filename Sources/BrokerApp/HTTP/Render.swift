@@ -6,7 +6,7 @@ import Foundation
 /// Render writes the API's JSON documents. Sessions are rendered as metadata only: no function
 /// here can print token material.
 enum Render {
-    /// The members of a token document (spec §4.1), written into an open object. A plain token
+    /// The members of a token document, written into an open object. A plain token
     /// from the cache brings its memo: the members are rendered there once for each `expires_in`
     /// and copied from it until the second turns.
     static func token(_ t: IssuedToken, into w: inout JSONWriter) {
@@ -59,7 +59,7 @@ enum Render {
         }
     }
 
-    /// The document shows when the grant ends (spec §8: the IdP's absolute refresh-token
+    /// The document shows when the grant ends (the IdP's absolute refresh-token
     /// lifetime, from the client's policy), since no token response says so, and how the engine
     /// refreshes the session (`refresh_mode`: proactive, or idle — on demand and a keep-alive).
     static func session(_ s: Session) -> String { JSONText.object(sessionMembers(s)) }

@@ -3,7 +3,7 @@ import BrokerCore
 import BrokerHTTP
 import Foundation
 
-/// Session administration beyond import (spec §4.3): the listing, revocation, the audit trail.
+/// Session administration beyond import: the listing, revocation, the audit trail.
 struct AdminRoutes {
     let gate: Guard
     let admin: SessionAdmin

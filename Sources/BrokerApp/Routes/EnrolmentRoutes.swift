@@ -4,7 +4,7 @@ import BrokerHTTP
 import BrokerJSON
 import Foundation
 
-/// Enrolment (spec §4.2): start a login (role `enrol`), and the OAuth callback the IdP sends
+/// Enrolment: start a login (role `enrol`), and the OAuth callback the IdP sends
 /// the user's browser back to (no API key: the state is its credential).
 struct EnrolmentRoutes {
     let gate: Guard

@@ -3,7 +3,7 @@ import BrokerHTTP
 import Foundation
 import Synchronization
 
-/// Health and metrics (spec §4.4): no authentication, no tenant data.
+/// Health and metrics: no authentication, no tenant data.
 struct HealthRoutes {
     let gate: Guard
     /// Migrations not applied yet (none: the schema is current).

@@ -3,7 +3,7 @@ import BrokerCore
 import BrokerHTTP
 import Foundation
 
-/// OpenID Connect Back-Channel Logout receiver (spec §4.3): the IdP POSTs a logout token; no API
+/// OpenID Connect Back-Channel Logout receiver: the IdP POSTs a logout token; no API
 /// key — the token's signature by the client's issuer is the credential.
 struct LogoutRoutes {
     let gate: Guard

@@ -4,12 +4,12 @@ import BrokerHTTP
 import BrokerJSON
 import Foundation
 
-/// Operator routes (spec §4.3), mirrored by the CLI: tenants, clients, API keys.
+/// Operator routes, mirrored by the CLI: tenants, clients, API keys.
 struct OperatorRoutes {
     let gate: Guard
     let operators: OperatorService
 
-    /// The client registration in a PUT body (spec §4.3); the secret is returned separately, and
+    /// The client registration in a PUT body; the secret is returned separately, and
     /// whether DPoP is to follow the issuer's metadata (`"dpop": "auto"`). `issuer` may be
     /// absent when the provider's descriptor has one (or its endpoints): the catalogue resolves it.
     static func registration(_ b: JSONObject, tenant: String, id: String) throws -> (ClientRegistration, secret: String?, dpopAuto: Bool) {

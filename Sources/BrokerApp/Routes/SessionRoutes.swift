@@ -4,7 +4,7 @@ import BrokerHTTP
 import BrokerJSON
 import Foundation
 
-/// Session administration (spec §4.3): import a grant, read a session's metadata.
+/// Session administration: import a grant, read a session's metadata.
 struct SessionRoutes {
     let gate: Guard
     let admin: SessionAdmin

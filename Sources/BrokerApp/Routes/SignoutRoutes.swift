@@ -4,7 +4,7 @@ import BrokerHTTP
 import BrokerJSON
 import Foundation
 
-/// Bulk sign-out jobs (spec §4.3), for admins and the `tokenbroker signout` cron command.
+/// Bulk sign-out jobs, for admins and the `tokenbroker signout` cron command.
 struct SignoutRoutes {
     let gate: Guard
     let signouts: SignoutService

@@ -4,7 +4,7 @@ import BrokerHTTP
 import BrokerJSON
 import Foundation
 
-/// The worker token API (spec §4.1).
+/// The worker token API.
 struct TokenRoutes {
     let gate: Guard
     let tokens: TokenService

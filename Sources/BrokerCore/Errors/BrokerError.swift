@@ -11,7 +11,7 @@ public enum BrokerError: Error, Sendable, Equatable {
     case notFound(String)
     case methodNotAllowed
     case conflict(code: String, message: String)
-    /// The session is not active; the code is its state (spec §4.1: 409 with that state).
+    /// The session is not active; the code is its state (409 with that state).
     case sessionNotActive(SessionState)
     case payloadTooLarge(limit: Int)
     case minTTLTooLong(maximum: Int)

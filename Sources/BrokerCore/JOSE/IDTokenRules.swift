@@ -1,7 +1,7 @@
 import Foundation
 
 /// IDTokenRules checks the claims of an ID token whose signature was already verified (OIDC
-/// Core §3.1.3.7 steps 2–11, spec §7). Pure: the time is an argument.
+/// Core §3.1.3.7 steps 2–11). Pure: the time is an argument.
 public enum IDTokenRules {
     public static func check(_ c: [String: Any], _ e: IDTokenExpectation, now: Date) throws(JOSEError) -> VerifiedIDToken {
         if let template = e.issuerTemplate {

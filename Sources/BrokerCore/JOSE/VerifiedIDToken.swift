@@ -1,7 +1,7 @@
 import Foundation
 
 /// VerifiedIDToken is an ID token whose signature and claims passed every check, reduced to the
-/// claims the broker keeps (spec §3).
+/// claims the broker keeps.
 public struct VerifiedIDToken: Sendable, Equatable {
     public let subject: String
     public let issuedAt: Date

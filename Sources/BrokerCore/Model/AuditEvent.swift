@@ -1,6 +1,6 @@
 import Foundation
 
-/// AuditEvent records who did what to which session, when, with what outcome (spec §3). It
+/// AuditEvent records who did what to which session, when, with what outcome. It
 /// never carries a token.
 public struct AuditEvent: Sendable, Equatable {
     public let at: Date

@@ -1,6 +1,6 @@
 import Foundation
 
-/// AuditQuery filters a tenant's audit trail (spec §4.3), newest first, keyset-paginated by
+/// AuditQuery filters a tenant's audit trail, newest first, keyset-paginated by
 /// row id.
 public struct AuditQuery: Sendable, Equatable {
     public var action: AuditAction?

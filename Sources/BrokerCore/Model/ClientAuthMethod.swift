@@ -1,7 +1,7 @@
 /// ClientAuthMethod is how the broker authenticates to an IdP's token endpoint (RFC 6749 §2.3,
 /// OIDC Core §9).
 public enum ClientAuthMethod: String, Sendable, Codable, CaseIterable {
-    /// A public client: PKCE only, no secret. XID issues it no refresh token (spec §8).
+    /// A public client: PKCE only, no secret. XID issues it no refresh token.
     case none
     case clientSecretBasic = "client_secret_basic"
     case clientSecretPost = "client_secret_post"

@@ -1,6 +1,6 @@
 import Foundation
 
-/// ClientRegistration is one tenant's registration at one IdP (spec §3). The client secret is
+/// ClientRegistration is one tenant's registration at one IdP. The client secret is
 /// not part of it: it is sealed at rest and read only when talking to the IdP.
 public struct ClientRegistration: Sendable, Equatable {
     public let tenant: String

@@ -1,6 +1,6 @@
 import Foundation
 
-/// IdentityClaims are the ID-token claims worth keeping with a session (spec §3).
+/// IdentityClaims are the ID-token claims worth keeping with a session.
 public struct IdentityClaims: Sendable, Equatable, Codable {
     public var sid: String?
     public var email: String?

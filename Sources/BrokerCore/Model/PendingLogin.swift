@@ -1,7 +1,7 @@
 import Foundation
 
 /// PendingLogin is an authorization request the broker started and the callback has not yet
-/// completed (spec §3 login). It is single use: the callback consumes it atomically, whatever
+/// completed. It is single use: the callback consumes it atomically, whatever
 /// happens next. The verifier and nonce are secrets until the code is exchanged and are only
 /// ever stored sealed; the state is stored as its SHA-256 only.
 public struct PendingLogin: Sendable, Equatable {

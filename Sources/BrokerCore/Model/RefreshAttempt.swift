@@ -2,7 +2,7 @@ import Foundation
 
 /// RefreshAttempt is the durable record of one presentation of a session's refresh token,
 /// written (and committed) before the IdP is called. Whoever finds it unresolved knows the token
-/// may already be spent and must not present it again (spec §5): only its owner's answer, or a
+/// may already be spent and must not present it again: only its owner's answer, or a
 /// resolution once the owner's patience has run out, clears it.
 public struct RefreshAttempt: Sendable, Equatable {
     /// Unique per attempt; the answer of attempt X is only ever applied to a row recording X.

@@ -1,10 +1,10 @@
-/// Role is what an API key may do (spec §3). Each route names the one role it requires.
+/// Role is what an API key may do. Each route names the one role it requires.
 public enum Role: String, Sendable, Codable, CaseIterable, Hashable {
-    /// Fetches access tokens (spec §4.1).
+    /// Fetches access tokens.
     case worker
-    /// Lists, imports and revokes sessions (spec §4.3).
+    /// Lists, imports and revokes sessions.
     case admin
-    /// Starts logins for users (spec §4.2).
+    /// Starts logins for users.
     case enrol
     /// Manages tenants, clients and API keys.
     case `operator`

@@ -148,7 +148,7 @@ public struct Session: Sendable, Equatable {
         get { storage.lastError }
         set { change { $0.lastError = newValue } }
     }
-    /// When the grant began: the IdP's absolute refresh-token lifetime counts from here (spec §8).
+    /// When the grant began: the IdP's absolute refresh-token lifetime counts from here.
     public var grantedAt: Date { storage.grantedAt }
     public var createdAt: Date { storage.createdAt }
     public var lastUsedAt: Date? {
@@ -159,7 +159,7 @@ public struct Session: Sendable, Equatable {
         get { storage.lastRefreshedAt }
         set { change { $0.lastRefreshedAt = newValue } }
     }
-    /// The refresh attempt recorded before the IdP call and not yet resolved (spec §5): while it
+    /// The refresh attempt recorded before the IdP call and not yet resolved: while it
     /// stands nobody presents the refresh token again.
     public var attempt: RefreshAttempt? {
         get { storage.attempt }

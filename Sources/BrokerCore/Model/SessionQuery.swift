@@ -1,6 +1,6 @@
 import Foundation
 
-/// SessionQuery filters a tenant's sessions for the admin listing (spec §4.3), newest first,
+/// SessionQuery filters a tenant's sessions for the admin listing, newest first,
 /// one page at a time after `after` (keyset pagination: stable under inserts, no offsets).
 public struct SessionQuery: Sendable, Equatable {
     public var subject: String?

@@ -1,4 +1,4 @@
-/// SessionState is where a session is in its life (spec §3).
+/// SessionState is where a session is in its life.
 public enum SessionState: String, Sendable, Codable {
     /// Tokens are held and refreshed.
     case active

@@ -1,6 +1,6 @@
 import Foundation
 
-/// SignoutJob is a bulk sign-out (spec §4.3): the sessions of a tenant that matched `filter`
+/// SignoutJob is a bulk sign-out: the sessions of a tenant that matched `filter`
 /// when it was created, revoked in batches by any replica.
 public struct SignoutJob: Sendable, Equatable {
     public enum State: String, Sendable { case running, done }

@@ -7,7 +7,7 @@ public struct TokenGrant: Sendable, Equatable {
     public let accessToken: String
     public let tokenType: TokenType
     public let expiresIn: TimeInterval?
-    /// Nil when the IdP did not rotate: the old refresh token stays (spec §8).
+    /// Nil when the IdP did not rotate: the old refresh token stays.
     public let refreshToken: String?
     /// Nil when the IdP kept the requested scope (RFC 6749 §5.1).
     public let scope: [String]?

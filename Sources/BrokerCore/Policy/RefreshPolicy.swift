@@ -1,6 +1,6 @@
 import Foundation
 
-/// RefreshPolicy says when a session's access token is refreshed (spec §5), per client.
+/// RefreshPolicy says when a session's access token is refreshed, per client.
 ///
 /// The lead defaults to 20% of the token's lifetime, capped at 5 minutes. Whatever the lead and
 /// jitter, a refresh is never scheduled before half the lifetime has passed, so a token that lives

@@ -10,13 +10,13 @@ public enum TokenDecision: Sendable, Equatable {
     /// Decides before any lock is taken, from a cached or freshly read session.
     ///
     /// While a refresh attempt is in flight the held token is not served: an IdP may kill it the
-    /// moment it rotates (spec §5: no replica hands out a superseded token); callers join or wait
+    /// moment it rotates (no replica hands out a superseded token); callers join or wait
     /// for the flight instead, and get the held token only if it does not end in time.
     public static func decide(_ s: Session, _ need: TokenRequirement, now: Date) -> TokenDecision {
         if let refusal = refusal(s, need) { return .reject(refusal) }
         if need.forceRefresh || s.attempt != nil { return .refresh }
         if lives(s, need, now) { return .serve }
-        // Backing off: no IdP call before then, whoever asks (spec §5) — answered from memory.
+        // Backing off: no IdP call before then, whoever asks — answered from memory.
         if let b = s.backoffUntil, b > now {
             return .reject(.idpUnavailable(retryAfter: max(1, Int(b.timeIntervalSince(now).rounded(.up)))))
         }
@@ -55,7 +55,7 @@ public enum TokenDecision: Sendable, Equatable {
         let missing = need.scopes.filter { !s.scopes.contains($0) }
         if !missing.isEmpty { return .insufficientScope(missing: missing) }
         // A token never lives longer than it was issued for: asking for that much would spend a
-        // refresh on every call and still fail (spec §4.1: 422 before any IdP call).
+        // refresh on every call and still fail (422 before any IdP call).
         if let lifetime = s.accessLifetime, need.minTTL >= lifetime {
             return .minTTLTooLong(maximum: maximum(lifetime))
         }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// TokenRequirement is what a worker needs from a token (spec §4.1).
+/// TokenRequirement is what a worker needs from a token.
 public struct TokenRequirement: Sendable, Equatable {
     /// The token must live at least this long when handed out.
     public var minTTL: TimeInterval

@@ -1,6 +1,6 @@
 import Foundation
 
-/// LoginStore keeps pending logins (spec §3). The callback knows no tenant, only the state: the
+/// LoginStore keeps pending logins. The callback knows no tenant, only the state: the
 /// state's hash is the one key looked up across tenants, and it names exactly one login.
 public protocol LoginStore: Sendable {
     func insert(_ login: PendingLogin) throws

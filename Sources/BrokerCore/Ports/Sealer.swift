@@ -1,6 +1,6 @@
 import Foundation
 
-/// Sealer encrypts secrets at rest (spec §6): a fresh nonce per value, `context` bound as
+/// Sealer encrypts secrets at rest: a fresh nonce per value, `context` bound as
 /// additional data so that a ciphertext moved to another row or tenant does not open, and the
 /// key id inside the sealed value so that keys can rotate.
 public protocol Sealer: Sendable {

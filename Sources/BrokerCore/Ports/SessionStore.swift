@@ -1,7 +1,7 @@
 import Foundation
 
 /// SessionStore keeps sessions; every call carries the tenant. Implementations seal token
-/// material at rest (spec §6) and hand it back unsealed, in memory only.
+/// material at rest and hand it back unsealed, in memory only.
 ///
 /// Implementations are thread-safe. Failures are thrown as BrokerError
 /// (`storeUnavailable`, `refreshBusy`, `conflict`).
@@ -53,7 +53,7 @@ public protocol SessionStore: Sendable {
     func dueSessions(before: Date, limit: Int) throws -> [DueSession]
 
     /// Active sessions whose grant the IdP ends before `before` (its absolute refresh-token
-    /// lifetime, spec §8), across every tenant.
+    /// lifetime), across every tenant.
     func countGrantsExpiring(before: Date) throws -> Int
 }
 

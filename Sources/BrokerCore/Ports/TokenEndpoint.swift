@@ -54,7 +54,7 @@ public protocol TokenEndpoint: Sendable {
     /// (OpenID Connect RP-Initiated Logout 1.0 §2): `id_token_hint`, `client_id`,
     /// `post_logout_redirect_uri` and `state` on the issuer's end_session_endpoint; nil when it
     /// advertises none. The logout is the browser's (the IdP asks the user, with its cookies):
-    /// a server-side request could not do it. It does not revoke refresh tokens (spec §8).
+    /// a server-side request could not do it. It does not revoke refresh tokens.
     func endSessionURL(client: ClientRegistration, idTokenHint: String?, postLogoutRedirectURI: String?, state: String)
         throws(TokenEndpointError) -> String?
 }

@@ -1,5 +1,5 @@
 /// AmbiguousRefreshPolicy says what becomes of a session whose refresh may or may not have
-/// reached the IdP when the issuer offers no RFC 7662 introspection to tell (spec §5).
+/// reached the IdP when the issuer offers no RFC 7662 introspection to tell.
 public enum AmbiguousRefreshPolicy: String, Sendable, Equatable, Codable, CaseIterable {
     /// The session needs a new sign-in (`needs_reauth`, reason `refresh_outcome_lost`): right
     /// for IdPs like XID that rotate with no grace period, where presenting the token again

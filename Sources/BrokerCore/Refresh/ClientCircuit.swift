@@ -1,7 +1,7 @@
 import Foundation
 
 /// ClientCircuit keeps one client's IdP from being called by every session and every request
-/// while it is failing (spec §5): after a failure no call goes out until the IdP's Retry-After
+/// while it is failing: after a failure no call goes out until the IdP's Retry-After
 /// (or an exponential backoff without one) has passed; then exactly one call probes, and the
 /// circuit closes when it succeeds.
 ///

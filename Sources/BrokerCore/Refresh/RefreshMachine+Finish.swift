@@ -66,7 +66,7 @@ extension RefreshMachine {
 
     /// The session after a good answer: expiry counted from when the request was sent (the
     /// token may have been issued then) and never later than a JWT access token's own `exp`;
-    /// the old refresh token kept when none came (spec §8); the kept members replaced when the
+    /// the old refresh token kept when none came; the kept members replaced when the
     /// answer has any; the grant's own lifetime, when the provider gives one, shortening the
     /// policy's.
     static func applied(_ grant: TokenGrant, to old: Session, sentAt: Date, _ ctx: RefreshContext) -> Session {

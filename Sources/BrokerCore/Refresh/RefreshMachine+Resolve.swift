@@ -2,7 +2,7 @@ import Foundation
 
 extension RefreshMachine {
     /// Resolves `attempt`, whose outcome never arrived, from `evidence` — never by presenting
-    /// the token to find out (spec §5). Called by the attempt's owner as soon as it knows its
+    /// the token to find out. Called by the attempt's owner as soon as it knows its
     /// request is over, or by anyone once the owner's patience has run out.
     public static func resolve(_ row: Session, attempt: RefreshAttempt, evidence: AttemptEvidence,
                                _ ctx: RefreshContext) -> RefreshFinish {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// RefreshMachine is the one place where a refresh is decided (spec §5, §8). It does no I/O: its
+/// RefreshMachine is the one place where a refresh is decided. It does no I/O: its
 /// steps take the row read under the session's lock and what is known, and return what to write
 /// and what callers get; the driver (RefreshDriver, whose loop is RefreshFlight) performs that,
 /// for the timer engine and on-demand requests alike.
