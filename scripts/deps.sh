@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [build|test|bench]   (build: compile, PostgreSQL, tests; test: + promtool; bench: + wrk, nginx)
 # Python (venv) runs schemathesis from PyPI in make test and the benchmark driver; never the service.
 set -euo pipefail
-want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libsimdjson-dev libcurl4-openssl-dev postgresql postgresql-contrib pgbouncer curl ca-certificates python3 python3-venv)
+want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libsimdjson-dev libcurl4-openssl-dev postgresql postgresql-contrib pgbouncer curl ca-certificates python3 python3-venv python3-yaml)
 case "${1:-build}" in
   bench) want+=(wrk nginx-light) ;;
   test) want+=(prometheus) ;;   # promtool: the metrics and alert rules checks of make test

@@ -6,7 +6,8 @@
      documented there is read (by the code or by `make run`), and `tokenbroker serve --help`
      (ConfigVariables.swift) lists exactly those `serve` reads.
   3. Every command's `tokenbroker <command> --help` is, word for word, the block under that
-     command in docs/reference/cli.md (`scripts/docs-check.py --write-cli` rewrites those blocks).
+     command in docs/reference/cli.md, and the table of operations in docs/reference/api.md is
+     the one docs/openapi.yaml gives (`scripts/docs-check.py --write` rewrites both).
 
   scripts/docs-check.py [ROOT]      check ROOT (default: this checkout)
   scripts/docs-check.py --self-test shows each check failing on a copy broken its way
@@ -135,9 +136,9 @@ def check_cli(root, binary):
     text = open(os.path.join(root, "docs/reference/cli.md"), encoding="utf-8").read()
     documented = {m.group(1): m.group(2) for m in CLI_BLOCK.finditer(text)}
     actual = cli_help(binary)
-    errors = [f"tokenbroker {c}: no block in docs/reference/cli.md (scripts/docs-check.py --write-cli)" for c in sorted(set(actual) - set(documented))]
+    errors = [f"tokenbroker {c}: no block in docs/reference/cli.md (scripts/docs-check.py --write)" for c in sorted(set(actual) - set(documented))]
     errors += [f"docs/reference/cli.md: tokenbroker {c} is not a command" for c in sorted(set(documented) - set(actual))]
-    errors += [f"docs/reference/cli.md: tokenbroker {c} --help differs (scripts/docs-check.py --write-cli)"
+    errors += [f"docs/reference/cli.md: tokenbroker {c} --help differs (scripts/docs-check.py --write)"
                for c in sorted(set(actual) & set(documented)) if actual[c] != documented[c]]
     return errors
 
@@ -151,8 +152,37 @@ def write_cli(root, binary):
     open(path, "w", encoding="utf-8").write(text + f"\n\n{marker}\n\nWhat `tokenbroker <command> --help` prints (the docs check compares).{blocks}\n")
 
 
+API_MARKER = "## Every operation"
+
+
+def api_table(root):
+    import yaml
+    spec = yaml.safe_load(open(os.path.join(root, "docs/openapi.yaml"), encoding="utf-8"))
+    rows = ["| method and path | operation | listener and area | what |", "| --- | --- | --- | --- |"]
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            if isinstance(op, dict) and "operationId" in op:
+                summary = " ".join(str(op.get("summary", "")).split()).replace("|", "\\|")
+                rows.append(f"| `{method.upper()} {path}` | `{op['operationId']}` | {', '.join(op.get('tags', []))} | {summary} |")
+    return (f"{API_MARKER}\n\nGenerated from [openapi.yaml](../openapi.yaml) by `scripts/docs-check.py --write`"
+            " (the docs check compares); the file has each operation's parameters, bodies and answers.\n\n" + "\n".join(rows) + "\n")
+
+
+def check_api(root):
+    text = open(os.path.join(root, "docs/reference/api.md"), encoding="utf-8").read()
+    if API_MARKER not in text or text[text.index(API_MARKER):] != api_table(root):
+        return ["docs/reference/api.md: the table of operations differs from docs/openapi.yaml (scripts/docs-check.py --write)"]
+    return []
+
+
+def write_api(root):
+    path = os.path.join(root, "docs/reference/api.md")
+    text = open(path, encoding="utf-8").read().split(API_MARKER)[0].rstrip("\n")
+    open(path, "w", encoding="utf-8").write(text + "\n\n" + api_table(root))
+
+
 def check(root, binary):
-    return check_links(root) + check_variables(root) + (check_cli(root, binary) if binary else [])
+    return check_links(root) + check_variables(root) + check_api(root) + (check_cli(root, binary) if binary else [])
 
 
 def self_test(root, binary):
@@ -199,6 +229,11 @@ def self_test(root, binary):
             t = open(p, encoding="utf-8").read().replace("run the HTTP API", "run the HTTP server", 1)
             open(p, "w", encoding="utf-8").write(t)
         breaks("a CLI page out of date", stale_cli, "tokenbroker serve --help differs")
+    def stale_api(d):
+        p = os.path.join(d, "docs/openapi.yaml")
+        t = open(p, encoding="utf-8").read().replace("operationId: health", "operationId: liveness", 1)
+        open(p, "w", encoding="utf-8").write(t)
+    breaks("an API table out of date", stale_api, "table of operations differs")
     return failures
 
 
@@ -208,8 +243,10 @@ def main():
     bindir = os.environ.get("TOKENBROKER_BIN_DIR") or subprocess.run(["swift", "build", "--show-bin-path"], cwd=root, capture_output=True, text=True).stdout.strip()
     binary = os.path.join(bindir, "tokenbroker")
     binary = binary if os.path.exists(binary) else None
-    if args == ["--write-cli"]:
-        write_cli(root, binary)
+    if args in (["--write"], ["--write-cli"]):
+        write_api(root)
+        if binary:
+            write_cli(root, binary)
         return 0
     if args == ["--self-test"]:
         return 1 if self_test(root, binary) else 0
