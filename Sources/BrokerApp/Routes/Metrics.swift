@@ -10,8 +10,7 @@ enum Metrics {
 
     static func render(_ runtime: BrokerRuntime) -> String {
         let m = runtime.tokens.metrics
-        var out = "# HELP tokenbroker_build_info The release this replica runs (always 1).\n# TYPE tokenbroker_build_info gauge\n"
-            + "tokenbroker_build_info{version=\"\(label(BuildInfo.version))\"} 1\n"
+        var out = ""
         func histogram(_ name: String, _ help: String, _ bounds: [Double], _ series: [(labels: String, h: (cumulative: [Int], sum: Double, count: Int))]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
             for (labels, h) in series {
@@ -85,7 +84,7 @@ enum Metrics {
         gauge("tokenbroker_db_pool_in_use", "PostgreSQL connections lent out now.", db.inUse)
         gauge("tokenbroker_db_pool_waiting", "Callers waiting for a PostgreSQL connection now.", db.waiting)
         gauge("tokenbroker_db_pool_size", "The most PostgreSQL connections this replica opens (TOKENBROKER_DB_POOL_SIZE).", db.size)
-        out += "# HELP tokenbroker_build_info The running build.\n# TYPE tokenbroker_build_info gauge\n"
+        out += "# HELP tokenbroker_build_info The release this replica runs (always 1).\n# TYPE tokenbroker_build_info gauge\n"
         out += "tokenbroker_build_info{version=\"\(label(CLI.version))\"} 1\n"
         let process = ProcessStats.now()
         out += "# HELP process_cpu_seconds_total User and system CPU time.\n# TYPE process_cpu_seconds_total counter\n"
