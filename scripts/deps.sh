@@ -6,7 +6,7 @@ set -euo pipefail
 want=(pkg-config libpq-dev libssl-dev libmicrohttpd-dev libgnutls28-dev libsimdjson-dev libcurl4-openssl-dev postgresql postgresql-contrib pgbouncer curl ca-certificates python3 python3-venv python3-yaml)
 case "${1:-build}" in
   bench) want+=(wrk nginx-light) ;;
-  test) want+=(prometheus) ;;   # promtool: the metrics and alert rules checks of make test
+  test) want+=(prometheus graphviz) ;;   # promtool: the metrics and alert rules checks; dot: the docs check
 esac
 missing=()
 for p in "${want[@]}"; do

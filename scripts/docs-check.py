@@ -5,6 +5,8 @@
   2. Every configuration variable the code reads is in docs/reference/configuration.md, every one
      documented there is read (by the code or by `make run`), and `tokenbroker serve --help`
      (ConfigVariables.swift) lists exactly those `serve` reads.
+  4. The refresh flight's picture (docs/pictures/refresh-flight.dot) has exactly the actions,
+     reports, start cases and finish cases of the code, and its SVG is rendered from it.
   3. Every command's `tokenbroker <command> --help` is, word for word, the block under that
      command in docs/reference/cli.md, and the table of operations in docs/reference/api.md is
      the one docs/openapi.yaml gives (`scripts/docs-check.py --write` rewrites both).
@@ -181,8 +183,53 @@ def write_api(root):
     open(path, "w", encoding="utf-8").write(text + "\n\n" + api_table(root))
 
 
+FLIGHT_DOT = "docs/pictures/refresh-flight.dot"
+
+
+def enum_cases(text, enum):
+    body = re.search(r"enum " + enum + r"\b[^{]*\{(.*?)\n    \}", text, flags=re.S)
+    return set(re.findall(r"^\s*case (\w+)", body.group(1), flags=re.M)) if body else set()
+
+
+def check_flight(root):
+    """The refresh flight's picture has the machine's own actions and reports, and its SVG is current."""
+    src = os.path.join(root, "Sources/BrokerCore/Refresh")
+    flight = open(os.path.join(src, "RefreshFlight.swift"), encoding="utf-8").read()
+    dot = open(os.path.join(root, FLIGHT_DOT), encoding="utf-8").read()
+    nodes = set(re.findall(r"^\s*(\w+) \[label=", dot, flags=re.M))
+    labels = re.findall(r"-> \w+ \[label=\"([^\"]*)\"", dot)
+    reports = {l.split(":")[0] for l in labels}
+    def cases(report):
+        return {c.strip() for l in labels if l.startswith(report + ":") for c in l.split(":", 1)[1].split(",")}
+    code = {
+        "actions": enum_cases(flight, "Action"),
+        "reports": set(re.findall(r"public mutating func (\w+)\(", flight)),
+        "starts": enum_cases(open(os.path.join(src, "RefreshStart.swift"), encoding="utf-8").read(), "RefreshStart"),
+        "finishes": enum_cases(open(os.path.join(src, "RefreshFinish.swift"), encoding="utf-8").read(), "Next"),
+    }
+    drawn = {"actions": nodes, "reports": reports, "starts": cases("started"), "finishes": cases("answered") | cases("resolved")}
+    errors = []
+    for k in code:
+        if code[k] != drawn[k]:
+            errors.append(f"{FLIGHT_DOT}: stale diagram: {k} in the code {sorted(code[k])}, drawn {sorted(drawn[k])}")
+    svg = os.path.join(root, FLIGHT_DOT[:-4] + ".svg")
+    if shutil.which("dot"):
+        rendered = subprocess.run(["dot", "-Tsvg", os.path.join(root, FLIGHT_DOT)], capture_output=True, text=True).stdout
+        if not os.path.exists(svg) or open(svg, encoding="utf-8").read() != rendered:
+            errors.append(f"{svg[len(root) + 1:]}: not rendered from {FLIGHT_DOT} (scripts/docs-check.py --write)")
+    return errors
+
+
+def write_pictures(root):
+    if shutil.which("dot"):
+        for f in os.listdir(os.path.join(root, "docs/pictures")):
+            if f.endswith(".dot"):
+                src = os.path.join(root, "docs/pictures", f)
+                open(src[:-4] + ".svg", "w", encoding="utf-8").write(subprocess.run(["dot", "-Tsvg", src], capture_output=True, text=True, check=True).stdout)
+
+
 def check(root, binary):
-    return check_links(root) + check_variables(root) + check_api(root) + (check_cli(root, binary) if binary else [])
+    return check_links(root) + check_variables(root) + check_api(root) + check_flight(root) + (check_cli(root, binary) if binary else [])
 
 
 def self_test(root, binary):
@@ -195,7 +242,7 @@ def self_test(root, binary):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             shutil.copy(f, dst)
         shutil.copytree(os.path.join(root, "Sources"), os.path.join(d, "Sources"), ignore=shutil.ignore_patterns("*.c", "*.cpp", "*.h"))
-        for keep in ["docs/openapi.yaml", "LICENSE", "deploy", "providers"]:
+        for keep in ["docs/openapi.yaml", "docs/pictures", "LICENSE", "deploy", "providers"]:
             src = os.path.join(root, keep)
             (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, os.path.join(d, keep)) if not os.path.exists(os.path.join(d, keep)) else None
         return d
@@ -234,6 +281,11 @@ def self_test(root, binary):
         t = open(p, encoding="utf-8").read().replace("operationId: health", "operationId: liveness", 1)
         open(p, "w", encoding="utf-8").write(t)
     breaks("an API table out of date", stale_api, "table of operations differs")
+    def new_action(d):
+        p = os.path.join(d, "Sources/BrokerCore/Refresh/RefreshFlight.swift")
+        t = open(p, encoding="utf-8").read().replace("        case writeHeldAnswer\n", "        case writeHeldAnswer\n        case askAnotherReplica\n", 1)
+        open(p, "w", encoding="utf-8").write(t)
+    breaks("a stale state-machine diagram", new_action, "stale diagram: actions")
     return failures
 
 
@@ -245,6 +297,7 @@ def main():
     binary = binary if os.path.exists(binary) else None
     if args in (["--write"], ["--write-cli"]):
         write_api(root)
+        write_pictures(root)
         if binary:
             write_cli(root, binary)
         return 0
