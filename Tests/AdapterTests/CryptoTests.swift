@@ -3,7 +3,7 @@ import BrokerCrypto
 import Foundation
 import Testing
 
-@Suite("Sealing and hashing (spec §6)")
+@Suite("Sealing and hashing")
 struct CryptoTests {
     let keys = try! SealingKeys.parse(SealingKeys.generate(id: "k1"))
 

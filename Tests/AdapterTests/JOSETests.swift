@@ -15,7 +15,7 @@ final class StaticKeySet: KeySetSource, @unchecked Sendable {
     }
 }
 
-@Suite("JWS signatures and ID-token verification with OpenSSL (spec §7)")
+@Suite("JWS signatures and ID-token verification with OpenSSL")
 struct JOSETests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     let verifier = OpenSSLSignatureVerifier()

@@ -2,7 +2,7 @@ import BrokerCore
 import Foundation
 import Testing
 
-@Suite("ID-token claim checks (spec §7, OIDC Core §3.1.3.7, §12.2)")
+@Suite("ID-token claim checks (OIDC Core §3.1.3.7, §12.2)")
 struct IDTokenRulesTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     let login = IDTokenExpectation(issuer: "https://idp.example", clientID: "app", nonce: "n-1")

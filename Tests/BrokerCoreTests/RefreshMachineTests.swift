@@ -2,8 +2,8 @@ import BrokerCore
 import Foundation
 import Testing
 
-/// One test per transition of the refresh machine (spec §5, §8). No clock runs: `now` is an argument.
-@Suite("Refresh machine (spec §5, §8)")
+/// One test per transition of the refresh machine. No clock runs: `now` is an argument.
+@Suite("Refresh machine")
 struct RefreshMachineTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
     var ctx: RefreshContext { RefreshContext(now: t0, patience: 120, draw: 1, jitter: 0) }

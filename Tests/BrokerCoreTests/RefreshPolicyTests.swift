@@ -2,7 +2,7 @@ import BrokerCore
 import Foundation
 import Testing
 
-@Suite("Refresh policy (spec §5)")
+@Suite("Refresh policy")
 struct RefreshPolicyTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 

@@ -2,7 +2,7 @@ import BrokerCore
 import Foundation
 import Testing
 
-@Suite("Retries and due sessions (spec §5)")
+@Suite("Retries and due sessions")
 struct RetryAndDueTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 

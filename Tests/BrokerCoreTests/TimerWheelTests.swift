@@ -2,7 +2,7 @@ import BrokerCore
 import Foundation
 import Testing
 
-@Suite("Timer wheel (spec §5)")
+@Suite("Timer wheel")
 struct TimerWheelTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 

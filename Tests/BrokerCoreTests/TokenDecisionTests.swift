@@ -2,7 +2,7 @@ import BrokerCore
 import Foundation
 import Testing
 
-@Suite("Token decision (spec §4.1, §5 single-flight)")
+@Suite("Token decision (single-flight)")
 struct TokenDecisionTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 

@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@Suite("API keys (spec §6)")
+@Suite("API keys")
 struct AuthenticatorTests {
     let store = InMemoryRegistryStore()
     let hasher = PlainSecretHasher()

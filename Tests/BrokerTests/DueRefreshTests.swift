@@ -6,8 +6,8 @@ import Synchronization
 import Testing
 
 /// A due session's refresh starts without the lock: decided on the row as read, its attempt
-/// recorded by a version-checked write (spec §5).
-@Suite("Due refreshes without the lock (spec §5)")
+/// recorded by a version-checked write.
+@Suite("Due refreshes without the lock")
 struct DueRefreshTests {
     @Test("a due refresh takes no lock: its attempt and its answer are version-checked writes over the rows they were decided on")
     func takesNoLock() throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// OperatorService on in-memory stores: the rules of registration and of API keys, with no
 /// process and no socket.
-@Suite("Operator service (spec §4.4)")
+@Suite("Operator service")
 struct OperatorServiceTests {
     /// An IdP directory whose discovery answers, or fails with, what the test says.
     struct Directory: IssuerDirectory {

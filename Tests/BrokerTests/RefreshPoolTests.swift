@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@Suite("Refresh pool caps (spec §5)")
+@Suite("Refresh pool caps")
 struct RefreshPoolTests {
     final class Gauge: Sendable {
         let state = Mutex<(now: [String: Int], peak: [String: Int], total: Int, peakTotal: Int)>(([:], [:], 0, 0))

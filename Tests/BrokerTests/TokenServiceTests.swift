@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@Suite("Token service (spec §4.1, §5, §8)")
+@Suite("Token service")
 struct TokenServiceTests {
     @Test("a cached token is handed out without calling the IdP")
     func cachedTokenServed() async throws {
@@ -126,7 +126,7 @@ struct TokenServiceTests {
         #expect(h.endpoint.spentTokens.count == 1)
     }
 
-    @Test("403 access_denied ends the grant; so does a 400 refusal (classified by status first, issue 9)")
+    @Test("403 access_denied ends the grant; so does a 400 refusal (classified by status first)")
     func accessDeniedEndsTheGrant() {
         #expect(RefreshFailure.classify(.oauth(OAuthError(error: "access_denied", description: nil, status: 403))) == .grantDead(reason: "access_denied"))
         #expect(RefreshFailure.classify(.oauth(OAuthError(error: "access_denied", description: nil, status: 400))) == .grantDead(reason: "access_denied"))

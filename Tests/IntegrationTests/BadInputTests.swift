@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Bad input: precise status, nothing changed (spec §4)", .serialized)
+@Suite("Bad input: precise status, nothing changed", .serialized)
 struct BadInputTests {
     func sessionCount(_ w: World) async throws -> Int {
         // Through the database: the broker has no list route yet.

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 
-/// A client the provider refuses (spec §5: "repeated failures of one issuer open a per-client
+/// A client the provider refuses ("repeated failures of one issuer open a per-client
 /// circuit"): the circuit answers what opened it, and a changed registration closes it on every
 /// replica through the change feed. Two replicas, the development IdP over HTTP.
-@Suite("A client the provider refuses (spec §5)", .serialized)
+@Suite("A client the provider refuses", .serialized)
 struct ClientRefusedTests {
     func putClient(_ w: World, replica: Int, secret: String) async throws {
         try expectStatus(try await HTTP.put(w.brokers[replica].url + "/v1/tenants/\(w.tenant)/clients/\(w.client)", key: w.operatorKey, json: [
@@ -37,7 +37,7 @@ struct ClientRefusedTests {
         let fixed = Date()
         let here = try await w.token(id, replica: 1, body: ["force_refresh": true])
         #expect(here.status == 200, "the replica that took the PUT: \(here.status) \(here["error"] as? String ?? "-")")
-        // The other replica hears of the change through the feed (spec §5: within a second).
+        // The other replica hears of the change through the feed (within a second).
         var there = try await w.token(id, replica: 0, body: ["force_refresh": true])
         while there.status != 200, Date().timeIntervalSince(fixed) < 1 {
             try await Task.sleep(for: .milliseconds(50))

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// The IdP sees refreshes in proportion to the sessions used (spec §5): real processes, 6-second
+/// The IdP sees refreshes in proportion to the sessions used: real processes, 6-second
 /// access tokens, a client whose sessions are idle after 10 s without a hand-out.
-@Suite("Refresh in proportion to use (spec §5)", .serialized)
+@Suite("Refresh in proportion to use", .serialized)
 struct IdlePolicyTests {
     @Test("a session nobody asks for goes idle (no refresh ahead of expiry), a used one stays proactive; asking wakes the idle one")
     func idleSessionsRest() async throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Listeners by audience, TLS on each, mTLS worker identity and certificate reload (spec §9).
+/// Listeners by audience, TLS on each, mTLS worker identity and certificate reload.
 @Suite("Listeners: audiences, TLS, client certificates", .serialized)
 struct ListenerTests {
     /// curl against a TLS listener: the status (0 when no HTTP answer came) and the body.

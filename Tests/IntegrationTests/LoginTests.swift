@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Enrolment: login with PKCE S256, callback, ID token checks (spec §4.2, §7)", .serialized)
+@Suite("Enrolment: login with PKCE S256, callback, ID token checks", .serialized)
 struct LoginTests {
     @Test("login → IdP → callback → session stored → a worker gets its token")
     func happyPath() async throws {
@@ -204,7 +204,7 @@ struct LoginTests {
         "id_token_wrong_nonce", "id_token_no_nonce", "id_token_no_sub", "id_token_at_jwt",
     ]
 
-    @Test("every forged or wrong ID token is refused and nothing is stored (spec §7)", arguments: idTokenRejections)
+    @Test("every forged or wrong ID token is refused and nothing is stored", arguments: idTokenRejections)
     func idTokenRejected(_ mode: String) async throws {
         let w = try await World()
         defer { w.stop() }

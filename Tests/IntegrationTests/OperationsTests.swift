@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Operations: start-up, configuration, health, CLI (spec §4.4, §9)", .serialized)
+@Suite("Operations: start-up, configuration, health, CLI", .serialized)
 struct OperationsTests {
     func env(_ extra: [String: String] = [:]) throws -> [String: String] {
         var e = ["DATABASE_URL": try TestEnv.databaseURL(),

@@ -5,7 +5,7 @@ import Testing
 
 /// End-to-end runs of the refresh engine with real processes and real time: the few tests that
 /// let time pass, since what they prove is what happens across refresh cycles.
-@Suite("Refresh engine across replicas (spec §5, §8)", .serialized)
+@Suite("Refresh engine across replicas", .serialized)
 struct RefreshEngineTests {
     static let lifetime = 4          // seconds an access token lives at the dev IdP in these runs
     static let engineEnv = ["TOKENBROKER_REFRESH_TICK_MS": "50"]

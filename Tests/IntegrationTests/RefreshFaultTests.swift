@@ -2,10 +2,10 @@ import BrokerCore
 import Foundation
 import Testing
 
-/// Refreshes that survive faults (spec §5, §8), with real processes: the broker over HTTP, the
+/// Refreshes that survive faults, with real processes: the broker over HTTP, the
 /// development IdP told to misbehave, PostgreSQL. The IdP's own counters say how many times a
 /// refresh token was presented.
-@Suite("Refresh faults (spec §5, §8)", .serialized)
+@Suite("Refresh faults", .serialized)
 struct RefreshFaultTests {
     func session(_ w: World, _ id: String) async throws -> [String: Any] {
         try await HTTP.get(w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(id)", key: w.workerKey).json

@@ -3,9 +3,9 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Faults of the broker's own processes and of PostgreSQL around a refresh (spec §5), and what
+/// Faults of the broker's own processes and of PostgreSQL around a refresh, and what
 /// workers are handed meanwhile — with real processes and bounded timelines.
-@Suite("Refresh faults of processes (spec §5)", .serialized)
+@Suite("Refresh faults of processes", .serialized)
 struct RefreshProcessFaultTests {
 
     /// Counts shared by the polling tasks.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Revocation, listing and audit (spec §4.3)", .serialized)
+@Suite("Revocation, listing and audit", .serialized)
 struct RevocationTests {
     func revoke(_ w: World, _ session: String, replica: Int = 0, key: String? = nil, query: String = "") async throws -> HTTP.Reply {
         try await HTTP.request("DELETE", w.brokers[replica].url + "/v1/tenants/\(w.tenant)/sessions/\(session)\(query)", key: key ?? w.workerKey)

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("No secret in logs or in plain text in the database (spec §4, §6)", .serialized)
+@Suite("No secret in logs or in plain text in the database", .serialized)
 struct SecretsTests {
     @Test("after a full scenario, no token, key or client secret appears in any log or in a database dump")
     func noSecretsAnywhere() async throws {

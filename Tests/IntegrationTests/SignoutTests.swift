@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Bulk sign-out jobs and the CLI for cron (spec §4.3, §9)", .serialized)
+@Suite("Bulk sign-out jobs and the CLI for cron", .serialized)
 struct SignoutTests {
     /// `n` sessions of real IdP grants, imported with a valid access token (no refresh needed).
     func sessions(_ w: World, _ n: Int, prefix: String = "user") async throws -> [String] {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Single-flight across replicas (spec §5, §8)", .serialized)
+@Suite("Single-flight across replicas", .serialized)
 struct SingleFlightTests {
     @Test("two brokers, 100 concurrent requests for one expiring session: exactly one refresh at the IdP")
     func oneRefreshAcrossReplicas() async throws {

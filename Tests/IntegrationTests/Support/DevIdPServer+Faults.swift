@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The development IdP's fault switches (spec §5 tests): late or dropped answers after the IdP
+/// The development IdP's fault switches (the refresh fault tests): late or dropped answers after the IdP
 /// acted, stalls, introspection and killing old access tokens.
 extension DevIdPServer {
     /// The next `count` refresh grants are processed, then answered `delayMS` late (`late`), or

@@ -3,7 +3,7 @@ import Testing
 
 /// World is one test's whole installation: the development IdP, broker replicas sharing one
 /// database and sealing key, a fresh tenant with a client registered at the IdP, and keys:
-/// an all-tenant operator key (from the CLI, as spec §4.3 says the first one comes) and a
+/// an all-tenant operator key (from the CLI, where the first one comes from) and a
 /// worker+admin key of the tenant.
 final class World: @unchecked Sendable {
     let idp: DevIdPServer
