@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: release build, private PostgreSQL with a fresh bench database, then
-# bench/bench.py (wrk against the broker and against nginx in the same run). Not a test.
+# bench/bench.py (wrk against the broker and against nginx in the same run), then bench/plot.py
+# (docs/pictures/bench-*.svg from bench/results.json). Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
@@ -14,3 +15,6 @@ if [ -z "${DATABASE_URL:-}" ]; then
 fi
 export DATABASE_URL
 python3 bench/bench.py "$@"
+# The figures as pictures (docs/pictures/bench-*.svg), with matplotlib from PyPI in a venv of its own.
+[ -x .run/venv-plot/bin/python ] || { python3 -m venv .run/venv-plot && .run/venv-plot/bin/pip install -q "matplotlib==3.9.2"; }
+.run/venv-plot/bin/python bench/plot.py
