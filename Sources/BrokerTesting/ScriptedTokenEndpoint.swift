@@ -31,6 +31,11 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
         return try answer(refreshToken, n)
     }
 
+    /// Client credentials are tested against the development IdP.
+    public func clientCredentials(client: ClientRegistration, ask: AppTokenAsk, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
+        throw .invalidResponse("ScriptedTokenEndpoint does not grant client credentials")
+    }
+
     /// Codes are not part of these unit tests: the login flow is tested against the development IdP.
     public func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
         throw .invalidResponse("ScriptedTokenEndpoint does not exchange codes")
