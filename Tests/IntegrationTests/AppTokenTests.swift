@@ -39,5 +39,17 @@ struct AppTokenTests {
         #expect(bad.status == 400 && bad["error"] as? String == "invalid_request")
         let none = try await HTTP.post(w.brokers[0].url + "/v1/tenants/\(w.tenant)/clients/nobody/token", key: w.workerKey, json: [:])
         #expect(none.status == 404)
+        // A disabled client gets none, though one is stored; enabled again, it is served.
+        #expect(try await ask(w, replica: 0, ["min_ttl": 5]).status == 200)
+        func register(disabled: Bool) async throws {
+            try expectStatus(try await HTTP.put(w.brokers[0].url + "/v1/tenants/\(w.tenant)/clients/\(w.client)", key: w.operatorKey, json: [
+                "issuer": w.idp.issuer, "client_id": w.idpClientID, "auth_method": "client_secret_basic", "client_secret": w.idpSecret,
+                "redirect_uri": w.redirectURI, "scopes": ["openid", "offline_access"], "redirect_after_allowed": [w.appURL], "disabled": disabled]), 200)
+        }
+        try await register(disabled: true)
+        let off = try await ask(w, replica: 0, ["min_ttl": 5])
+        #expect(off.status == 409 && off["error"] as? String == "client_disabled" && off["access_token"] == nil)
+        try await register(disabled: false)
+        #expect(try await ask(w, replica: 0, ["min_ttl": 5]).status == 200)
     }
 }
