@@ -43,6 +43,20 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         }
     }
 
+    /// The client-credentials grant (RFC 6749 §4.4): `scope`, `resource` (RFC 8707 §2) and
+    /// `audience` as asked, the answer read as a
+    /// refresh's. It spends nothing, so it is not marked `once`.
+    public func clientCredentials(client: ClientRegistration, ask: AppTokenAsk, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
+        let meta = try metadata.metadata(for: client, now: clock.now())
+        var form = [("grant_type", "client_credentials")]
+        if !ask.scopes.isEmpty { form.append(("scope", ask.scopes.joined(separator: client.descriptor.authorization.scopeSeparator))) }
+        if let r = ask.resource { form.append(("resource", r)) }
+        if let a = ask.audience { form.append(("audience", a)) }
+        return try rereadingIfGone(client) { () throws(TokenEndpointError) in
+            try TokenResponse.parse(call(client, meta.tokenEndpoint, form, dpop: dpop), TokenResponse.Reading(client.descriptor, subject: false))
+        }
+    }
+
     /// Runs `body`; when it fails because the endpoint cannot be reached or is not there (404,
     /// 405), the endpoint may have moved or gone with a metadata change: the metadata is read
     /// again (rate-limited) before the next attempt.

@@ -26,6 +26,8 @@ public final class PostgresSealedValues: SealedValueStore {
         Column(table: "webhook_endpoints", column: "secret", key: ("tenant_id", "id"), context: "webhooks"),
         Column(table: "broker_keys", column: "private_key", key: ("kid", "scope"), context: "broker_keys"),
         Column(table: "webhook_endpoints", column: "previous_secret", key: ("tenant_id", "id"), context: "webhooks"),
+        Column(table: "app_tokens", column: "access_token", key: ("tenant_id", "id"), context: "app_tokens"),
+        Column(table: "app_tokens", column: "dpop_key", key: ("tenant_id", "id"), context: "app_tokens"),
         Column(table: "logins", column: "verifier", key: ("tenant_id", "id"), context: "logins", reseals: false),
         Column(table: "logins", column: "nonce", key: ("tenant_id", "id"), context: "logins", reseals: false),
         Column(table: "logins", column: "dpop_key", key: ("tenant_id", "id"), context: "logins", reseals: false),

@@ -31,6 +31,17 @@ public final class ScriptedTokenEndpoint: TokenEndpoint {
         return try answer(refreshToken, n)
     }
 
+    /// A client-credentials grant, answered by the script as a refresh of the token
+    /// "client_credentials" (and recorded among the spent tokens under that name).
+    public func clientCredentials(client: ClientRegistration, ask: AppTokenAsk, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
+        let n = spent.withLock { s -> Int in
+            s.append("client_credentials")
+            return s.count
+        }
+        gate?.wait()
+        return try answer("client_credentials", n)
+    }
+
     /// Codes are not part of these unit tests: the login flow is tested against the development IdP.
     public func exchangeCode(client: ClientRegistration, code: String, verifier: String, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant {
         throw .invalidResponse("ScriptedTokenEndpoint does not exchange codes")

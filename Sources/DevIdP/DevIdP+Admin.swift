@@ -14,7 +14,7 @@ extension DevIdP {
         }
         var calls: [String: Int] = [:]
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
-        var presentations = 0, introspections = 0, dpopRefusals = 0, exchanges = 0, repeats = 0, whoAmI = 0
+        var presentations = 0, introspections = 0, dpopRefusals = 0, exchanges = 0, repeats = 0, whoAmI = 0, clientCredentials = 0
         var styles: [String: Int] = [:], revokedTokens: [String: Int] = [:]
         var traceparents: [String] = []
         var times: [String: [Double]] = [:]
@@ -34,6 +34,7 @@ extension DevIdP {
             exchanges += st.exchanges
             repeats += st.refreshRepeats
             whoAmI += st.whoAmI
+            clientCredentials += st.clientCredentialsGrants
             for (k, v) in st.revocationStyles { styles[k, default: 0] += v }
             for (k, v) in st.revokedTokens { revokedTokens[k, default: 0] += v }
             traceparents += st.traceparents
@@ -50,6 +51,7 @@ extension DevIdP {
             body["revocations_by_style"] = styles
             body["revoked_tokens"] = revokedTokens
             body["whoami_calls"] = whoAmI
+            body["client_credentials_grants"] = clientCredentials
             body["dpop_nonce_challenges"] = s.dpopNonceChallenges
             body["resource_accepted"] = s.resourceAccepted
             body["resource_refusals"] = s.resourceRefusals

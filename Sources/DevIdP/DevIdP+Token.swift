@@ -71,6 +71,7 @@ extension DevIdP {
         case "authorization_code": return exchangeCode(form, clientID: clientID, jkt: jkt, issuer: issuer)
         case "refresh_token": return refresh(form, clientID: clientID, jkt: jkt, issuer: issuer)
         case TokenExchange.grantType: return exchangeToken(form, clientID: clientID, jkt: jkt, issuer: issuer)
+        case "client_credentials": return clientCredentials(form, clientID: clientID, jkt: jkt, issuer: issuer)
         default: return json(400, ["error": "unsupported_grant_type"])
         }
     }
@@ -119,6 +120,32 @@ extension DevIdP {
         let familyKey = state.withLock { $0.families[family]?.jkt }
         return issue(clientID: clientID, subject: subject, scope: scope, nonce: nil, refresh: next, family: family,
                      jkt: familyKey ?? jkt, issuer: issuer)
+    }
+
+    /// RFC 6749 §4.4: a confidential client's own token (its subject the client), the scope asked,
+    /// no refresh token and no ID token; DPoP-bound when a proof came (RFC 9449 §5). Counted in
+    /// `client_credentials_grants`.
+    private func clientCredentials(_ form: [String: String], clientID: String, jkt: String?, issuer: String) -> HTTPResponse {
+        guard state.withLock({ $0.clients[clientID]?.confidential == true }) else {
+            return json(400, ["error": "unauthorized_client", "error_description": "client credentials are for confidential clients"])
+        }
+        let (ttl, keys) = state.withLock { s in (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.keys) }
+        let scope = form["scope"] ?? ""
+        let now = Int(Date().timeIntervalSince1970)
+        var rng = SystemRandomNumberGenerator()
+        let jti = Identifiers.token(bytes: 16, using: &rng)
+        var claims: [String: Any] = ["iss": issuer, "sub": clientID, "aud": form["resource"] ?? form["audience"] ?? clientID, "client_id": clientID,
+                                     "scope": scope, "iat": now, "exp": now + ttl, "jti": jti]
+        if let jkt { claims["cnf"] = ["jkt": jkt] }
+        let access = keys.sign(claims, alg: .es256, type: "at+jwt")
+        let issued = IssuedAccessToken(digest: DevIdPCrypto.sha256(access), client: clientID, subject: clientID, scope: scope,
+                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: nil, jkt: jkt)
+        state.withLock { s in
+            s.record(jti: jti, issued, now: Date())
+            s.stats[clientID, default: .init()].clientCredentialsGrants += 1
+        }
+        return json(200, ["access_token": access, "token_type": jkt == nil ? "Bearer" : "DPoP", "expires_in": ttl, "scope": scope],
+                    ["Cache-Control": "no-store"])
     }
 
     /// Signs the tokens of a grant and remembers the access token (of `family`, if any) for

@@ -103,6 +103,8 @@ struct DevIdPState {
         var revokedTokens: [String: Int] = [:]
         /// Personalities: "who am I" calls answered for a valid token.
         var whoAmI = 0
+        /// client_credentials grants answered with a token.
+        var clientCredentialsGrants = 0
     }
 
     /// A switch that makes an endpoint (`token` or `revoke`) fail — or, with status 0, answer

@@ -26,6 +26,12 @@ struct PostgresContractTests {
         try c.run(PostgresSessionStore(pool: pool, sealer: TestDatabase.sealer), tenants: try TestDatabase.tenants(pool))
     }
 
+    @Test("app tokens", arguments: AppTokenStoreContract.allCases)
+    func appTokens(_ c: AppTokenStoreContract) throws {
+        let pool = try TestDatabase.migrated()
+        try c.run(PostgresAppTokenStore(pool: pool, sealer: TestDatabase.sealer), tenants: try TestDatabase.tenants(pool))
+    }
+
     @Test("sign-out jobs", arguments: SignoutStoreContract.allCases)
     func signouts(_ c: SignoutStoreContract) throws {
         let pool = try TestDatabase.migrated()

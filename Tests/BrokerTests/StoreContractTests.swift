@@ -68,3 +68,9 @@ struct SingleFlightTests {
         #expect(f.join("k") { _ in })
     }
 }
+
+@Suite("App token store contract: in memory")
+struct InMemoryAppTokenContractTests {
+    @Test("app tokens", arguments: AppTokenStoreContract.allCases)
+    func appTokens(_ c: AppTokenStoreContract) throws { try c.run(InMemoryAppTokenStore(), tenants: ("t1", "t2")) }
+}

@@ -42,7 +42,7 @@ struct OperatorRoutes {
         guard let scopes = try b.strings("scopes") else {
             throw BrokerError.badRequest(code: "invalid_request", message: "'scopes' is required")
         }
-        let reg = ClientRegistration(
+        var reg = ClientRegistration(
             tenant: tenant, id: id, issuer: try b.string("issuer") ?? "", clientID: try b.requiredString("client_id"), authMethod: method,
             redirectURI: try b.requiredString("redirect_uri"), scopes: scopes, redirectAfterAllowed: try b.strings("redirect_after_allowed") ?? [],
             refreshPolicy: policy, maxConcurrentRefreshes: try b.int("max_concurrent_refreshes") ?? 8,
@@ -66,6 +66,7 @@ struct OperatorRoutes {
                 return p
             } ?? .standard,
             trustAnchors: try b.string("trust_anchors"))
+        reg.disabled = try b.bool("disabled") ?? false
         return (reg, try b.string("client_secret"), dpopAuto)
     }
 

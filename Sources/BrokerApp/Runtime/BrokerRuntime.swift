@@ -25,6 +25,8 @@ public final class BrokerRuntime: Sendable {
     /// Request durations by route and status class.
     public let requests = RequestMetrics()
     public let tokens: TokenService
+    /// App tokens (client credentials), shared by every replica.
+    public let appTokens: AppTokenService
     /// Refresh flights, for the token service and the timer engine alike.
     public let refresher: RefreshDriver
     /// Delegated tokens (RFC 8693), and the broker's own keys that sign their actor tokens.
@@ -86,6 +88,8 @@ public final class BrokerRuntime: Sendable {
                                   patience: config.refreshPatience, events: Self.eventLog(logger))
         tokens = TokenService(store: sessions, registry: registry, audit: audit, clock: clock, executor: executor, cache: cache,
                               refresher: refresher, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout)
+        appTokens = AppTokenService(store: PostgresAppTokenStore(pool: pool, sealer: sealer), registry: registry, endpoint: endpoint,
+                                    dpopKeys: dpopKeys, clock: clock, lockTimeout: config.lockTimeout)
         actors = ActorTokens(store: PostgresBrokerKeyStore(pool: pool, sealer: sealer), keys: OpenSSLPrivateKeys(), digest: digest, clock: clock,
                              issuer: config.issuer)
         exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,

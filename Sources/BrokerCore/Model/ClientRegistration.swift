@@ -33,13 +33,16 @@ public struct ClientRegistration: Sendable, Equatable {
     /// What the provider does differently from the standards; `.openID` for an OpenID provider
     /// found by discovery.
     public var descriptor: ProviderDescriptor
+    /// A disabled client keeps its registration and gets no app token (none is granted, none
+    /// stored is handed out).
+    public var disabled: Bool
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
                 refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8,
                 assertionAlgorithm: JWSAlgorithm? = nil, onAmbiguousRefresh: AmbiguousRefreshPolicy = .failClosed,
                 dpopAlgorithm: JWSAlgorithm? = nil, profile: ClientProfile = .standard,
-                trustAnchors: String? = nil, provider: String? = nil, descriptor: ProviderDescriptor = .openID) {
+                trustAnchors: String? = nil, provider: String? = nil, descriptor: ProviderDescriptor = .openID, disabled: Bool = false) {
         self.tenant = tenant
         self.id = id
         self.issuer = issuer
@@ -57,6 +60,7 @@ public struct ClientRegistration: Sendable, Equatable {
         self.trustAnchors = trustAnchors
         self.provider = provider
         self.descriptor = descriptor
+        self.disabled = disabled
     }
 
     /// The ID-token algorithms the profile allows (nil: every one the broker verifies).

@@ -15,6 +15,13 @@ public protocol TokenEndpoint: Sendable {
     func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
         -> TokenGrant
 
+    /// The client-credentials grant (RFC 6749 §4.4) with the client's own authentication:
+    /// the ask's `scope`, RFC 8707 `resource` and `audience` when given, a DPoP proof of `dpop`
+    /// when given (a `use_dpop_nonce` refusal answered once more with its nonce, as for
+    /// `refresh`). The answer is read as a refresh's (the descriptor's response shape). Nothing
+    /// is spent: a repeat is harmless, only wasteful.
+    func clientCredentials(client: ClientRegistration, ask: AppTokenAsk, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant
+
     /// Asks the IdP whether `token` is active (RFC 7662 §2); nil when the issuer offers no
     /// introspection endpoint.
     func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool?
