@@ -1,0 +1,119 @@
+import BrokerCore
+import BrokerHTTP
+import Foundation
+import Testing
+
+/// Streamed routes through a real MHDServer: an upload read on a worker thread as it arrives,
+/// and a download written into a ResponseBodyPipe, both through bounded pipes.
+@Suite("Streamed routes", .serialized)
+struct StreamedRouteTests {
+    static func server() throws -> MHDServer {
+        var r = Router()
+        // Counts the upload on a worker thread and answers its length and a checksum.
+        r.addStream("/up/{rest*}", maxBodyBytes: 64 << 20) { req in
+            .later { respond in
+                Thread.detachNewThread {
+                    var n = 0, sum: UInt64 = 0
+                    var buf = [UInt8](repeating: 0, count: 65536)
+                    while let k = buf.withUnsafeMutableBytes({ req.bodyStream?.read(into: $0) }), k > 0 {
+                        n += k
+                        for i in 0..<k { sum &+= UInt64(buf[i]) }
+                    }
+                    respond(.json(200, "{\"n\":\(n),\"sum\":\(sum),\"rest\":\"\(req[param: "rest"])\",\"raw\":\"\(req.rawTarget)\"}"))
+                }
+            }
+        }
+        // Streams n bytes of 'x' (known length unless chunked=1).
+        r.addStream("/down/{rest*}", maxBodyBytes: 0) { req in
+            let n = Int(req.queryValue("n") ?? "0") ?? 0
+            return .later { respond in
+                Thread.detachNewThread {
+                    let pipe = ResponseBodyPipe(length: req.queryValue("chunked") == "1" ? nil : n)
+                    respond(.streamed(200, headers: [("Content-Type", "application/octet-stream")], pipe: pipe))
+                    let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 65536)
+                    var left = n
+                    while left > 0 {
+                        let k = min(left, piece.count)
+                        guard piece.withUnsafeBytes({ pipe.write(UnsafeRawBufferPointer(rebasing: $0[0..<k])) }) else { return }
+                        left -= k
+                    }
+                    pipe.finish(complete: true)
+                }
+            }
+        }
+        let routes = r
+        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2), streams: r) { req in
+            guard case .found(let h, let p, _) = routes.match(method: req.method, path: req.path) else { return .now(.json(404, "{}")) }
+            var q = req
+            q.parameters = p
+            return h(q)
+        }
+        try s.start()
+        return s
+    }
+
+    static func curl(_ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        p.arguments = ["-sS", "--max-time", "60"] + args
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test("a 50 MB upload is read as it arrives, whole, with the tail and the raw target")
+    func upload() throws {
+        let s = try Self.server()
+        defer { s.stop(grace: 1) }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("stream-up-\(getpid())")
+        var bytes = [UInt8](repeating: 0, count: 50 << 20)
+        for i in stride(from: 0, to: bytes.count, by: 4096) { bytes[i] = UInt8(i / 4096 % 251) }
+        try Data(bytes).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let sum = bytes.reduce(UInt64(0)) { $0 &+ UInt64($1) }
+        let out = try Self.curl(["--data-binary", "@\(file.path)", "http://127.0.0.1:\(s.port)/up/a/b%20c?x=1"])
+        #expect(out == "{\"n\":\(50 << 20),\"sum\":\(sum),\"rest\":\"a/b c\",\"raw\":\"/up/a/b%20c?x=1\"}")
+    }
+
+    @Test("a chunked upload over the route's limit is answered 413")
+    func uploadTooLarge() throws {
+        var r = Router()
+        r.addStream("/up/{rest*}", maxBodyBytes: 100_000) { req in
+            .later { respond in
+                Thread.detachNewThread {
+                    var buf = [UInt8](repeating: 0, count: 65536)
+                    while let k = buf.withUnsafeMutableBytes({ req.bodyStream?.read(into: $0) }), k > 0 {}
+                    Thread.sleep(forTimeInterval: 0.3)
+                    respond(.json(200, "{}"))
+                }
+            }
+        }
+        let routes = r
+        let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2), streams: r) { req in
+            guard case .found(let h, _, _) = routes.match(method: req.method, path: req.path) else { return .now(.json(404, "{}")) }
+            return h(req)
+        }
+        try s.start()
+        defer { s.stop(grace: 1) }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("stream-big-\(getpid())")
+        try Data(count: 300_000).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let out = try Self.curl(["-o", "/dev/null", "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked", "--data-binary", "@\(file.path)",
+                                 "http://127.0.0.1:\(s.port)/up/x"])
+        #expect(out == "413")
+    }
+
+    @Test("a streamed download arrives whole, with Content-Length or chunked")
+    func download() throws {
+        let s = try Self.server()
+        defer { s.stop(grace: 1) }
+        for chunked in ["0", "1"] {
+            let out = try Self.curl(["-D", "-", "-o", "/dev/null", "-w", "size=%{size_download}", "http://127.0.0.1:\(s.port)/down/x?n=20000000&chunked=\(chunked)"])
+            #expect(out.contains("size=20000000"), "\(out)")
+            #expect(out.lowercased().contains(chunked == "1" ? "transfer-encoding: chunked" : "content-length: 20000000"), "\(out)")
+        }
+    }
+}
