@@ -1,12 +1,44 @@
 import BrokerCore
 import BrokerHTTP
 import Foundation
+import Synchronization
 import Testing
 
 /// Streamed routes through a real MHDServer: an upload read on a worker thread as it arrives,
 /// and a download written into a ResponseBodyPipe, both through bounded pipes.
 @Suite("Streamed routes", .serialized)
 struct StreamedRouteTests {
+    static let refusedWrites = Atomic<Int>(0)
+
+    /// The process's resident memory (/proc/self/statm), in bytes.
+    static func rss() -> Int {
+        let text = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        return (Int(text.split(separator: " ").dropFirst().first ?? "0") ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    @Test("a 200 MB streamed download grows the server's memory by less than 16 MB")
+    func bigDownload() throws {
+        let s = try Self.server()
+        defer { s.stop(grace: 1) }
+        _ = try Self.curl(["-o", "/dev/null", "http://127.0.0.1:\(s.port)/down/x?n=1000000"])   // warm up
+        let before = Self.rss()
+        let out = try Self.curl(["-o", "/dev/null", "-w", "%{size_download}", "http://127.0.0.1:\(s.port)/down/x?n=200000000"])
+        let grown = Self.rss() - before
+        #expect(out == "200000000")
+        #expect(grown < 16 << 20, "RSS grew by \(grown) bytes")
+        print("stream: 200 MB download, RSS growth \(grown / 1024) KiB")
+    }
+
+    @Test("a caller that goes away mid-download makes write answer false")
+    func callerGone() throws {
+        let s = try Self.server()
+        defer { s.stop(grace: 1) }
+        let before = Self.refusedWrites.load(ordering: .relaxed)
+        _ = try? Self.curl(["-o", "/dev/null", "--limit-rate", "2M", "--max-time", "1", "http://127.0.0.1:\(s.port)/down/x?n=200000000"])
+        let deadline = Date().addingTimeInterval(5)
+        while Self.refusedWrites.load(ordering: .relaxed) == before, Date() < deadline { usleep(20_000) }
+        #expect(Self.refusedWrites.load(ordering: .relaxed) == before + 1)
+    }
     static func server() throws -> MHDServer {
         var r = Router()
         // Counts the upload on a worker thread and answers its length and a checksum.
@@ -34,7 +66,10 @@ struct StreamedRouteTests {
                     var left = n
                     while left > 0 {
                         let k = min(left, piece.count)
-                        guard piece.withUnsafeBytes({ pipe.write(UnsafeRawBufferPointer(rebasing: $0[0..<k])) }) else { return }
+                        guard piece.withUnsafeBytes({ pipe.write(UnsafeRawBufferPointer(rebasing: $0[0..<k])) }) else {
+                            StreamedRouteTests.refusedWrites.add(1, ordering: .relaxed)
+                            return
+                        }
                         left -= k
                     }
                     pipe.finish(complete: true)
