@@ -29,6 +29,25 @@ struct StreamedRouteTests {
         print("stream: 200 MB download, RSS growth \(grown / 1024) KiB")
     }
 
+    @Test("plain routes are served while slow streamed downloads are in flight on every HTTP thread")
+    func httpThreadsFree() throws {
+        let s = try Self.server()
+        defer { s.stop(grace: 1) }
+        let slow = (0..<4).map { _ in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            p.arguments = ["-sS", "-o", "/dev/null", "--limit-rate", "1M", "--max-time", "2", "http://127.0.0.1:\(s.port)/down/x?n=100000000"]
+            try? p.run()
+            return p
+        }
+        defer { slow.forEach { $0.terminate(); $0.waitUntilExit() } }
+        usleep(300_000)
+        let started = Date()
+        let out = try Self.curl(["--max-time", "2", "http://127.0.0.1:\(s.port)/now"])
+        #expect(out == "{\"ok\":true}")
+        #expect(Date().timeIntervalSince(started) < 0.5)
+    }
+
     @Test("a caller that goes away mid-download makes write answer false")
     func callerGone() throws {
         let s = try Self.server()
@@ -76,6 +95,7 @@ struct StreamedRouteTests {
                 }
             }
         }
+        r.add("GET", "/now") { _ in .now(.json(200, "{\"ok\":true}")) }
         let routes = r
         let s = MHDServer(config: HTTPServerConfig(host: "127.0.0.1", port: 0, threads: 2), streams: r) { req in
             guard case .found(let h, let p, _) = routes.match(method: req.method, path: req.path) else { return .now(.json(404, "{}")) }
