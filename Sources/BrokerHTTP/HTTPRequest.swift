@@ -1,3 +1,5 @@
+import BrokerCore
+
 /// HTTPRequest is a fully received request: headers and body are complete when a handler sees it.
 ///
 /// A value type whose fields live in one shared box, copied only when a copy is changed: a
@@ -18,6 +20,9 @@ public struct HTTPRequest: Sendable {
         var certificateRefusal: String?
         var parameters = RouteParameters()
         var traceSeed: UInt64 = 0
+        var bodyStream: (any ByteSource)?
+        var allHeaders: [(name: String, value: String)] = []
+        var rawTarget = ""
 
         init(method: String, path: String, query: [(name: String, value: String)], headers: [(name: String, value: String)],
              body: [UInt8], requestID: String) {
@@ -37,6 +42,9 @@ public struct HTTPRequest: Sendable {
             c.certificateRefusal = certificateRefusal
             c.parameters = parameters
             c.traceSeed = traceSeed
+            c.bodyStream = bodyStream
+            c.allHeaders = allHeaders
+            c.rawTarget = rawTarget
             return c
         }
     }
@@ -91,6 +99,24 @@ public struct HTTPRequest: Sendable {
     public var traceSeed: UInt64 {
         get { storage.traceSeed }
         set { change { $0.traceSeed = newValue } }
+    }
+
+    /// A streamed route's body, read as it arrives (on a worker thread, never an HTTP thread);
+    /// nil when the request has none. Normal routes get `body` instead.
+    public var bodyStream: (any ByteSource)? {
+        get { storage.bodyStream }
+        set { change { $0.bodyStream = newValue } }
+    }
+    /// A streamed route's every header, names lowercase, in order (repeated ones included);
+    /// empty for normal routes.
+    public var allHeaders: [(name: String, value: String)] {
+        get { storage.allHeaders }
+        set { change { $0.allHeaders = newValue } }
+    }
+    /// A streamed route's request target exactly as sent, before decoding; empty for normal routes.
+    public var rawTarget: String {
+        get { storage.rawTarget }
+        set { change { $0.rawTarget = newValue } }
     }
 
     public init(method: String, path: String, query: [(name: String, value: String)] = [],

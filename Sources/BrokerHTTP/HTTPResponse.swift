@@ -9,6 +9,9 @@ public struct HTTPResponse: Sendable {
     /// Who made the request, for its log line (an API key's id, never a secret). Apart from
     /// `logFields` so that naming the caller of every answer allocates nothing.
     public var caller: String?
+    /// A streamed body (Router.addStream routes): sent as the handler writes it, with
+    /// Content-Length when the pipe's length is known, else chunked; `body` is then unused.
+    public var bodyPipe: ResponseBodyPipe?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
@@ -32,6 +35,13 @@ public struct HTTPResponse: Sendable {
     public func uncacheable() -> HTTPResponse {
         var r = self
         if r.headers.count == 1, r.headers[0] == Self.jsonHeaders[0] { r.headers = Self.jsonNoStore } else { r.headers += Self.noStore }
+        return r
+    }
+
+    /// A response whose body is written into `pipe` after it is handed to `respond`.
+    public static func streamed(_ status: Int, headers: [(name: String, value: String)], pipe: ResponseBodyPipe) -> HTTPResponse {
+        var r = HTTPResponse(status: status, headers: headers)
+        r.bodyPipe = pipe
         return r
     }
 

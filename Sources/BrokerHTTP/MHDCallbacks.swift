@@ -34,7 +34,9 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
             default: break
             }
         }
+        let streamed = ctx.refusal == nil ? server.streams.stream(path: url.map { String(cString: $0) } ?? "/") : nil
         var pass = HeaderPass(wanted: server.wantedHeaders)
+        pass.collectAll = streamed != nil
         withUnsafeMutablePointer(to: &pass) { p in _ = MHD_get_connection_values_n(connection, tb_MHD_HEADER_KIND, walkHeader, p) }
         ctx.headers = pass.kept
         if ctx.refusal == nil { ctx.refusal = pass.check.finish(version: version.map { String(cString: $0) } ?? "") }
@@ -53,14 +55,18 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
             default: ctx.certificateRefusal = "the client certificate does not verify against this listener's CA"
             }
         }
-        if ctx.refusal == nil, let cl = MHD_lookup_connection_value(connection, tb_MHD_HEADER_KIND, "Content-Length"),
-           let n = Int(String(cString: cl)), n > limit {
+        let declared = MHD_lookup_connection_value(connection, tb_MHD_HEADER_KIND, "Content-Length").flatMap { Int(String(cString: $0)) }
+        if ctx.refusal == nil, let n = declared, n > (streamed?.maxBodyBytes ?? limit) {
             ctx.tooLarge = true
+        }
+        if let streamed, ctx.refusal == nil, ctx.certificateRefusal == nil, !ctx.tooLarge {
+            return dispatchStreamed(server, ctx, connection, url, method, streamed.maxBodyBytes, declared, pass.all)
         }
         guard ctx.refusal != nil || ctx.certificateRefusal != nil || ctx.tooLarge else { return tb_MHD_YES }
         ctx.dispatched = true
         return respondNow(server, ctx, connection, url, method)
     }
+    if let stream = ctx.stream { return streamedCall(server, stream, ctx, connection, uploadData, uploadDataSize) }
     if uploadDataSize.pointee > 0 {
         let n = uploadDataSize.pointee
         if !ctx.tooLarge, let uploadData {
@@ -91,10 +97,14 @@ func watch(_ connection: OpaquePointer) -> ConnectionDeadlines.Watch? {
 
 /// Called with the raw request target, before MHD decodes it: the request's context starts
 /// here, so that an escaped '/' or NUL in the path is known before routing.
-let uriLogHandler: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { _, uri, _ in
+let uriLogHandler: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) -> UnsafeMutableRawPointer? = { cls, uri, _ in
     let ctx = RequestContext()
     if let uri {
         ctx.refusal = uri.withMemoryRebound(to: UInt8.self, capacity: strlen(uri)) { FrontDoor.targetProblem(UnsafeBufferPointer(start: $0, count: strlen(uri))) }
+        // Kept for streamed routes only (the route is not known yet): servers without any pay nothing.
+        if let cls, Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue().server.streams.hasStreams {
+            ctx.rawTarget = String(cString: uri)
+        }
     }
     return Unmanaged.passRetained(ctx).toOpaque()
 }
@@ -176,12 +186,12 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
 }
 
 /// The answer of a daemon that is stopping, to a request it will not suspend for.
-private func shuttingDown(_ server: MHDServer, _ requestID: String, _ connection: OpaquePointer) -> MHD_Result {
+func shuttingDown(_ server: MHDServer, _ requestID: String, _ connection: OpaquePointer) -> MHD_Result {
     server.queue(.json(503, "{\"error\":\"shutting_down\",\"message\":\"this listener is closing; retry\",\"request_id\":\"\(requestID)\"}"),
                  requestID: requestID, on: connection)
 }
 
-private let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in
+let collectQuery: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return tb_MHD_YES }
     let ctx = Unmanaged<RequestContext>.fromOpaque(cls).takeUnretainedValue()
     ctx.query.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
@@ -195,6 +205,13 @@ let completedHandler: MHD_RequestCompletedCallback = { cls, connection, conCls, 
         watch(connection)?.deadline.store(ConnectionDeadlines.now + server.deadlines.idle, ordering: .relaxed)
     }
     guard let conCls, let raw = conCls.pointee else { return }
-    Unmanaged<RequestContext>.fromOpaque(raw).release()
+    let ctx = Unmanaged<RequestContext>.fromOpaque(raw)
+    if let stream = ctx.takeUnretainedValue().stream, let cls {
+        stream.close()
+        let server = Unmanaged<DaemonState>.fromOpaque(cls).takeUnretainedValue().server
+        stream.daemon?.suspended.subtract(1, ordering: .acquiringAndReleasing)
+        server.suspended.subtract(1, ordering: .acquiringAndReleasing)
+    }
+    ctx.release()
     conCls.pointee = nil
 }

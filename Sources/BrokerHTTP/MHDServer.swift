@@ -22,6 +22,9 @@ public final class MHDServer: Sendable {
     /// Takes the request over (consuming): the handler's changes to it (route parameters, trace
     /// seed) are made in place instead of on a copy of its fields.
     let handle: @Sendable (consuming HTTPRequest) -> HTTPReply
+    /// The streamed routes (Router.addStream): chosen on a request's headers, then handled by
+    /// `handle` with the body still arriving.
+    let streams: Router
     /// The daemon new connections go to (nil before the start and after the stop).
     private let daemon = Mutex<DaemonBox?>(nil)
     private let acceptor = Mutex<Acceptor?>(nil)
@@ -102,8 +105,9 @@ public final class MHDServer: Sendable {
         public var addressInUse = false
     }
 
-    public init(config: HTTPServerConfig, handle: @escaping @Sendable (consuming HTTPRequest) -> HTTPReply) {
+    public init(config: HTTPServerConfig, streams: Router = Router(), handle: @escaping @Sendable (consuming HTTPRequest) -> HTTPReply) {
         self.config = config
+        self.streams = streams
         wantedHeaders = config.headers.map { ($0.lowercased(), Array($0.lowercased().utf8)) }
         self.handle = handle
         deadlines = ConnectionDeadlines(headers: config.headerTimeout, body: config.bodyTimeout, idle: TimeInterval(config.idleTimeout))
@@ -275,11 +279,22 @@ public final class MHDServer: Sendable {
     /// Queues `response`, or for `HTTPResponse.drop` answers MHD_NO, on which MHD closes the
     /// socket without sending anything.
     func queue(_ response: HTTPResponse, requestID: String, on connection: OpaquePointer) -> MHD_Result {
-        guard !response.isDrop else { return tb_MHD_NO }
-        let r = response.body.withUnsafeBytes { buf in
-            MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), tb_MHD_RESPMEM_MUST_COPY)
+        guard !response.isDrop else {
+            response.bodyPipe?.abandon()
+            return tb_MHD_NO
         }
-        guard let r else { return tb_MHD_NO }
+        let made: OpaquePointer?
+        if let pipe = response.bodyPipe {
+            pipe.attach(connection, watch: watch(connection), stall: config.bodyTimeout)
+            let cls = Unmanaged.passRetained(pipe).toOpaque()
+            made = MHD_create_response_from_callback(pipe.length.map { UInt64($0) } ?? tb_MHD_SIZE_UNKNOWN, 64 * 1024, pipeReader, cls, pipeFree)
+            if made == nil { Unmanaged<ResponseBodyPipe>.fromOpaque(cls).release(); pipe.abandon() }
+        } else {
+            made = response.body.withUnsafeBytes { buf in
+                MHD_create_response_from_buffer(buf.count, UnsafeMutableRawPointer(mutating: buf.baseAddress), tb_MHD_RESPMEM_MUST_COPY)
+            }
+        }
+        guard let r = made else { return tb_MHD_NO }
         // withCString lends a native string's own bytes; passing a String where a C string is
         // taken copies it to the heap first.
         for h in response.headers { h.name.withCString { n in h.value.withCString { v in _ = MHD_add_response_header(r, n, v) } } }

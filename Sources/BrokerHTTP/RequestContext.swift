@@ -20,6 +20,10 @@ final class RequestContext: @unchecked Sendable {
     var requestID = ""
     var certificateRefusal: String?
     let ready = Mutex<HTTPResponse?>(nil)
+    /// The request target as sent (kept only when the server has streamed routes).
+    var rawTarget: String?
+    /// A streamed route's request (Router.addStream), from its first call on.
+    var stream: StreamedExchange?
 }
 
 /// MHDConnection carries a connection pointer to the worker that resumes it. MHD_resume_connection

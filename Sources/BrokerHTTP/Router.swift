@@ -35,6 +35,14 @@ public struct Router: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Streamed routes: literal and capture segments, then a tail capture of the rest.
+    private struct StreamRoute: Sendable {
+        let head: [Segment]
+        let tail: String
+        let maxBodyBytes: Int
+        let index: Int
+    }
+    private var streams: [StreamRoute] = []
     /// Indexes into `routes` by segment count.
     private var bySegments: [[Int]] = []
 
@@ -52,6 +60,52 @@ public struct Router: Sendable {
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
+    /// A streamed route, for ANY method: `pattern` ends with a tail capture (`{rest*}`) that
+    /// takes the rest of the path, slashes included (possibly empty). The route is chosen on the
+    /// request's headers alone and its handler runs then, with `bodyStream` (the body read as it
+    /// arrives, bounded by `maxBodyBytes`: more is abandoned and answered 413), `allHeaders` and
+    /// `rawTarget`; it answers with a `ResponseBodyPipe` response as soon as it can. Listed in
+    /// `table` with the method "*". A server serves these only when given this router
+    /// (`MHDServer(config:streams:handle:)`).
+    public mutating func addStream(_ pattern: String, maxBodyBytes: Int, _ handler: @escaping Handler) {
+        var parts = pattern.split(separator: "/").map(String.init)
+        guard let last = parts.popLast(), last.hasPrefix("{"), last.hasSuffix("*}") else {
+            preconditionFailure("a streamed route's pattern ends with a tail capture such as {rest*}")
+        }
+        let head = parts.map { s -> Segment in
+            s.hasPrefix("{") && s.hasSuffix("}") ? .capture(String(s.dropFirst().dropLast())) : .literal(Array(s.utf8))
+        }
+        streams.append(StreamRoute(head: head, tail: String(last.dropFirst().dropLast(2)), maxBodyBytes: maxBodyBytes, index: routes.count))
+        routes.append(Route(method: "*", pattern: pattern, segments: head + [.capture(String(last.dropFirst().dropLast(2)))], handler: handler))
+    }
+
+    /// True when some route is streamed.
+    public var hasStreams: Bool { !streams.isEmpty }
+
+    /// The streamed route of `path`: its handler, captures (the tail included), body limit and index in `table`.
+    public func stream(path: String) -> (handler: Handler, parameters: RouteParameters, maxBodyBytes: Int, route: Int)? {
+        guard !streams.isEmpty, path.utf8.first == UInt8(ascii: "/") else { return nil }
+        let parts = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        for s in streams where parts.count >= s.head.count {
+            var params = RouteParameters(capacity: s.head.count + 1)
+            var ok = true
+            for (k, seg) in s.head.enumerated() {
+                switch seg {
+                case .literal(let l): ok = ok && l.elementsEqual(parts[k])
+                case .capture(let name):
+                    ok = ok && !parts[k].isEmpty
+                    params.append(name, String(decoding: parts[k], as: UTF8.self))
+                }
+                if !ok { break }
+            }
+            guard ok else { continue }
+            let rest = parts.dropFirst(s.head.count).map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
+            params.append(s.tail, rest)
+            return (routes[s.index].handler, params, s.maxBodyBytes, s.index)
+        }
+        return nil
+    }
+
     public enum Match {
         /// The handler, the captures, and the route's index in `table` (per-route metrics).
         case found(Handler, RouteParameters, route: Int)
@@ -60,6 +114,7 @@ public struct Router: Sendable {
     }
 
     public func match(method: String, path: String) -> Match {
+        if let s = stream(path: path) { return .found(s.handler, s.parameters, route: s.route) }
         var path = path
         return path.withUTF8 { u -> Match in
             // Segment boundaries found once by bytes; literals compared by bytes; nothing is
