@@ -12,6 +12,14 @@ struct AccessTests {
         #expect(p.authorize(.admin, tenant: "a")?.code == "forbidden")
     }
 
+    @Test("a proxy-only key is refused (403) where a worker role is required: it never receives a token")
+    func proxyOnly() {
+        let p = Principal(id: "k", name: "n", roles: [.proxy], tenants: ["a"])
+        #expect(p.authorize(.proxy, tenant: "a") == nil)
+        #expect(p.authorize(.worker, tenant: "a")?.code == "forbidden")
+        #expect(Principal(id: "k", name: "n", roles: [.worker], tenants: ["a"]).authorize(.proxy, tenant: "a")?.code == "forbidden")
+    }
+
     @Test("global operator routes need an all-tenant operator key")
     func globalOperator() {
         #expect(Principal(id: "k", name: "n", roles: [.operator], tenants: ["a"]).authorize(.operator, tenant: nil)?.code == "forbidden")

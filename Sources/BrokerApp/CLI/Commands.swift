@@ -72,7 +72,7 @@ enum Commands {
         switch a.positionals.first {
         case "create":
             let roles = try Set(a.values("role").map { r -> Role in
-                guard let role = Role(rawValue: r) else { throw Arguments.Invalid(description: "unknown role '\(r)' (worker, admin, enrol, operator)") }
+                guard let role = Role(rawValue: r) else { throw Arguments.Invalid(description: "unknown role '\(r)' (worker, admin, enrol, operator, proxy)") }
                 return role
             })
             guard !roles.isEmpty else { throw Arguments.Invalid(description: "at least one --role is required") }

@@ -18,6 +18,7 @@ enum ErrorResponse {
         case .idpRejectedClient, .idpCertificateRefused: 502
         case .idpUnavailable, .refreshBusy, .storeUnavailable, .sealingKeyUnavailable: 503
         case .internalError, .storedValueUnknown: 500
+        case .proxy(let r): r.status
         }
     }
 
@@ -55,6 +56,7 @@ enum ErrorResponse {
         switch e {
         case .idpUnavailable(let after): after
         case .refreshBusy: 1
+        case .proxy(let r): r.retryAfter
         default: nil
         }
     }

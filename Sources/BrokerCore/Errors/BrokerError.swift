@@ -36,6 +36,8 @@ public enum BrokerError: Error, Sendable, Equatable {
     /// column is `table.column`; enum values are never secrets.
     case storedValueUnknown(column: String, value: String)
     case internalError
+    /// The outbound proxy answered itself (ProxyRefusal: its status, code and message).
+    case proxy(ProxyRefusal)
 
     /// The machine-readable code of the JSON error body.
     public var code: String {
@@ -57,6 +59,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .sealingKeyUnavailable: "sealing_key_unavailable"
         case .storedValueUnknown: "stored_value_unknown"
         case .internalError: "internal_error"
+        case .proxy(let r): r.code
         }
     }
 
@@ -80,6 +83,7 @@ public enum BrokerError: Error, Sendable, Equatable {
         case .sealingKeyUnavailable(let id): "stored data is sealed under key '\(id)', which this replica's TOKENBROKER_SEALING_KEYS lacks"
         case .storedValueUnknown(let column, let value): "\(column) holds unknown value '\(value)'; a newer release may have written it"
         case .internalError: "internal error"
+        case .proxy(let r): r.message
         }
     }
 }

@@ -44,6 +44,7 @@ public struct Principal: Sendable, Equatable {
         case .admin: 2
         case .enrol: 4
         case .operator: 8
+        case .proxy: 16
         }
     }
 

@@ -8,4 +8,7 @@ public enum Role: String, Sendable, Codable, CaseIterable, Hashable {
     case enrol
     /// Manages tenants, clients and API keys.
     case `operator`
+    /// Sends API requests through the outbound proxy, which adds the credentials. Receives no
+    /// token: a key with only this role is refused (403) on every route that hands one out.
+    case proxy
 }
