@@ -31,6 +31,10 @@ struct AccessTests {
         #expect(LockKey.session(tenant: "a", id: "s") == LockKey.session(tenant: "a", id: "s"))
         #expect(LockKey.session(tenant: "a", id: "s") != LockKey.session(tenant: "b", id: "s"))
         #expect(LockKey.session(tenant: "ab", id: "c") != LockKey.session(tenant: "a", id: "bc"))
+        // Pinned: replicas of two releases running side by side (a rolling upgrade) must take the
+        // same lock for the same session, or a refresh token could be presented by both.
+        #expect(LockKey.session(tenant: "a", id: "s") == 528_852_102_258_540_863)
+        #expect(LockKey.appToken(tenant: "a", client: "c", ask: "k") == 217_434_501_386_298_611)
     }
 
     @Test("session ids carry 256 random bits")
