@@ -22,8 +22,9 @@ expect2 DATABASE_URL env DATABASE_URL='not a url' "$bin/tokenbroker" tenant list
 expect2 DATABASE_URL env DATABASE_URL='mysql://db/x' "$bin/tokenbroker" migrate
 expect2 TOKENBROKER_LISTEN env DATABASE_URL=postgresql:///x TOKENBROKER_LISTEN=nowhere "$bin/tokenbroker" routes
 expect2 --all env TOKENBROKER_API_KEY=k "$bin/tokenbroker" signout --tenant acme
-"$bin/tokenbroker" serve --help | grep -q TOKENBROKER_SEALING_KEY_FILE || fail "serve --help lists no variables"
-"$bin/tokenbroker" --version | grep -qE '^tokenbroker [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
+# Captured first: `grep -q` leaving early would kill the writer with SIGPIPE, and pipefail report it.
+help=$("$bin/tokenbroker" serve --help) && grep -q TOKENBROKER_SEALING_KEY_FILE <<<"$help" || fail "serve --help lists no variables"
+version=$("$bin/tokenbroker" --version) && grep -qE '^tokenbroker [0-9]+\.[0-9]+\.[0-9]+$' <<<"$version" || fail "--version"
 echo "newcomer-check: configuration errors name their variable, exit 2"
 
 # 2. A make run, on free ports, with its own folder; the cluster's state before it is kept.

@@ -31,6 +31,9 @@ public final class PostgresAuditSink: AuditSink {
     private let held = Atomic<Int>(0)
     private let capacity: Int
     public let dropped = Atomic<Int>(0)
+    /// One flush at a time: a flush that finds the buffers empty returns only once the events
+    /// another flush took are written, so "flush, then read" reads them (the audit route does).
+    private let flushing = Mutex(())
 
     public init(pool: PGPool, capacity: Int = 200_000) {
         self.pool = pool
@@ -68,6 +71,10 @@ public final class PostgresAuditSink: AuditSink {
     }
 
     public func flush() {
+        flushing.withLock { _ in write() }
+    }
+
+    private func write() {
         var taken: [Key: Tally] = [:]
         buffer.forEach { b in
             for (k, t) in b.storage {

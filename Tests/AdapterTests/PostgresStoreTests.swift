@@ -133,6 +133,43 @@ struct PostgresStoreTests {
         #expect(sink.dropped.load(ordering: .relaxed) == 10, "a flush makes room again")
     }
 
+    @Test("a flush that finds the buffers empty returns once another flush's events are written: flush, then read, reads them")
+    func flushesOneAtATime() throws {
+        let pool = try TestDatabase.migrated()
+        let (tenant, _) = try TestDatabase.tenants(pool)
+        let sink = PostgresAuditSink(pool: pool)
+        let url = try TestDatabase.url()
+        // A SHARE lock: inserts into the trail wait, reads do not. Held 2 s at most.
+        let locked = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchGroup()
+        done.enter()
+        Thread {
+            if let c = try? PGConnection(url: url) {
+                _ = try? c.execute("BEGIN")
+                _ = try? c.execute("LOCK TABLE audit_events IN SHARE MODE")
+                locked.signal()
+                _ = release.wait(timeout: .now() + 2)
+                _ = try? c.execute("COMMIT")
+            } else { locked.signal() }
+            done.leave()
+        }.start()
+        locked.wait()
+        sink.record(AuditEvent(at: Date(), actor: "k1", action: .sessionRevoke, tenant: tenant, session: "ses_1", outcome: "ok"))
+        done.enter()
+        Thread { sink.flush(); done.leave() }.start()   // the periodic flush, say: its INSERT waits on the lock
+        let probe = try PGConnection(url: url)
+        var waiting = false
+        for _ in 0..<500 where !waiting {
+            waiting = try probe.execute("SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'audit_events'::regclass AND NOT granted").row(0)["n"] as Int > 0
+            if !waiting { usleep(10_000) }
+        }
+        #expect(waiting)
+        sink.flush()   // the audit route's: nothing left to take here
+        let seen = try sink.events(tenant: tenant, matching: AuditQuery(limit: 10)).records.count
+        release.signal()
+        done.wait()
+        #expect(seen == 1, "the event the other flush took was not yet written")
+    }
+
     @Test("every change survives its notice, a subject and an end user with the separator in them too")
     func changeNotices() {
         let changes: [Change] = [
