@@ -3,6 +3,7 @@ public enum AuditAction: String, CaseIterable, Sendable {
     case tokenIssue = "token.issue"
     case tokenDPoPProof = "token.dpop_proof"
     case tokenExchange = "token.exchange"
+    case proxyCall = "proxy.call"
     case sessionRefresh = "session.refresh"
     case sessionImport = "session.import"
     case sessionRevoke = "session.revoke"
