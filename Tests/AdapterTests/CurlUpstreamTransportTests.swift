@@ -262,6 +262,22 @@ struct CurlUpstreamTransportTests {
         #expect(server.connections == 1)
     }
 
+    @Test("over TLS the configured CA file is trusted; a server certificate it did not sign: notSent")
+    func tls() throws {
+        let pki = try ProviderTLSTests.PKI()
+        let server = try ProviderTLSTests.Server(pki)
+        let r = UpstreamRequest(method: "GET", url: "https://localhost:\(server.port)/", headers: [], allowPrivateAddresses: true,
+                                connectTimeout: 5, totalTimeout: 5)
+        let (head, sink) = try Self.exchange(CurlUpstreamTransport(settings: HTTPConnectionSettings(caFile: pki.path("ca1.pem"))), r)
+        #expect(head?.status == 200 && sink.total > 0 && sink.finishes == [true])
+        do {
+            _ = try Self.exchange(CurlUpstreamTransport(settings: HTTPConnectionSettings(caFile: pki.path("ca2.pem"))), r)
+            Issue.record("an answer came")
+        } catch {
+            guard case .notSent = error else { Issue.record("\(error) is not notSent"); return }
+        }
+    }
+
     /// The process's resident memory (VmRSS of /proc/self/status), in bytes.
     static func rss() -> Int {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
