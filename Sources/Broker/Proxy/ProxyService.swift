@@ -10,7 +10,8 @@ import Synchronization
 /// Each call runs on one of the proxy's own threads (`ProxyLimits.workers`), never on an HTTP
 /// thread nor the token path's executor: a slow upstream holds only its own. Calls beyond the
 /// threads and the queue are answered 503 `proxy_busy` at once.
-public final class ProxyService: Sendable {
+public final class ProxyService: Service {
+    public let name = "proxy"
     /// Where the call's answer goes: the route answers the caller, and for a head hands back
     /// the sink the upstream's body is streamed into (nil: the caller is gone).
     public typealias Answer = @Sendable (ProxyAnswer) -> (any ByteSink)?
@@ -56,8 +57,11 @@ public final class ProxyService: Sendable {
         }
     }
 
-    /// Stops the threads once the calls admitted are done.
-    public func shutdown() { workers.shutdown() }
+    public func start() {}
+
+    /// Stops the threads once the calls admitted are done (the listeners, stopped first, no
+    /// longer admit any).
+    public func stop(deadline: Date) { workers.shutdown() }
 
     /// One call, start to end, on a proxy thread.
     private func run(_ call: ProxyCall, _ principal: Principal, _ answer: Answer) {
