@@ -21,7 +21,7 @@ struct ProxyServiceTests {
             _ = try h.registry.putClient(reg, secret: nil, assertionKey: nil, now: h.clock.now())
             upstream = ScriptedUpstreamTransport(script)
             let cache = RegistryCache(store: h.registry, maxAge: 0)
-            let apps = AppTokenService(store: InMemoryAppTokenStore(), registry: cache, endpoint: h.endpoint, dpopKeys: nil, clock: h.clock)
+            let apps = AppTokenService(store: InMemoryAppTokenStore(), registry: cache, endpoint: h.endpoint, dpopKeys: nil, audit: h.audit, clock: h.clock)
             proxy = ProxyService(tokens: h.service, appTokens: apps, registry: cache, transport: upstream, audit: h.audit, clock: h.clock,
                                  limits: ProxyLimits())
         }

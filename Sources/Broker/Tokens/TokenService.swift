@@ -32,7 +32,7 @@ public final class TokenService: Sendable {
     let executor: BlockingExecutor
     public let cache: SessionCache
     public let refresher: RefreshDriver
-    public let usage: UsageRecorder
+    public let usage: UsageRecorder<SessionKey>
     let lockTimeout: TimeInterval
     /// The sessions' DPoP keys (nil in unit tests without DPoP sessions).
     let dpopKeys: DPoPKeys?

@@ -133,7 +133,8 @@ public struct BrokerConfig: Sendable {
         for (kind, name, days) in [(RetentionKind.auditEvents, "TOKENBROKER_RETENTION_AUDIT_DAYS", 90),
                                    (.endedSessions, "TOKENBROKER_RETENTION_SESSION_DAYS", 30),
                                    (.finishedSignouts, "TOKENBROKER_RETENTION_SIGNOUT_DAYS", 30),
-                                   (.webhookEvents, "TOKENBROKER_RETENTION_WEBHOOK_DAYS", 30)] {
+                                   (.webhookEvents, "TOKENBROKER_RETENTION_WEBHOOK_DAYS", 30),
+                                   (.expiredAppTokens, "TOKENBROKER_RETENTION_APP_TOKEN_DAYS", 1)] {
             let d = try int(name, days, 0...36_500)
             if d > 0 { retention[kind] = TimeInterval(d) * 86_400 }
         }

@@ -46,6 +46,7 @@ enum ConfigVariables {
         ("TOKENBROKER_RETENTION_SESSION_DAYS", "ended sessions kept (default 30)"),
         ("TOKENBROKER_RETENTION_SIGNOUT_DAYS", "finished sign-out jobs kept (default 30)"),
         ("TOKENBROKER_RETENTION_WEBHOOK_DAYS", "delivered webhook events kept (default 30)"),
+        ("TOKENBROKER_RETENTION_APP_TOKEN_DAYS", "app tokens unused since they expired kept (default 1)"),
         ("TOKENBROKER_WEBHOOK_ALLOW_HTTP", "webhook endpoints may be http:// (default false)"),
         ("TOKENBROKER_WEBHOOK_ALLOW_PRIVATE_NETWORKS", "webhooks may reach private addresses (default false)"),
         ("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", "longest wait between delivery attempts (default 600)"),

@@ -129,7 +129,7 @@ enum Render {
         return JSONText.object([
             ("id", String(r.id)), ("at", RFC3339.optional(e.at)), ("last_at", RFC3339.optional(r.lastAt)), ("count", String(r.count)),
             ("actor", JSONText.quote(e.actor)), ("action", JSONText.quote(e.action.rawValue)), ("session_id", JSONText.optional(e.session)),
-            ("outcome", JSONText.quote(e.outcome))])
+            ("outcome", JSONText.quote(e.outcome))] + (e.client.map { [("client", JSONText.quote($0))] } ?? []))
     }
 
     static func tenant(_ t: Tenant) -> String {

@@ -91,7 +91,7 @@ public final class BrokerRuntime: Sendable {
         tokens = TokenService(store: sessions, registry: registry, audit: audit, clock: clock, executor: executor, cache: cache,
                               refresher: refresher, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout)
         appTokens = AppTokenService(store: PostgresAppTokenStore(pool: pool, sealer: sealer), registry: registry, endpoint: endpoint,
-                                    dpopKeys: dpopKeys, clock: clock, lockTimeout: config.lockTimeout)
+                                    dpopKeys: dpopKeys, audit: audit, clock: clock, lockTimeout: config.lockTimeout)
         // Upstream connections trust what provider connections do (TOKENBROKER_PROVIDER_CA_FILE).
         proxy = ProxyService(tokens: tokens, appTokens: appTokens, registry: registry,
                              transport: CurlUpstreamTransport(settings: config.providerConnections), audit: audit, clock: clock,
@@ -109,8 +109,8 @@ public final class BrokerRuntime: Sendable {
                                     directory: directory, anchors: OpenSSLTrustAnchors(), auth: auth, catalogue: catalogue)
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout, events: Self.eventLog(logger))
-        let flushBuffers = Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
-                                        logger: logger)
+        let flushBuffers = Self.flusher(audit: audit, tokens: tokens, appTokens: appTokens, sessions: sessions, auth: auth,
+                                        registryStore: registryStore, clock: clock, logger: logger)
         admin = SessionAdmin(store: sessions, catalog: sessions, auditLog: audit, registry: registry, revocations: revocations, tokens: tokens,
                              feed: feed, audit: audit, clock: clock, flush: flushBuffers, events: Self.eventLog(logger))
         signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
@@ -219,19 +219,22 @@ public final class BrokerRuntime: Sendable {
             // Webhook deliveries from the outbox every replica shares; grants nearing their end.
             loop("webhooks", every: 0.5, "delivering webhooks failed") { try webhooks.deliverDue() > 0 },
             loop("grant-expiring", every: 60, first: 1, "queueing grant-expiring webhooks failed") { try webhooks.queueGrantsExpiring() > 0 },
+            // App tokens in use whose renewal instant comes before the next pass: granted again, once across replicas.
+            loop("app-tokens", every: 1, "renewing app tokens failed") { [appTokens = rt.appTokens] in _ = try appTokens.renewDue(ahead: 1); return false },
         ]
     }
 
-    /// Writes buffered audit events, last_used_at marks and key usage.
+    /// Writes buffered audit events, last_used_at marks (sessions, app tokens) and key usage.
     public func flush() { flushBuffers() }
 
     private var flushBuffers: @Sendable () -> Void {
-        Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock, logger: logger)
+        Self.flusher(audit: audit, tokens: tokens, appTokens: appTokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
+                     logger: logger)
     }
 
     /// Writes the buffers; a failed write of marks is logged (the marks of that flush are lost:
     /// last_used_at is a hint, a later use marks it again).
-    private static func flusher(audit: PostgresAuditSink, tokens: TokenService, sessions: PostgresSessionStore, auth: Authenticator,
+    private static func flusher(audit: PostgresAuditSink, tokens: TokenService, appTokens: AppTokenService, sessions: PostgresSessionStore, auth: Authenticator,
                                 registryStore: PostgresRegistryStore, clock: any Clock, logger: Logger) -> @Sendable () -> Void {
         { [clock] in
             audit.flush()
@@ -240,6 +243,9 @@ public final class BrokerRuntime: Sendable {
                 do { try sessions.touch(uses) } catch {
                     logger.warn("writing last_used_at failed", ("sessions", String(uses.count)), ("error", String(describing: error)))
                 }
+            }
+            do { try appTokens.flushUses() } catch {
+                logger.warn("writing app tokens' last use failed", ("error", String(describing: error)))
             }
             let keys = auth.drainUsed()
             if !keys.isEmpty {
