@@ -16,4 +16,7 @@ final class BrokerServer: @unchecked Sendable {
     }
 
     func stop(signal: Int32 = SIGTERM) { process.stop(signal: signal) }
+
+    /// The replica's resident set now, in bytes.
+    func residentBytes() -> Int { process.residentBytes() }
 }

@@ -57,9 +57,5 @@ extension DevIdPServer {
     }
 
     /// The dev-idp process's resident memory (VmRSS of /proc/<pid>/status), in bytes.
-    func residentBytes() -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(process.process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
-    }
+    func residentBytes() -> Int { process.residentBytes() }
 }

@@ -49,3 +49,12 @@ func runCommand(_ executable: String, _ args: [String], env: [String: String]) t
     p.waitUntilExit()
     return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: r, as: UTF8.self))
 }
+
+extension ManagedProcess {
+    /// The process's resident set now (VmRSS), in bytes; 0 when it cannot be read.
+    func residentBytes() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+}
