@@ -19,8 +19,6 @@ public final class ProxyMetrics: Sendable {
     public let rateLimitedLocally = Counter()
     /// Calls admitted and not yet finished (running or waiting for a thread).
     public let inFlight = Atomic<Int>(0)
-    /// Response body bytes streamed back to callers.
-    public let bytesOut = Counter()
 
     public init() {}
 

@@ -34,6 +34,17 @@ enum Metrics {
                 ["granted": 0].merging(apps.grants.counts) { $1 }, label: "outcome")
         counter("tokenbroker_app_token_renewals_total", "App tokens in use renewed ahead of expiry, by outcome (renewed; skipped: another replica renewed it first; or the error's code).",
                 ["renewed": 0, "skipped": 0].merging(apps.renewals.counts) { $1 }, label: "outcome")
+        let proxy = runtime.proxy.metrics
+        out += "# HELP tokenbroker_proxy_calls_total Proxied calls by client, upstream host and outcome: the upstream's status class, or the broker's refusal code.\n# TYPE tokenbroker_proxy_calls_total counter\n"
+        for (k, v) in proxy.calls.counts.sorted(by: { ($0.key.tenant, $0.key.client, $0.key.host, $0.key.outcome) < ($1.key.tenant, $1.key.client, $1.key.host, $1.key.outcome) }) {
+            out += "tokenbroker_proxy_calls_total{tenant=\"\(label(k.tenant))\",client=\"\(label(k.client))\",host=\"\(label(k.host))\",outcome=\"\(k.outcome)\"} \(v)\n"
+        }
+        counter("tokenbroker_proxy_refreshes_total", "Forced refreshes after an upstream said the token was invalid, by outcome.",
+                ["ok": 0, "failed": 0].merging(proxy.refreshesAfter401.counts) { $1 }, label: "outcome")
+        out += "# HELP tokenbroker_proxy_rate_limited_total Proxied calls answered 429 from an upstream's Retry-After, without calling it.\n"
+            + "# TYPE tokenbroker_proxy_rate_limited_total counter\ntokenbroker_proxy_rate_limited_total \(proxy.rateLimitedLocally.count)\n"
+        out += "# HELP tokenbroker_proxy_in_flight Proxied calls admitted and not finished (running or waiting for a proxy thread).\n"
+            + "# TYPE tokenbroker_proxy_in_flight gauge\ntokenbroker_proxy_in_flight \(proxy.inFlight.load(ordering: .relaxed))\n"
         counter("tokenbroker_refresh_client_rejected_total", "Refreshes on which the IdP rejected the client's authentication (invalid_client).",
                 m.clientRejected.counts, label: "client")
         counter("tokenbroker_retention_deleted_total", "Rows deleted by retention, by kind.",
