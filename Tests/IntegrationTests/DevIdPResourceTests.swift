@@ -259,6 +259,9 @@ struct DevIdPResourceTests {
         let head = try Self.curl(["-D", "-", "-o", file.path, "-H", auth, f.idp.issuer + "/resource/bytes?n=1000003"])
         #expect(head.lowercased().contains("content-length: 1000003"), "\(head)")
         #expect([UInt8](try Data(contentsOf: file)) == Self.expectedBytes(1_000_003))
+        let chunked = try Self.curl(["-D", "-", "-o", file.path, "-H", auth, f.idp.issuer + "/resource/bytes?n=1000003&chunked=1"])
+        #expect(chunked.lowercased().contains("transfer-encoding: chunked"), "\(chunked)")
+        #expect([UInt8](try Data(contentsOf: file)) == Self.expectedBytes(1_000_003))
 
         let before = f.idp.residentBytes()
         let p = Process()
@@ -277,7 +280,7 @@ struct DevIdPResourceTests {
         #expect(result == "200 \(1 << 30)")
         #expect(peak - before < 16 << 20, "RSS grew by \(peak - before) bytes")
         let c = try await f.counters()
-        #expect(c["resource_bytes_out"] as? Int == 1_000_003 + (1 << 30), "\(c)")
+        #expect(c["resource_bytes_out"] as? Int == 2 * 1_000_003 + (1 << 30), "\(c)")
     }
 
     @Test("a DPoP-bound token opens /resource/echo with a proof for that URL (query aside); refusals are DPoP challenges")
