@@ -101,18 +101,6 @@ public final class PostgresAppTokenStore: AppTokenStore {
         }
     }
 
-    public func purge(expiredBefore before: Date, limit: Int) throws -> Int {
-        try pool.run { c in
-            try c.execute("""
-                DELETE FROM app_tokens WHERE (tenant_id, id) IN (
-                    SELECT tenant_id, id FROM app_tokens
-                    WHERE coalesce(expires_at, created_at) < \(before) AND coalesce(last_used_at, created_at) < \(before)
-                    LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                RETURNING 1
-                """).count
-        }
-    }
-
     private func seal(_ value: String?, _ t: AppToken, _ column: String) throws -> [UInt8]? {
         try value.map { try sealer.seal($0, context: "app_tokens/\(t.tenant)/\(t.id)/\(column)") }
     }

@@ -5,17 +5,17 @@ import Synchronization
 /// PostgresAuditSink buffers audit events in memory and writes them in bulk (one INSERT from
 /// unnest'ed arrays per flush). Identical events in one window (same actor, action, tenant,
 /// session, outcome) become one row with their count and first and last instants, so auditing
-/// every token hand-out costs the hot path a mutex (its thread's own: PerThread) and the
+/// every token hand-out (and app-token hand-out: the client is part of the event) costs the hot path a mutex (its thread's own: PerThread) and the
 /// database one row per distinct event.
 /// Events not yet flushed are lost if the process is killed (SIGTERM flushes); the buffer is
 /// bounded and counts what it had to drop.
 public final class PostgresAuditSink: AuditSink {
     struct Key: Hashable {
-        let actor: String, action: String, tenant: String?, session: String?, outcome: String
+        let actor: String, action: String, tenant: String?, session: String?, outcome: String, client: String?
 
-        /// One string hashed, not five: a session's events differ mostly by session, the rest
-        /// by actor; == still compares every field.
-        func hash(into hasher: inout Hasher) { hasher.combine(session ?? actor) }
+        /// One string hashed, not six: a session's events differ mostly by session, an app
+        /// token's by client, the rest by actor; == still compares every field.
+        func hash(into hasher: inout Hasher) { hasher.combine(session ?? client ?? actor) }
     }
 
     struct Tally {
@@ -53,7 +53,7 @@ public final class PostgresAuditSink: AuditSink {
 
     /// Tallies `e` into its thread's buffer; false when the buffer is full and the event is dropped.
     private static func add(_ e: AuditEvent, to b: inout RecentDictionary<Key, Tally>, held: borrowing Atomic<Int>, capacity: Int) -> Bool {
-        let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome)
+        let key = Key(actor: e.actor, action: e.action.rawValue, tenant: e.tenant, session: e.session, outcome: e.outcome, client: e.client)
         if let i = b.index(forKey: key) {   // one hash at most, not two
             var t = b[at: i]
             t.count += 1
@@ -91,12 +91,13 @@ public final class PostgresAuditSink: AuditSink {
             do {
                 try pool.withConnection { c in
                     try c.execute("""
-                        INSERT INTO audit_events (at, last_at, count, actor, action, tenant_id, session_id, outcome)
-                        SELECT to_timestamp(at), to_timestamp(last_at), n::integer, actor, action, tenant, session, outcome
+                        INSERT INTO audit_events (at, last_at, count, actor, action, tenant_id, session_id, outcome, client_id)
+                        SELECT to_timestamp(at), to_timestamp(last_at), n::integer, actor, action, tenant, session, outcome, client
                         FROM unnest(\(chunk.map { $0.value.first.timeIntervalSince1970 }), \(chunk.map { $0.value.last.timeIntervalSince1970 }),
                                     \(chunk.map { Double($0.value.count) }), \(chunk.map(\.key.actor)), \(chunk.map(\.key.action)),
-                                    \(chunk.map(\.key.tenant)), \(chunk.map(\.key.session)), \(chunk.map(\.key.outcome)))
-                             AS e(at, last_at, n, actor, action, tenant, session, outcome)
+                                    \(chunk.map(\.key.tenant)), \(chunk.map(\.key.session)), \(chunk.map(\.key.outcome)),
+                                    \(chunk.map(\.key.client)))
+                             AS e(at, last_at, n, actor, action, tenant, session, outcome, client)
                         """)
                 }
             } catch {
@@ -125,12 +126,13 @@ extension PostgresAuditSink: AuditLog {
     public func events(tenant: String, matching q: AuditQuery) throws -> (records: [AuditRecord], next: Int64?) {
         try pool.run { c in
             let r = try c.execute("""
-                SELECT id, extract(epoch from at) AS at, extract(epoch from last_at) AS last_at, count, actor, action, session_id, outcome
+                SELECT id, extract(epoch from at) AS at, extract(epoch from last_at) AS last_at, count, actor, action, session_id, outcome, client_id
                 FROM audit_events
                 WHERE tenant_id = \(tenant)
                   AND (\(q.action?.rawValue)::text IS NULL OR action = \(q.action?.rawValue))
                   AND (\(q.session)::text IS NULL OR session_id = \(q.session))
                   AND (\(q.actor)::text IS NULL OR actor = \(q.actor))
+                  AND (\(q.client)::text IS NULL OR client_id = \(q.client))
                   AND (\(q.since)::timestamptz IS NULL OR last_at >= \(q.since))
                   AND (\(q.until)::timestamptz IS NULL OR at < \(q.until))
                   AND (\(q.before.map(Int.init))::bigint IS NULL OR id < \(q.before.map(Int.init)))
@@ -141,7 +143,7 @@ extension PostgresAuditSink: AuditLog {
             let records = try r.map { row -> AuditRecord? in
                 guard let known = AuditAction(rawValue: try row["action"]) else { return nil }
                 let event = try AuditEvent(at: row["at"], actor: row["actor"], action: known, tenant: tenant, session: row["session_id"],
-                                           outcome: row["outcome"])
+                                           outcome: row["outcome"], client: row["client_id"])
                 return try AuditRecord(id: row["id"], event: event, lastAt: row["last_at"], count: row["count"])
             }.compactMap { $0 }.prefix(q.limit)
             return (Array(records), r.count > q.limit ? records.last?.id : nil)

@@ -54,6 +54,16 @@ public final class PostgresRetentionStore: RetentionStore {
                                           WHERE d.tenant_id = e.tenant_id AND d.event_id = e.id AND d.state = 'pending')
                         ORDER BY e.created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED))
                     """).affected
+            case .expiredAppTokens:
+                guard let tenant else { return 0 }
+                // A row without a token (never granted, or dropped) counts from its creation.
+                return try c.execute("""
+                    DELETE FROM app_tokens WHERE tenant_id = \(tenant) AND id = ANY(ARRAY(
+                        SELECT id FROM app_tokens
+                        WHERE tenant_id = \(tenant) AND coalesce(expires_at, created_at) < \(before)
+                          AND coalesce(last_used_at, created_at) < \(before)
+                        ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED))
+                    """).affected
             }
         }
     }

@@ -67,12 +67,4 @@ public final class InMemoryAppTokenStore: AppTokenStore {
         }
     }
 
-    public func purge(expiredBefore before: Date, limit: Int) throws -> Int {
-        rows.withLock { m in
-            let old = m.filter { ($0.value.expiresAt ?? $0.value.createdAt) < before && ($0.value.lastUsedAt ?? $0.value.createdAt) < before }
-                .prefix(limit).map(\.key)
-            for k in old { m[k] = nil }
-            return old.count
-        }
-    }
 }

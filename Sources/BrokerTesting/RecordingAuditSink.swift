@@ -37,13 +37,13 @@ public final class RecordingAuditSink: AuditSink, AuditLog {
     public var recorded: [AuditEvent] { events.withLock { $0 } }
 
     static func same(_ a: AuditEvent, _ b: AuditEvent) -> Bool {
-        a.actor == b.actor && a.action == b.action && a.tenant == b.tenant && a.session == b.session && a.outcome == b.outcome
+        a.actor == b.actor && a.action == b.action && a.tenant == b.tenant && a.session == b.session && a.outcome == b.outcome && a.client == b.client
     }
 
     public func events(tenant: String, matching q: AuditQuery) throws -> (records: [AuditRecord], next: Int64?) {
         let matching = rows.withLock { $0 }.filter { r in
             r.event.tenant == tenant && (q.action.map { $0 == r.event.action } ?? true) && (q.session.map { $0 == r.event.session } ?? true)
-                && (q.actor.map { $0 == r.event.actor } ?? true) && (q.since.map { r.lastAt >= $0 } ?? true)
+                && (q.actor.map { $0 == r.event.actor } ?? true) && (q.client.map { $0 == r.event.client } ?? true) && (q.since.map { r.lastAt >= $0 } ?? true)
                 && (q.until.map { r.event.at < $0 } ?? true) && (q.before.map { r.id < $0 } ?? true)
         }.sorted { $0.id > $1.id }
         let page = Array(matching.prefix(q.limit))

@@ -151,6 +151,13 @@ struct PostgresContractTests {
                         INSERT INTO webhook_deliveries (tenant_id, endpoint_id, event_id, seq, ordering_key, state, next_attempt_at, created_at)
                         VALUES (\(tenant), 'whk_contract', \(id), 1, \(id), \(row == .stillOpen ? "pending" : "delivered"), \(at), \(at))
                         """)
+                case .expiredAppTokens:
+                    // Still open: its token expired a day before the cut, and it was handed out since.
+                    let expires = row == .stillOpen ? began : ended, used = row == .stillOpen ? cut.addingTimeInterval(60) : began
+                    try c.execute("""
+                        INSERT INTO app_tokens (tenant_id, id, client_id, access_token, expires_at, version, granted_at, last_used_at, created_at)
+                        VALUES (\(tenant), \(id), 'app', '\\x00', \(expires), 1, \(began), \(used), \(began))
+                        """)
                 }
             }
             return id   // audit rows are found by their session column
@@ -165,6 +172,7 @@ struct PostgresContractTests {
                 case .webhookEvents:
                     try c.execute("SELECT 1 FROM webhook_events WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
                         && c.execute("SELECT 1 FROM webhook_deliveries WHERE tenant_id = \(tenant) AND event_id = \(id)").count == 1
+                case .expiredAppTokens: try c.execute("SELECT 1 FROM app_tokens WHERE tenant_id = \(tenant) AND id = \(id)").count == 1
                 }
             }
         })

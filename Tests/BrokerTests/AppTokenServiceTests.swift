@@ -4,18 +4,20 @@ import BrokerTesting
 import Foundation
 import Testing
 
-@Suite("App tokens: one grant for concurrent asks, refusals, disabled clients")
+@Suite("App tokens: one grant for concurrent asks, refusals, disabled clients, renewal while in use, audit")
 struct AppTokenServiceTests {
     let clock = ManualClock()
     let registry = InMemoryRegistryStore()
     let store = InMemoryAppTokenStore()
+    let audit = RecordingAuditSink()
 
     func service(_ endpoint: ScriptedTokenEndpoint) throws -> AppTokenService {
         _ = try registry.putTenant(id: "t1", name: "T1", now: clock.now())
         _ = try registry.putClient(ClientRegistration(tenant: "t1", id: "app", issuer: "https://idp.example", clientID: "app",
                                                       authMethod: .clientSecretBasic, redirectURI: "https://b/cb", scopes: ["openid"]),
                                    secret: "s", assertionKey: nil, now: clock.now())
-        return AppTokenService(store: store, registry: RegistryCache(store: registry, maxAge: 0), endpoint: endpoint, dpopKeys: nil, clock: clock)
+        return AppTokenService(store: store, registry: RegistryCache(store: registry, maxAge: 0), endpoint: endpoint, dpopKeys: nil, audit: audit,
+                               clock: clock)
     }
 
     @Test("50 concurrent asks make one grant; later asks are served the stored token")
@@ -82,6 +84,55 @@ struct AppTokenServiceTests {
             try s.token(tenant: "t1", client: "app", ask: ask, minTTL: 60)
         }
         #expect(throws: BrokerError.notFound("client")) { try s.token(tenant: "t1", client: "nobody", ask: ask, minTTL: 60) }
+    }
+}
+
+extension AppTokenServiceTests {
+    @Test("a token handed out after its grant is renewed once past its renewal instant, before expiry; by one of two replicas")
+    func renewsTokensInUse() throws {
+        let endpoint = ScriptedTokenEndpoint(answer: ScriptedTokenEndpoint.rotating(lifetime: 100))
+        let s = try service(endpoint)
+        let other = AppTokenService(store: store, registry: RegistryCache(store: registry, maxAge: 0), endpoint: endpoint, dpopKeys: nil,
+                                    audit: audit, clock: clock)
+        let ask = AppTokenAsk(scopes: ["read"])
+        let first = try s.token(tenant: "t1", client: "app", ask: ask, minTTL: nil)
+        clock.advance(by: 10)
+        #expect(try !s.token(tenant: "t1", client: "app", ask: ask, minTTL: nil).granted)
+        try s.flushUses()
+        // The lead of a 100-s token is 20 s: not due at 70 s, due within a pass of 80 s.
+        clock.advance(by: 60)
+        #expect(try s.renewDue(ahead: 1) == 0 && endpoint.spentTokens.count == 1)
+        clock.advance(by: 9.5)
+        #expect(try s.renewDue(ahead: 1) == 1 && endpoint.spentTokens.count == 2)
+        #expect(try other.renewDue(ahead: 1) == 0, "the other replica renewed the renewed token again")
+        let next = try s.token(tenant: "t1", client: "app", ask: ask, minTTL: nil)
+        #expect(!next.granted && next.accessToken != first.accessToken && next.version == first.version + 1)
+        #expect(s.renewals.counts["renewed"] == 1 && s.handOuts.counts == ["granted": 1, "stored": 2] && s.grants.counts == ["granted": 2])
+    }
+
+    @Test("a token not handed out since its grant is not renewed: it expires")
+    func leavesUnusedTokens() throws {
+        let endpoint = ScriptedTokenEndpoint(answer: ScriptedTokenEndpoint.rotating(lifetime: 100))
+        let s = try service(endpoint)
+        _ = try s.token(tenant: "t1", client: "app", ask: AppTokenAsk(), minTTL: nil)   // its own grant: not a use
+        try s.flushUses()
+        for _ in 0..<12 {
+            clock.advance(by: 10)
+            try s.renewDue(ahead: 1)
+        }
+        #expect(endpoint.spentTokens.count == 1)
+    }
+
+    @Test("hand-outs, refusals and grants are audited with the asker and the client")
+    func audited() throws {
+        let s = try service(ScriptedTokenEndpoint())
+        _ = try s.token(tenant: "t1", client: "app", ask: AppTokenAsk(), minTTL: 60, actor: "key:k1")
+        _ = try s.token(tenant: "t1", client: "app", ask: AppTokenAsk(), minTTL: 60, actor: "key:k1")
+        _ = try? s.token(tenant: "t1", client: "nobody", ask: AppTokenAsk(), minTTL: 60, actor: "key:k1")
+        let events = audit.recorded.map { "\($0.actor) \($0.action.rawValue) \($0.client ?? "-") \($0.outcome)" }
+        #expect(events == ["key:k1 app_token.grant app granted", "key:k1 app_token.issue app granted", "key:k1 app_token.issue app stored",
+                           "key:k1 app_token.issue nobody not_found"])
+        #expect(audit.recorded.allSatisfy { $0.tenant == "t1" && $0.session == nil })
     }
 }
 

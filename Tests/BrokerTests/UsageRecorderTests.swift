@@ -7,7 +7,7 @@ import Testing
 struct UsageRecorderTests {
     @Test("marks recorded on many threads drain once, the latest per session")
     func latestPerSession() {
-        let usage = UsageRecorder()
+        let usage = UsageRecorder<SessionKey>()
         let t0 = Date(timeIntervalSince1970: 1_800_000_000)
         let done = DispatchGroup()
         for i in 0..<8 {

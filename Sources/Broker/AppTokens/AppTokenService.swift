@@ -8,51 +8,117 @@ import Foundation
 /// another wrote uses it. A disabled or deleted client gets none; an IdP that refuses the client
 /// (invalid_client, unauthorized_client, 401) drops every stored token of it.
 ///
+/// Tokens in use are renewed ahead of expiry (`renewDue`, a background pass): a hand-out of the
+/// stored token marks it used (in memory, written by `flushUses`), and a token used since its
+/// grant is granted again once past its renewal instant, so that its askers never wait for
+/// the IdP. A token nobody asks for is left to expire (retention deletes it later).
+///
+/// Every hand-out, refusal and grant is audited (`app_token.issue`, `app_token.grant`, with
+/// the client; the sink coalesces identical events) and counted.
+///
 /// Calls block: run them on worker threads (routes use the executor).
 public final class AppTokenService: Sendable {
     let store: any AppTokenStore
     let registry: RegistryCache
     let endpoint: any TokenEndpoint
     let dpopKeys: DPoPKeys?
+    let audit: any AuditSink
     let clock: any Clock
     let lockTimeout: TimeInterval
-    private let flights = BlockingSingleFlight<String, AppToken, BrokerError>()
+    private let flights = BlockingSingleFlight<String, Granted, BrokerError>()
+    /// Hand-outs of stored tokens since the last flush, the latest per token.
+    let usage = UsageRecorder<AppTokenKey>()
+    /// Hand-outs by source: `stored`, or `granted` (the caller waited for a grant).
+    public let handOuts = LabeledCounter<String>()
+    /// Client-credentials grants at the IdP, by outcome: `granted` or the error's code.
+    public let grants = LabeledCounter<String>()
+    /// Background renewals, by outcome: `renewed`, `skipped` (another renewed it first), or the error's code.
+    public let renewals = LabeledCounter<String>()
 
-    public init(store: any AppTokenStore, registry: RegistryCache, endpoint: any TokenEndpoint, dpopKeys: DPoPKeys?, clock: any Clock,
-                lockTimeout: TimeInterval = 10) {
+    public init(store: any AppTokenStore, registry: RegistryCache, endpoint: any TokenEndpoint, dpopKeys: DPoPKeys?, audit: any AuditSink,
+                clock: any Clock, lockTimeout: TimeInterval = 10) {
         self.store = store
         self.registry = registry
         self.endpoint = endpoint
         self.dpopKeys = dpopKeys
+        self.audit = audit
         self.clock = clock
         self.lockTimeout = lockTimeout
     }
 
     /// The client's app token for `ask`, living at least `minTTL` (nil: the client's policy's
-    /// default, as for sessions).
-    public func token(tenant: String, client: String, ask: AppTokenAsk, minTTL: TimeInterval?) throws(BrokerError) -> IssuedAppToken {
-        try guarding {
-            let now = clock.now()
-            let reg = try servedClient(tenant: tenant, client: client, now: now)
-            let stored = try store.appToken(tenant: tenant, client: client, ask: ask)
-            let need = minTTL ?? reg.refreshPolicy.defaultMinTTL(lifetime: stored?.lifetime)
-            switch AppTokenDecision.decide(stored, minTTL: need, now: now) {
-            case .serve: return try issue(stored!, granted: false)
-            case .reject(let e): throw e
-            case .grant: return try issue(try grant(reg, ask: ask, minTTL: need, ifStill: nil), granted: true, minTTL: need)
+    /// default, as for sessions), with a DPoP proof for each of `dpop` (RFC 9449 §7; a bearer
+    /// token is 409 `not_dpop_bound`). `actor` is who asks, for the audit trail.
+    public func token(tenant: String, client: String, ask: AppTokenAsk, minTTL: TimeInterval?, dpop: [DPoPTarget] = [],
+                      actor: String = "engine") throws(BrokerError) -> IssuedAppToken {
+        let r: Result<IssuedAppToken, BrokerError> = Result { () throws(BrokerError) in
+            try guarding {
+                let now = clock.now()
+                let reg = try servedClient(tenant: tenant, client: client, now: now)
+                let stored = try store.appToken(tenant: tenant, client: client, ask: ask)
+                let need = minTTL ?? reg.refreshPolicy.defaultMinTTL(lifetime: stored?.lifetime)
+                switch AppTokenDecision.decide(stored, minTTL: need, now: now) {
+                case .serve: return try issue(stored!, granted: false, dpop: dpop)
+                case .reject(let e): throw e
+                case .grant:
+                    let fresh = try grant(reg, ask: ask, minTTL: need, ifStill: nil, actor: actor).token
+                    return try issue(fresh, granted: true, minTTL: need, dpop: dpop)
+                }
             }
         }
+        return try finish(r, tenant: tenant, client: client, ask: ask, actor: actor).get()
     }
 
     /// A forced renewal: a new grant unless the stored token moved past `version` (the one the
     /// caller saw refused upstream) — then the stored one. Concurrent callers naming the same
     /// version make one grant, across replicas.
-    public func renew(tenant: String, client: String, ask: AppTokenAsk, ifStill version: Int64) throws(BrokerError) -> IssuedAppToken {
-        try guarding {
-            let reg = try servedClient(tenant: tenant, client: client, now: clock.now())
-            let need = reg.refreshPolicy.defaultMinTTL(lifetime: nil)
-            return try issue(try grant(reg, ask: ask, minTTL: need, ifStill: version), granted: true, minTTL: need)
+    public func renew(tenant: String, client: String, ask: AppTokenAsk, ifStill version: Int64, actor: String = "engine") throws(BrokerError) -> IssuedAppToken {
+        let r: Result<IssuedAppToken, BrokerError> = Result { () throws(BrokerError) in
+            try guarding {
+                let reg = try servedClient(tenant: tenant, client: client, now: clock.now())
+                let need = reg.refreshPolicy.defaultMinTTL(lifetime: nil)
+                return try issue(try grant(reg, ask: ask, minTTL: need, ifStill: version, actor: actor).token, granted: true, minTTL: need)
+            }
         }
+        return try finish(r, tenant: tenant, client: client, ask: ask, actor: actor).get()
+    }
+
+    /// One background renewal pass: every token used since its grant whose renewal instant
+    /// comes before the next pass, `ahead` seconds from now (AppTokenDecision.renewalDue, read
+    /// again before granting), is granted again — once across replicas, through the grant lock
+    /// and the version it was read at. A failure is counted and left for the next pass.
+    /// Answers how many it renewed.
+    @discardableResult
+    public func renewDue(ahead: TimeInterval, limit: Int = 500) throws -> Int {
+        let cut = clock.now().addingTimeInterval(ahead)
+        var renewed = 0
+        for due in try store.dueForRenewal(before: cut, limit: limit) {
+            let outcome: String
+            do throws(BrokerError) {
+                outcome = try renewIfDue(due, at: cut) ? "renewed" : "skipped"
+            } catch {
+                outcome = error.code
+            }
+            renewals.add(outcome)
+            if outcome == "renewed" { renewed += 1 }
+        }
+        return renewed
+    }
+
+    /// Grants `due` again when the stored row is still due at `at`, at the version read.
+    private func renewIfDue(_ due: AppTokenUse, at: Date) throws(BrokerError) -> Bool {
+        try guarding {
+            guard let row = try store.appToken(tenant: due.tenant, client: due.client, ask: due.ask),
+                  AppTokenDecision.renewalDue(row, now: at) else { return false }
+            let reg = try servedClient(tenant: due.tenant, client: due.client, now: clock.now())
+            return try grant(reg, ask: due.ask, minTTL: 0, ifStill: row.version, actor: "engine").granted
+        }
+    }
+
+    /// Writes the hand-outs recorded since the last call (last_used_at), in one bulk write.
+    public func flushUses() throws {
+        let uses = usage.drainLatest().map { AppTokenUse(tenant: $0.key.tenant, client: $0.key.client, ask: $0.key.ask, at: $0.value) }
+        try store.touch(uses)
     }
 
     /// The client when it may have an app token: its tenant enabled, it registered and enabled.
@@ -63,20 +129,26 @@ public final class AppTokenService: Sendable {
         return reg
     }
 
+    /// A token after the grant lock: `granted` when this call's grant wrote it.
+    struct Granted: Sendable {
+        let token: AppToken
+        let granted: Bool
+    }
+
     /// One grant for every concurrent caller of this process, under the cross-replica lock.
-    private func grant(_ reg: ClientRegistration, ask: AppTokenAsk, minTTL: TimeInterval, ifStill: Int64?) throws -> AppToken {
+    private func grant(_ reg: ClientRegistration, ask: AppTokenAsk, minTTL: TimeInterval, ifStill: Int64?, actor: String) throws -> Granted {
         let key = reg.tenant + "\n" + AppToken.id(client: reg.id, ask: ask) + "\n" + (ifStill.map(String.init) ?? "")
         return try flights.run(key) { () throws(BrokerError) in
-            try guarding { try locked(reg, ask: ask, minTTL: minTTL, ifStill: ifStill) }
+            try guarding { try locked(reg, ask: ask, minTTL: minTTL, ifStill: ifStill, actor: actor) }
         }
     }
 
-    private enum Locked { case token(AppToken), refused }
+    private enum Locked { case token(AppToken, granted: Bool), refused }
 
-    private func locked(_ reg: ClientRegistration, ask: AppTokenAsk, minTTL: TimeInterval, ifStill: Int64?) throws -> AppToken {
+    private func locked(_ reg: ClientRegistration, ask: AppTokenAsk, minTTL: TimeInterval, ifStill: Int64?, actor: String) throws -> Granted {
         let outcome = try store.withGrantLock(tenant: reg.tenant, client: reg.id, ask: ask, timeout: lockTimeout) { row -> (write: AppToken?, result: Locked) in
             switch AppTokenDecision.decideLocked(row, minTTL: minTTL, ifStill: ifStill, now: clock.now()) {
-            case .serve: return (nil, .token(row!))
+            case .serve: return (nil, .token(row!, granted: false))
             case .reject(let e): throw e
             case .grant: break
             }
@@ -94,37 +166,78 @@ public final class AppTokenService: Sendable {
                 let g = try endpoint.clientCredentials(client: reg, ask: ask, dpop: prover)
                 var fresh = base.granted(g, sentAt: sentAt, lifetime: reg.descriptor.grant, policy: reg.refreshPolicy)
                 fresh.version = (row?.version ?? 0) + 1
-                return (fresh, .token(fresh))
+                recordGrant(reg, "granted", actor: actor)
+                return (fresh, .token(fresh, granted: true))
             } catch {
+                let refusal: BrokerError
                 switch RefreshFailure.classify(error, reg.descriptor.refusals) {
-                case .clientRejected: return (base.dropped, .refused)
-                case .dpopRequired: throw BrokerError.idpRejectedClient
-                case .certificateRefused(let why): throw BrokerError.idpCertificateRefused(reason: why)
-                case .outage(let after): throw BrokerError.idpUnavailable(retryAfter: after)
-                case .ambiguous: throw BrokerError.idpUnavailable(retryAfter: nil)
+                case .clientRejected:
+                    recordGrant(reg, BrokerError.idpRejectedClient.code, actor: actor)
+                    return (base.dropped, .refused)
+                case .dpopRequired: refusal = .idpRejectedClient
+                case .certificateRefused(let why): refusal = .idpCertificateRefused(reason: why)
+                case .outage(let after): refusal = .idpUnavailable(retryAfter: after)
+                case .ambiguous: refusal = .idpUnavailable(retryAfter: nil)
                 case .grantDead(let reason), .retried(let reason):
-                    throw BrokerError.unprocessable(code: "idp_refused_grant", message: "the identity provider refused the client-credentials grant (\(reason))")
+                    refusal = .unprocessable(code: "idp_refused_grant", message: "the identity provider refused the client-credentials grant (\(reason))")
                 }
+                recordGrant(reg, refusal.code, actor: actor)
+                throw refusal
             }
         }
         switch outcome {
-        case .token(let t): return t
+        case .token(let t, let granted): return Granted(token: t, granted: granted)
         case .refused:
             try store.drop(tenant: reg.tenant, client: reg.id)
             throw BrokerError.idpRejectedClient
         }
     }
 
-    private func issue(_ t: AppToken, granted: Bool, minTTL: TimeInterval? = nil) throws -> IssuedAppToken {
+    private func recordGrant(_ reg: ClientRegistration, _ outcome: String, actor: String) {
+        grants.add(outcome)
+        audit.record(AuditEvent(at: clock.now(), actor: actor, action: .appTokenGrant, tenant: reg.tenant, session: nil, outcome: outcome, client: reg.id))
+    }
+
+    private func issue(_ t: AppToken, granted: Bool, minTTL: TimeInterval? = nil, dpop: [DPoPTarget] = []) throws -> IssuedAppToken {
         let now = clock.now()
         if let minTTL, case .reject(let e) = AppTokenDecision.afterGrant(t, minTTL: minTTL, now: now) { throw e }
         guard let at = t.accessToken, let exp = t.expiresAt else { throw BrokerError.internalError }
-        return IssuedAppToken(client: t.client, accessToken: at, tokenType: t.tokenType, expiresAt: exp,
-                              expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: t.scopes, version: t.version, granted: granted)
+        var issued = IssuedAppToken(client: t.client, accessToken: at, tokenType: t.tokenType, expiresAt: exp,
+                                    expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: t.scopes, version: t.version, granted: granted)
+        if !dpop.isEmpty {
+            guard let keys = dpopKeys else { throw BrokerError.internalError }
+            issued.dpopProofs = try keys.proofs(dpop, token: at, type: t.tokenType, key: t.dpopKey, now: now).get()
+        }
+        return issued
+    }
+
+    /// Audits the hand-out or refusal, counts it, marks a stored token used (a token handed
+    /// out by the grant it waited for is not "used since its grant"), and passes it through.
+    private func finish(_ r: Result<IssuedAppToken, BrokerError>, tenant: String, client: String, ask: AppTokenAsk,
+                        actor: String) -> Result<IssuedAppToken, BrokerError> {
+        let now = clock.now(), outcome: String
+        switch r {
+        case .success(let t):
+            outcome = t.granted ? "granted" : "stored"
+            handOuts.add(outcome)
+            if !t.granted { usage.record(AppTokenKey(tenant: tenant, client: client, ask: ask), at: now) }
+            audit.recordProofs(t.dpopProofs.count, actor: actor, tenant: tenant, session: nil, client: client, at: now)
+        case .failure(let e):
+            outcome = e.code
+        }
+        audit.record(AuditEvent(at: now, actor: actor, action: .appTokenIssue, tenant: tenant, session: nil, outcome: outcome, client: client))
+        return r
     }
 
     /// Runs `body`, every error thrown turned into a BrokerError.
     private func guarding<T>(_ body: () throws -> T) throws(BrokerError) -> T {
         do { return try body() } catch let e as BrokerError { throw e } catch { throw BrokerError.internalError }
     }
+}
+
+/// AppTokenKey names one stored app token: its tenant, client and ask (a usage mark's key).
+struct AppTokenKey: Hashable, Sendable {
+    let tenant: String
+    let client: String
+    let ask: AppTokenAsk
 }

@@ -14,4 +14,6 @@ public struct IssuedAppToken: Sendable, Equatable {
     public let version: Int64
     /// Whether this hand-out waited for a grant (false: the stored token served).
     public let granted: Bool
+    /// A DPoP proof (RFC 9449 §7) per target the caller named, bound to this token.
+    public var dpopProofs: [String] = []
 }

@@ -15,7 +15,7 @@ struct HandOutLog {
     }
 
     /// Hands the collected events and marks to their sinks.
-    func record(audit: any AuditSink, usage: UsageRecorder, at now: Date) {
+    func record(audit: any AuditSink, usage: UsageRecorder<SessionKey>, at now: Date) {
         if !used.isEmpty { usage.record(used, at: now) }
         if !events.isEmpty { audit.record(events) }
     }

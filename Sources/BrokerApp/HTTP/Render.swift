@@ -129,7 +129,7 @@ enum Render {
         return JSONText.object([
             ("id", String(r.id)), ("at", RFC3339.optional(e.at)), ("last_at", RFC3339.optional(r.lastAt)), ("count", String(r.count)),
             ("actor", JSONText.quote(e.actor)), ("action", JSONText.quote(e.action.rawValue)), ("session_id", JSONText.optional(e.session)),
-            ("outcome", JSONText.quote(e.outcome))])
+            ("outcome", JSONText.quote(e.outcome))] + (e.client.map { [("client", JSONText.quote($0))] } ?? []))
     }
 
     static func tenant(_ t: Tenant) -> String {
@@ -172,6 +172,8 @@ enum Render {
             // The provider: the catalogue entry, and the descriptor in force (null: an OpenID provider by discovery).
             ("protocol", JSONText.quote(c.descriptor.kind.rawValue)), ("provider", JSONText.optional(c.provider)),
             ("descriptor", c.descriptor == .openID ? "null" : c.descriptor.json),
+            // The outbound proxy's upstream: as registered, and in force (the descriptor's filling what is unset).
+            ("upstream", c.upstream?.json ?? "null"), ("upstream_in_force", c.effectiveUpstream?.json ?? "null"),
         ] + assertion)
     }
 }

@@ -53,7 +53,7 @@ struct AdminRoutes {
     private func audit(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"]
         return gate.guarded(req, .admin, tenant: tenant) { _ in
-            let q = try QueryParameters(req, allowed: ["action", "session", "actor", "since", "until", "limit", "cursor"])
+            let q = try QueryParameters(req, allowed: ["action", "session", "actor", "client", "since", "until", "limit", "cursor"])
             let action = try q.string("action").map { name -> AuditAction in
                 guard let a = AuditAction(rawValue: name) else {
                     throw QueryParameters.bad("'action' must be one of: \(AuditAction.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -61,7 +61,7 @@ struct AdminRoutes {
                 return a
             }
             var query = AuditQuery(action: action, session: try q.string("session"), actor: try q.string("actor"),
-                                   since: try q.time("since"), until: try q.time("until"), limit: try q.limit())
+                                   since: try q.time("since"), until: try q.time("until"), limit: try q.limit(), client: try q.string("client"))
             if let c = try q.string("cursor") {
                 guard let before = Int64(c), before > 0 else { throw QueryParameters.bad("'cursor' is not a cursor of this listing") }
                 query.before = before

@@ -13,8 +13,9 @@ struct AppTokenRoutes {
         r.add("POST", "/v1/tenants/{t}/clients/{c}/token", token)
     }
 
-    /// `{"scope"?, "audience"?, "resource"?, "min_ttl"?}`: checked before anything is asked or stored.
-    static func ask(_ bytes: [UInt8]) throws -> (AppTokenAsk, TimeInterval?) {
+    /// `{"scope"?, "audience"?, "resource"?, "min_ttl"?, "dpop"?}`: checked before anything is
+    /// asked or stored; `dpop` as on the session token route.
+    static func ask(_ bytes: [UInt8]) throws -> (AppTokenAsk, TimeInterval?, [DPoPTarget]) {
         func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
         let json = try bytes.isEmpty ? JSONObject.parse(Array("{}".utf8)) : JSONObject.parse(bytes)
         let minTTL = try json.int("min_ttl")
@@ -29,15 +30,15 @@ struct AppTokenRoutes {
         }
         let scopes = Scopes.parse(try json.string("scope"))
         guard scopes.count <= 50, scopes.allSatisfy({ $0.utf8.count <= 100 }) else { throw bad("'scope' must be at most 50 scope tokens") }
-        return (AppTokenAsk(scopes: scopes, audience: audience, resource: resource), minTTL.map(Double.init))
+        return (AppTokenAsk(scopes: scopes, audience: audience, resource: resource), minTTL.map(Double.init), try TokenRoutes.Body.dpop(json))
     }
 
     private func token(_ req: HTTPRequest) -> HTTPReply {
         let tenant = req[param: "t"], client = req[param: "c"]
-        return gate.guarded(req, .worker, tenant: tenant) { [appTokens] _ in
-            let (ask, minTTL) = try Self.ask(req.body)
+        return gate.guarded(req, .worker, tenant: tenant) { [appTokens] principal in
+            let (ask, minTTL, dpop) = try Self.ask(req.body)
             return gate.later(req) {
-                let t = try appTokens.token(tenant: tenant, client: client, ask: ask, minTTL: minTTL)
+                let t = try appTokens.token(tenant: tenant, client: client, ask: ask, minTTL: minTTL, dpop: dpop, actor: principal.id)
                 var w = JSONWriter(capacity: t.accessToken.utf8.count + 256)
                 w.beginObject()
                 w.string("access_token", t.accessToken)
@@ -47,6 +48,12 @@ struct AppTokenRoutes {
                 w.string("scope", Scopes.format(t.scope))
                 w.string("client", t.client)
                 w.int("version", Int(t.version))
+                if !t.dpopProofs.isEmpty {
+                    w.key("dpop_proofs")
+                    w.beginArray()
+                    for p in t.dpopProofs { w.string(p) }
+                    w.endArray()
+                }
                 w.endObject()
                 return HTTPResponse.json(200, w.bytes).uncacheable()
             }

@@ -27,6 +27,13 @@ enum Metrics {
         for (k, v) in m.refreshes.counts.sorted(by: { ($0.key.client.tenant, $0.key.client.client, $0.key.outcome) < ($1.key.client.tenant, $1.key.client.client, $1.key.outcome) }) {
             out += "tokenbroker_refreshes_total{outcome=\"\(k.outcome)\",tenant=\"\(label(k.client.tenant))\",client=\"\(label(k.client.client))\"} \(v)\n"
         }
+        let apps = runtime.appTokens
+        counter("tokenbroker_app_token_handouts_total", "App tokens handed out, by source: the stored token, or a grant the caller waited for.",
+                ["stored": 0, "granted": 0].merging(apps.handOuts.counts) { $1 }, label: "source")
+        counter("tokenbroker_app_token_grants_total", "Client-credentials grants at the IdP, by outcome (granted, or the error's code).",
+                ["granted": 0].merging(apps.grants.counts) { $1 }, label: "outcome")
+        counter("tokenbroker_app_token_renewals_total", "App tokens in use renewed ahead of expiry, by outcome (renewed; skipped: another replica renewed it first; or the error's code).",
+                ["renewed": 0, "skipped": 0].merging(apps.renewals.counts) { $1 }, label: "outcome")
         counter("tokenbroker_refresh_client_rejected_total", "Refreshes on which the IdP rejected the client's authentication (invalid_client).",
                 m.clientRejected.counts, label: "client")
         counter("tokenbroker_retention_deleted_total", "Rows deleted by retention, by kind.",

@@ -23,18 +23,24 @@ struct TokenRoutes {
             if let m = minTTL, !(0...86_400).contains(m) {
                 throw BrokerError.badRequest(code: "invalid_request", message: "'min_ttl' must be 0...86400 seconds")
             }
+            let dpop = try Self.dpop(json)
+            return TokenRequest(minTTL: minTTL.map(Double.init), scopes: Scopes.parse(try json.string("scope")),
+                                forceRefresh: try json.bool("force_refresh") ?? false, dpop: dpop)
+        }
+
+        /// `dpop`: one request to prove for or several (RFC 9449 §7), each `htm`, `htu`,
+        /// `nonce`; none when absent. The app-token route reads the same member.
+        static func dpop(_ json: JSONObject) throws -> [DPoPTarget] {
             let asked = try json.objectOrObjects("dpop")
             guard asked.map({ (1...TokenRequest.maxProofs).contains($0.count) }) ?? true else {
                 throw BrokerError.badRequest(code: "invalid_request", message: "'dpop' must name 1...\(TokenRequest.maxProofs) requests")
             }
-            let dpop = try (asked ?? []).map { t throws -> DPoPTarget in
+            return try (asked ?? []).map { t throws -> DPoPTarget in
                 let (m, u, n) = (try t.requiredString("htm"), try t.requiredString("htu"), try t.string("nonce"))
                 do throws(DPoPTarget.Invalid) { return try DPoPTarget(method: m, uri: u, nonce: n) } catch {
                     throw BrokerError.badRequest(code: "invalid_request", message: error.reason)
                 }
             }
-            return TokenRequest(minTTL: minTTL.map(Double.init), scopes: Scopes.parse(try json.string("scope")),
-                                forceRefresh: try json.bool("force_refresh") ?? false, dpop: dpop)
         }
 
         /// The lookup at `client`: by the provider's `subject` or by the application's

@@ -27,6 +27,8 @@ public final class BrokerRuntime: Sendable {
     public let tokens: TokenService
     /// App tokens (client credentials), shared by every replica.
     public let appTokens: AppTokenService
+    /// The outbound proxy: workers' API calls sent on with the broker's credentials.
+    public let proxy: ProxyService
     /// Refresh flights, for the token service and the timer engine alike.
     public let refresher: RefreshDriver
     /// Delegated tokens (RFC 8693), and the broker's own keys that sign their actor tokens.
@@ -89,7 +91,11 @@ public final class BrokerRuntime: Sendable {
         tokens = TokenService(store: sessions, registry: registry, audit: audit, clock: clock, executor: executor, cache: cache,
                               refresher: refresher, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout)
         appTokens = AppTokenService(store: PostgresAppTokenStore(pool: pool, sealer: sealer), registry: registry, endpoint: endpoint,
-                                    dpopKeys: dpopKeys, clock: clock, lockTimeout: config.lockTimeout)
+                                    dpopKeys: dpopKeys, audit: audit, clock: clock, lockTimeout: config.lockTimeout)
+        // Upstream connections trust what provider connections do (TOKENBROKER_PROVIDER_CA_FILE).
+        proxy = ProxyService(tokens: tokens, appTokens: appTokens, registry: registry,
+                             transport: CurlUpstreamTransport(settings: config.providerConnections), audit: audit, clock: clock,
+                             limits: config.proxy)
         actors = ActorTokens(store: PostgresBrokerKeyStore(pool: pool, sealer: sealer), keys: OpenSSLPrivateKeys(), digest: digest, clock: clock,
                              issuer: config.issuer)
         exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,
@@ -103,8 +109,8 @@ public final class BrokerRuntime: Sendable {
                                     directory: directory, anchors: OpenSSLTrustAnchors(), auth: auth, catalogue: catalogue)
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout, events: Self.eventLog(logger))
-        let flushBuffers = Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
-                                        logger: logger)
+        let flushBuffers = Self.flusher(audit: audit, tokens: tokens, appTokens: appTokens, sessions: sessions, auth: auth,
+                                        registryStore: registryStore, clock: clock, logger: logger)
         admin = SessionAdmin(store: sessions, catalog: sessions, auditLog: audit, registry: registry, revocations: revocations, tokens: tokens,
                              feed: feed, audit: audit, clock: clock, flush: flushBuffers, events: Self.eventLog(logger))
         signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
@@ -158,7 +164,7 @@ public final class BrokerRuntime: Sendable {
             engine.apply(change)
         }
         let log = logger
-        let order: [[any Service]] = [[follower], [executor]] + Self.loops(self).map { [$0] } + [[engine], listeners]
+        let order: [[any Service]] = [[follower], [executor, proxy]] + Self.loops(self).map { [$0] } + [[engine], listeners]
         return ServiceGroup(stages: order) { event in
             switch event {
             case .started(let name): log.debug("service started", ("service", name))
@@ -213,19 +219,22 @@ public final class BrokerRuntime: Sendable {
             // Webhook deliveries from the outbox every replica shares; grants nearing their end.
             loop("webhooks", every: 0.5, "delivering webhooks failed") { try webhooks.deliverDue() > 0 },
             loop("grant-expiring", every: 60, first: 1, "queueing grant-expiring webhooks failed") { try webhooks.queueGrantsExpiring() > 0 },
+            // App tokens in use whose renewal instant comes before the next pass: granted again, once across replicas.
+            loop("app-tokens", every: 1, "renewing app tokens failed") { [appTokens = rt.appTokens] in _ = try appTokens.renewDue(ahead: 1); return false },
         ]
     }
 
-    /// Writes buffered audit events, last_used_at marks and key usage.
+    /// Writes buffered audit events, last_used_at marks (sessions, app tokens) and key usage.
     public func flush() { flushBuffers() }
 
     private var flushBuffers: @Sendable () -> Void {
-        Self.flusher(audit: audit, tokens: tokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock, logger: logger)
+        Self.flusher(audit: audit, tokens: tokens, appTokens: appTokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
+                     logger: logger)
     }
 
     /// Writes the buffers; a failed write of marks is logged (the marks of that flush are lost:
     /// last_used_at is a hint, a later use marks it again).
-    private static func flusher(audit: PostgresAuditSink, tokens: TokenService, sessions: PostgresSessionStore, auth: Authenticator,
+    private static func flusher(audit: PostgresAuditSink, tokens: TokenService, appTokens: AppTokenService, sessions: PostgresSessionStore, auth: Authenticator,
                                 registryStore: PostgresRegistryStore, clock: any Clock, logger: Logger) -> @Sendable () -> Void {
         { [clock] in
             audit.flush()
@@ -234,6 +243,9 @@ public final class BrokerRuntime: Sendable {
                 do { try sessions.touch(uses) } catch {
                     logger.warn("writing last_used_at failed", ("sessions", String(uses.count)), ("error", String(describing: error)))
                 }
+            }
+            do { try appTokens.flushUses() } catch {
+                logger.warn("writing app tokens' last use failed", ("error", String(describing: error)))
             }
             let keys = auth.drainUsed()
             if !keys.isEmpty {

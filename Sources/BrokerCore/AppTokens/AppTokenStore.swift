@@ -2,7 +2,8 @@ import Foundation
 
 /// AppTokenStore keeps app tokens (client credentials), one row per tenant, client and ask,
 /// their access tokens and DPoP keys sealed at rest (the additional data binds tenant and row).
-/// Every call carries the tenant, except the renewal loader, which walks every tenant.
+/// Every call carries the tenant, except the renewal loader, which walks every tenant. Rows
+/// unused since they expired are deleted by retention (RetentionKind.expiredAppTokens).
 ///
 /// Implementations are thread-safe; failures are thrown as BrokerError.
 public protocol AppTokenStore: Sendable {
@@ -27,10 +28,6 @@ public protocol AppTokenStore: Sendable {
     /// Tokens past their renewal instant before `before`, still alive then and used since their
     /// grant (AppTokenDecision.renewalDue), earliest first, across every tenant.
     func dueForRenewal(before: Date, limit: Int) throws -> [AppTokenUse]
-
-    /// Deletes rows whose token expired before `before` (or never came) and that were not used
-    /// since: at most `limit`. Returns how many.
-    func purge(expiredBefore before: Date, limit: Int) throws -> Int
 }
 
 /// AppTokenUse names one app token (its tenant, client and ask) at an instant: a hand-out, or

@@ -3,6 +3,11 @@ public enum AuditAction: String, CaseIterable, Sendable {
     case tokenIssue = "token.issue"
     case tokenDPoPProof = "token.dpop_proof"
     case tokenExchange = "token.exchange"
+    /// An app token handed out (outcome `stored` or `granted`) or refused (the error's code).
+    case appTokenIssue = "app_token.issue"
+    /// A client-credentials grant at the IdP (outcome `granted` or the error's code).
+    case appTokenGrant = "app_token.grant"
+    case proxyCall = "proxy.call"
     case sessionRefresh = "session.refresh"
     case sessionImport = "session.import"
     case sessionRevoke = "session.revoke"

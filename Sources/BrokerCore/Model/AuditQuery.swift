@@ -6,6 +6,8 @@ public struct AuditQuery: Sendable, Equatable {
     public var action: AuditAction?
     public var session: String?
     public var actor: String?
+    /// Only events about this client (app tokens).
+    public var client: String?
     public var since: Date?
     public var until: Date?
     public var limit: Int
@@ -13,7 +15,7 @@ public struct AuditQuery: Sendable, Equatable {
     public var before: Int64?
 
     public init(action: AuditAction? = nil, session: String? = nil, actor: String? = nil, since: Date? = nil, until: Date? = nil,
-                limit: Int = 100, before: Int64? = nil) {
+                limit: Int = 100, before: Int64? = nil, client: String? = nil) {
         self.action = action
         self.session = session
         self.actor = actor
@@ -21,6 +23,7 @@ public struct AuditQuery: Sendable, Equatable {
         self.until = until
         self.limit = limit
         self.before = before
+        self.client = client
     }
 }
 

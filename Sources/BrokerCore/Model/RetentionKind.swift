@@ -10,4 +10,7 @@ public enum RetentionKind: String, CaseIterable, Sendable {
     /// Webhook events, with their deliveries, by when they happened — never one with a
     /// delivery still pending.
     case webhookEvents = "webhook_events"
+    /// App tokens not handed out since they expired (or were dropped), by the later of their
+    /// expiry and their last use: a token in use is renewed, never deleted.
+    case expiredAppTokens = "expired_app_tokens"
 }

@@ -3,11 +3,11 @@ import Foundation
 
 /// AppTokenStoreContract: app tokens come back whole (sealed values opened) in their own tenant
 /// only; the grant lock re-reads, bumps the version and excludes other holders; a client's
-/// tokens are dropped in its tenant only; renewal finds used tokens only; purge removes expired
-/// unused rows only. The tenants must have clients `app` and `other`.
+/// tokens are dropped in its tenant only; renewal finds used tokens only (retention's purge of
+/// expired rows is in RetentionStoreContract). The tenants must have clients `app` and `other`.
 public enum AppTokenStoreContract: String, CaseIterable, Sendable {
     case comesBackWholeInItsTenantOnly, lockRereadsAndBumpsTheVersion, lockExcludesOtherHolders, dropIsPerTenantAndClient,
-         renewalFindsUsedTokensOnly, purgeRemovesExpiredUnusedOnly
+         renewalFindsUsedTokensOnly
 
     public func run(_ store: any AppTokenStore, tenants: (String, String)) throws {
         switch self {
@@ -16,7 +16,6 @@ public enum AppTokenStoreContract: String, CaseIterable, Sendable {
         case .lockExcludesOtherHolders: try Self.lockExcludes(store, tenants)
         case .dropIsPerTenantAndClient: try Self.dropIsScoped(store, tenants)
         case .renewalFindsUsedTokensOnly: try Self.renewalFindsUsed(store, tenants)
-        case .purgeRemovesExpiredUnusedOnly: try Self.purgeRemovesExpired(store, tenants)
         }
     }
 
@@ -120,11 +119,4 @@ public enum AppTokenStoreContract: String, CaseIterable, Sendable {
                             "an expired token is due for renewal")
     }
 
-    static func purgeRemovesExpired(_ store: any AppTokenStore, _ tenants: (String, String)) throws {
-        let old = sample(tenants.0, ask: uniqueAsk(), expiresIn: -7200), live = sample(tenants.1, ask: uniqueAsk())
-        for t in [old, live] { try write(store, t) }
-        try Contract.expect(try store.purge(expiredBefore: now.addingTimeInterval(-3600), limit: 10_000) >= 1, "an expired token was not purged")
-        try Contract.expect(try store.appToken(tenant: tenants.0, client: "app", ask: old.ask) == nil, "an expired token survived the purge")
-        try Contract.expect(try store.appToken(tenant: tenants.1, client: "app", ask: live.ask) != nil, "the purge removed a live token")
-    }
 }

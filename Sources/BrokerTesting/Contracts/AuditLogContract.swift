@@ -3,7 +3,8 @@ import Foundation
 
 /// AuditLogContract: what the sink records is read back within its tenant, newest first,
 /// filtered and paged; identical events of one flush are one row with their count, whichever
-/// threads recorded them.
+/// threads recorded them. Events about a client (app tokens) are kept apart per client and found
+/// by it.
 public enum AuditLogContract {
     public static func run(_ sink: any AuditSink, log: any AuditLog, tenants: (String, String)) throws {
         let session = Contract.unique("ses")
@@ -28,5 +29,13 @@ public enum AuditLogContract {
         try Contract.expect(page.records.count == 1 && rest.records.map(\.event.action) == [.tokenIssue], "the trail does not page")
         let filtered = try log.events(tenant: tenants.1, matching: AuditQuery(action: .tokenIssue, session: session))
         try Contract.expect(filtered.records.count == 1 && filtered.records[0].event.actor == "k2", "the other tenant's trail is wrong")
+        let client = Contract.unique("app")
+        for c in [client, client, client + "-other"] {
+            sink.record(AuditEvent(at: Contract.t0, actor: "k1", action: .appTokenIssue, tenant: tenants.0, session: nil, outcome: "stored", client: c))
+        }
+        sink.flush()
+        let byClient = try log.events(tenant: tenants.0, matching: AuditQuery(client: client))
+        try Contract.expect(byClient.records.count == 1 && byClient.records[0].count == 2 && byClient.records[0].event.client == client
+                            && byClient.records[0].event.action == .appTokenIssue, "a client's events are not one row of their own, found by the client")
     }
 }
