@@ -6,8 +6,8 @@ import Foundation
 /// DPoP (RFC 9449) as an authorization server and a resource server check it: proofs on the
 /// token endpoint bind the tokens issued (`cnf.jkt`, `token_type: DPoP`) and must keep the
 /// family's key; the protected resource (DevIdP+ResourceAuth) accepts a bound token only with a
-/// fresh proof of its key for that request (`htm`, `htu`, `ath`, unused `jti`). Nonces (§8, §9) are switched on per endpoint
-/// by `POST /admin/settings {"dpop_nonce": bool, "resource_nonce": bool}`.
+/// fresh proof of its key for that request (`htm`, `htu`, `ath`, unused `jti`). Nonces (§8, §9)
+/// are switched on per endpoint by `POST /admin/settings {"dpop_nonce": bool, "resource_nonce": bool}`.
 extension DevIdP {
     /// What a proof check found: the key's thumbprint, or the answer refusing the request.
     enum ProofCheck {

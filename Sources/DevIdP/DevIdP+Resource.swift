@@ -11,7 +11,7 @@ import Foundation
 /// - `GET|POST|PUT|PATCH|DELETE /resource`: who the token is for.
 /// - `/resource/echo` (any method): the request as received — method, raw path and query, every
 ///   header in order (names lowercase), the body's length and SHA-256.
-/// - `GET /resource/bytes?n=N`: N bytes of ResourceBytes, with Content-Length.
+/// - `GET /resource/bytes?n=N[&chunked=1]`: N bytes of ResourceBytes, with Content-Length (or chunked).
 /// - `POST|PUT /resource/upload`: the body's length and SHA-256.
 /// - `GET /resource/redirect?to=URL[&status=302]`: a redirect to URL.
 ///
@@ -108,9 +108,10 @@ extension DevIdP {
         guard let n = req.queryValue("n").flatMap({ Int($0) }), n >= 0, n <= Self.resourceBodyLimit else {
             return drained(req, json(400, ["error": "invalid_request", "error_description": "n is a byte count"]))
         }
+        let chunked = req.queryValue("chunked") == "1"
         return .later { [self] respond in
             Thread.detachNewThread {
-                let pipe = ResponseBodyPipe(length: n)
+                let pipe = ResponseBodyPipe(length: chunked ? nil : n)
                 respond(.streamed(200, headers: [("Content-Type", "application/octet-stream")], pipe: pipe))
                 var buf = [UInt8](repeating: 0, count: 1 << 16)
                 var sent = 0

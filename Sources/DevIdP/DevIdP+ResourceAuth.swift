@@ -50,6 +50,8 @@ extension DevIdP {
         if let death { return refuse("invalid_token", "the token is \(death)") }
         if let bound = at.jkt {
             guard scheme == "dpop" else { return refuse("invalid_token", "a DPoP-bound token presented as \(scheme)") }
+            // §4.3: exactly one DPoP header.
+            guard req.allHeaders.lazy.filter({ $0.name == "dpop" }).count <= 1 else { return refuse("invalid_dpop_proof", "more than one DPoP header") }
             switch checkProof(req, path: req.path, accessToken: token, nonceRequired: nonceRequired) {
             case .none: return refuse("invalid_dpop_proof", "no proof")
             case .refused(let code, let why): return refuse(code, why)

@@ -36,17 +36,7 @@ struct DevIdPResourceTests {
     }
 
     /// curl with a bounded time; its stdout.
-    static func curl(_ args: [String]) throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        p.arguments = ["-sS", "--max-time", "120"] + args
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
-    }
+    static func curl(_ args: [String]) throws -> String { try runTool("/usr/bin/curl", ["-sS", "--max-time", "120"] + args) }
 
     static func hex(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
 
@@ -269,6 +259,9 @@ struct DevIdPResourceTests {
         let head = try Self.curl(["-D", "-", "-o", file.path, "-H", auth, f.idp.issuer + "/resource/bytes?n=1000003"])
         #expect(head.lowercased().contains("content-length: 1000003"), "\(head)")
         #expect([UInt8](try Data(contentsOf: file)) == Self.expectedBytes(1_000_003))
+        let chunked = try Self.curl(["-D", "-", "-o", file.path, "-H", auth, f.idp.issuer + "/resource/bytes?n=1000003&chunked=1"])
+        #expect(chunked.lowercased().contains("transfer-encoding: chunked"), "\(chunked)")
+        #expect([UInt8](try Data(contentsOf: file)) == Self.expectedBytes(1_000_003))
 
         let before = f.idp.residentBytes()
         let p = Process()
@@ -287,7 +280,7 @@ struct DevIdPResourceTests {
         #expect(result == "200 \(1 << 30)")
         #expect(peak - before < 16 << 20, "RSS grew by \(peak - before) bytes")
         let c = try await f.counters()
-        #expect(c["resource_bytes_out"] as? Int == 1_000_003 + (1 << 30), "\(c)")
+        #expect(c["resource_bytes_out"] as? Int == 2 * 1_000_003 + (1 << 30), "\(c)")
     }
 
     @Test("a DPoP-bound token opens /resource/echo with a proof for that URL (query aside); refusals are DPoP challenges")
@@ -296,7 +289,8 @@ struct DevIdPResourceTests {
         defer { w.stop() }
         let s = try expectStatus(try await w.login(subject: "dee", client: "dpop"), 200)["session_id"] as! String
         let echo = w.idp.issuer + "/resource/echo"
-        let t = try expectStatus(try await w.token(s, body: ["dpop": [["htm": "POST", "htu": echo + "?ignored=1"], ["htm": "POST", "htu": w.idp.issuer + "/resource"]]]), 200)
+        let t = try expectStatus(try await w.token(s, body: ["dpop": [["htm": "POST", "htu": echo + "?ignored=1"], ["htm": "POST", "htu": w.idp.issuer + "/resource"],
+                                                                  ["htm": "POST", "htu": echo]]]), 200)
         let token = t["access_token"] as! String, proofs = DPoPTests.proofs(t)
         func post(_ proof: String?, scheme: String = "DPoP") async throws -> HTTP.Reply {
             var h = ["Authorization": "\(scheme) \(token)"]
@@ -309,10 +303,14 @@ struct DevIdPResourceTests {
         #expect(elsewhere.status == 401 && elsewhere.headers["www-authenticate"]?.hasPrefix("DPoP realm=\"dev\", error=\"invalid_dpop_proof\"") == true,
                 "\(elsewhere.headers)")
         #expect(elsewhere.headers["www-authenticate"]?.contains("algs=\"ES256 PS256\"") == true)
+        // RFC 9449 §4.3: one DPoP header, no more.
+        let twice = try Self.curl(["-i", "-H", "Authorization: DPoP \(token)", "-H", "DPoP: \(proofs[2])", "-H", "DPoP: \(proofs[2])",
+                                   "--data-binary", "x", echo])
+        #expect(twice.hasPrefix("HTTP/1.1 401") && twice.contains("more than one DPoP header"), "\(twice)")
         let asBearer = try await post(nil, scheme: "Bearer")
         #expect(asBearer.status == 401 && asBearer.headers["www-authenticate"]?.hasPrefix("DPoP realm=\"dev\", error=\"invalid_token\"") == true)
         let c = try await w.idp.counters(client: idpClient)
         let reasons = c["resource_refusals_by_reason"] as? [String: Int] ?? [:]
-        #expect(reasons["invalid_dpop_proof"] == 1 && reasons["invalid_token"] == 1 && c["resource_accepted"] as? Int == 1, "\(c)")
+        #expect(reasons["invalid_dpop_proof"] == 2 && reasons["invalid_token"] == 1 && c["resource_accepted"] as? Int == 1, "\(c)")
     }
 }
