@@ -64,8 +64,9 @@ struct CommandSpec {
                     flags: ["all", "dry-run", "wait"], configured: false),
         CommandSpec(name: "purge", usage: """
             tokenbroker purge [--config FILE]
-              one retention pass now (serve runs one a minute): deletes audit rows, ended sessions and finished
-              sign-out jobs older than the TOKENBROKER_RETENTION_* ages; prints what it deleted, as JSON
+              one retention pass now (serve runs one a minute): deletes audit rows, ended sessions, finished sign-out
+              jobs, webhook events and unused expired app tokens older than the TOKENBROKER_RETENTION_* ages; prints
+              what it deleted, as JSON
             """),
         CommandSpec(name: "routes", usage: "tokenbroker routes [--config FILE]\n  print the HTTP route table (METHOD PATTERN), as docs/openapi.yaml lists it"),
     ].map { ($0.name, $0) })
