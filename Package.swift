@@ -27,7 +27,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // curl_easy_setopt is C-variadic; this shim performs a whole exchange with typed arguments.
+        // curl_easy_setopt is C-variadic; this shim performs a whole exchange (buffered, or streamed
+        // through callbacks) with typed arguments.
         .target(name: "CCurlShim", dependencies: ["CCurl", "COpenSSL"]),
         // simdjson (Debian's libsimdjson-dev) is C++: this target gives it a C face
         // (tb_simdjson.h) that Swift imports, and links it. Its simdjson.pc carries a -D flag

@@ -85,6 +85,10 @@ public struct Router: Sendable {
     /// The streamed route of `path`: its handler, captures (the tail included), body limit and index in `table`.
     public func stream(path: String) -> (handler: Handler, parameters: RouteParameters, maxBodyBytes: Int, route: Int)? {
         guard !streams.isEmpty, path.utf8.first == UInt8(ascii: "/") else { return nil }
+        // Every request asks (the server, then the router): most are no streamed route's, and
+        // are told so by bytes, before anything is split or allocated.
+        var bytes = path
+        guard bytes.withUTF8({ u in streams.contains { Self.mayMatch($0.head, u) } }) else { return nil }
         let parts = path.utf8.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         for s in streams where parts.count >= s.head.count {
             var params = RouteParameters(capacity: s.head.count + 1)
@@ -104,6 +108,25 @@ public struct Router: Sendable {
             return (routes[s.index].handler, params, s.maxBodyBytes, s.index)
         }
         return nil
+    }
+
+    /// False when the path's first segments cannot be `head`'s (a literal differs, a capture is
+    /// empty, or the path is shorter); true when they may be.
+    private static func mayMatch(_ head: [Segment], _ u: UnsafeBufferPointer<UInt8>) -> Bool {
+        var at = 1
+        for seg in head {
+            guard at <= u.count else { return false }
+            var end = at
+            while end < u.count, u[end] != UInt8(ascii: "/") { end += 1 }
+            switch seg {
+            case .literal(let l):
+                guard l.count == end - at, l.withUnsafeBufferPointer({ memcmp($0.baseAddress!, u.baseAddress! + at, l.count) }) == 0 else { return false }
+            case .capture:
+                guard end > at else { return false }
+            }
+            at = end + 1
+        }
+        return true
     }
 
     public enum Match {

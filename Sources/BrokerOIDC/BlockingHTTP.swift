@@ -52,7 +52,6 @@ public final class BlockingHTTP: Sendable {
         public var idle = 0
     }
 
-    private static let initialized: Void = tb_http_global_init()
     private let pool: ConnectionPool
     private let trustStore: TrustStore
     private let opened = Atomic<Int>(0), reused = Atomic<Int>(0), full = Atomic<Int>(0), resumed = Atomic<Int>(0)
@@ -61,7 +60,7 @@ public final class BlockingHTTP: Sendable {
     public let settings: HTTPConnectionSettings
 
     public init(timeout: TimeInterval = 10, maxResponseBytes: Int = 256 * 1024, settings: HTTPConnectionSettings = .init()) {
-        _ = Self.initialized
+        tb_http_global_init()
         timeoutMS = Int(timeout * 1000)
         self.maxResponseBytes = maxResponseBytes
         self.settings = settings
@@ -92,7 +91,7 @@ public final class BlockingHTTP: Sendable {
         if destination.scheme == "https" && trust.anchorsPEM == nil { trustStore.refresh() }
         let handle = pool.take(destination)
         defer { pool.give(handle, to: destination) }
-        var result = withCStrings(headers) { hs in
+        var result = Self.withCStrings(headers) { hs in
             (body ?? []).withUnsafeBufferPointer { b in
                 url.absoluteString.withCString { u in
                     method.withCString { m in
@@ -135,7 +134,8 @@ public final class BlockingHTTP: Sendable {
         if r.keep_alive >= 0 { handle.maxIdle = max(1, min(settings.keepAlive, TimeInterval(r.keep_alive - 1))) }
     }
 
-    private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    /// `strings` as C strings for the duration of `body` (libcurl copies header lines it is given).
+    static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
         let copies = strings.map { strdup($0) }
         defer { for c in copies { free(c) } }
         let pointers = copies.map { UnsafePointer($0) }

@@ -49,7 +49,7 @@ public final class PostgresRegistryStore: RegistryStore {
                 SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' ') AS scopes,
                        array_to_string(redirect_after_allowed, ' ') AS redirect_after_allowed, refresh_policy::text AS refresh_policy,
                        max_concurrent_refreshes, assertion_alg, on_ambiguous_refresh, dpop_alg, profile, trust_anchors,
-                       provider, descriptor, disabled
+                       provider, descriptor, disabled, upstream
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """, plan: .generic).first { r in
                 let t = "clients"
@@ -60,7 +60,8 @@ public final class PostgresRegistryStore: RegistryStore {
                     assertionAlgorithm: r.known("assertion_alg", table: t),
                     onAmbiguousRefresh: r.known("on_ambiguous_refresh", table: t),
                     dpopAlgorithm: r.known("dpop_alg", table: t), profile: r.known("profile", table: t),
-                    trustAnchors: r["trust_anchors"], provider: r["provider"], descriptor: Self.descriptor(r), disabled: r["disabled"])
+                    trustAnchors: r["trust_anchors"], provider: r["provider"], descriptor: Self.descriptor(r), disabled: r["disabled"],
+                    upstream: Self.upstream(r))
             }
         }
     }
@@ -80,6 +81,15 @@ public final class PostgresRegistryStore: RegistryStore {
         guard let text: String = try r["descriptor"] else { return .openID }
         do { return try ProviderDescriptor(jsonText: text) } catch {
             throw BrokerError.storedValueUnknown(column: "clients.descriptor", value: String(text.prefix(200)))
+        }
+    }
+
+    /// The stored upstream: one this release cannot read refuses the client rather than
+    /// sending its calls somewhere else.
+    static func upstream(_ r: PGRow) throws -> UpstreamSettings? {
+        guard let text: String = try r["upstream"] else { return nil }
+        do { return try UpstreamSettings(jsonText: text) } catch {
+            throw BrokerError.storedValueUnknown(column: "clients.upstream", value: String(text.prefix(200)))
         }
     }
 
@@ -108,12 +118,12 @@ public final class PostgresRegistryStore: RegistryStore {
             let r = try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,
                     redirect_after_allowed, refresh_policy, max_concurrent_refreshes, assertion_alg, assertion_key, on_ambiguous_refresh,
-                    dpop_alg, profile, trust_anchors, provider, descriptor, disabled, created_at, updated_at)
+                    dpop_alg, profile, trust_anchors, provider, descriptor, disabled, upstream, created_at, updated_at)
                 VALUES (\(cl.tenant), \(cl.id), \(cl.issuer), \(cl.clientID), \(cl.authMethod.rawValue), \(sealed),
                     \(cl.redirectURI), \(cl.scopes), \(cl.redirectAfterAllowed), \(policy)::jsonb, \(cl.maxConcurrentRefreshes),
                     \(cl.assertionAlgorithm?.rawValue), \(sealedKey), \(cl.onAmbiguousRefresh.rawValue),
                     \(cl.dpopAlgorithm?.rawValue), \(cl.profile.rawValue), \(cl.trustAnchors), \(cl.provider),
-                    \(cl.descriptor == .openID ? nil : cl.descriptor.json), \(cl.disabled), \(now), \(now))
+                    \(cl.descriptor == .openID ? nil : cl.descriptor.json), \(cl.disabled), \(cl.upstream?.json), \(now), \(now))
                 ON CONFLICT (tenant_id, id) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id,
                     auth_method = excluded.auth_method, client_secret = coalesce(excluded.client_secret, clients.client_secret),
                     redirect_uri = excluded.redirect_uri, scopes = excluded.scopes,
@@ -122,7 +132,8 @@ public final class PostgresRegistryStore: RegistryStore {
                     assertion_key = coalesce(excluded.assertion_key, clients.assertion_key),
                     on_ambiguous_refresh = excluded.on_ambiguous_refresh, dpop_alg = excluded.dpop_alg,
                     profile = excluded.profile, trust_anchors = excluded.trust_anchors, provider = excluded.provider,
-                    descriptor = excluded.descriptor, disabled = excluded.disabled, updated_at = excluded.updated_at
+                    descriptor = excluded.descriptor, disabled = excluded.disabled, upstream = excluded.upstream,
+                    updated_at = excluded.updated_at
                 RETURNING (xmax = 0) AS created
                 """)
             return (cl, try r.first { try $0["created"] } ?? false)

@@ -1,4 +1,5 @@
 #include "CCurlShim.h"
+#include "common.h"
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,20 +35,12 @@ static int not_public(const struct sockaddr *sa) {
         || (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xFF && b[3] == 0x9B);                   /* 64:ff9b::/96 (NAT64) */
 }
 
-typedef struct { int public_only; int refused; } connect_guard;
-
 static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *address) {
     connect_guard *g = ud;
     (void)purpose;
     if (g->public_only && not_public(&address->addr)) { g->refused = 1; return CURL_SOCKET_BAD; }
     return socket(address->family, address->socktype, address->protocol);
 }
-
-/* What one perform learns right before each request goes out (CURLOPT_PREREQFUNCTION, libcurl
- * 7.80: called on a new or a reused connection once it is ready, TLS included): how many
- * requests it was about to send, and whether the connection's TLS handshake resumed a session.
- * With `once`, any request after the first is refused before it is sent. */
-typedef struct { CURL *h; int once; int sends; int tls; SSL *ssl; } prereq_state;
 
 static int on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port) {
     prereq_state *p = ud;
@@ -110,7 +103,7 @@ static size_t on_header(char *ptr, size_t size, size_t n, void *ud) {
  * to it on each of its own retries, never leaving it 0 once stamped: 0 means the request never
  * got through (DNS, connect, TLS handshake, or the send itself failed). Only when that cannot
  * be read does the CURLcode decide, and then only the codes that precede any sending. */
-static void classify(CURL *h, CURLcode rc, tb_http_result *r) {
+void tb_classify(CURL *h, CURLcode rc, int *error, const char **reason) {
     curl_off_t pre = -1;
     int unsent;
     if (curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK) {
@@ -119,32 +112,32 @@ static void classify(CURL *h, CURLcode rc, tb_http_result *r) {
         unsent = rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_COULDNT_CONNECT
               || rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE;
     }
-    r->error = unsent ? 1 : 2;
+    *error = unsent ? 1 : 2;
     if (unsent) {
         switch (rc) {
-        case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_RESOLVE_PROXY: r->reason = "could not resolve host"; break;
-        case CURLE_COULDNT_CONNECT: r->reason = "connection refused"; break;
-        case CURLE_OPERATION_TIMEDOUT: r->reason = "timeout before the request was sent"; break;
-        case CURLE_SSL_CONNECT_ERROR: r->reason = "TLS handshake failed"; break;
+        case CURLE_COULDNT_RESOLVE_HOST: case CURLE_COULDNT_RESOLVE_PROXY: *reason = "could not resolve host"; break;
+        case CURLE_COULDNT_CONNECT: *reason = "connection refused"; break;
+        case CURLE_OPERATION_TIMEDOUT: *reason = "timeout before the request was sent"; break;
+        case CURLE_SSL_CONNECT_ERROR: *reason = "TLS handshake failed"; break;
         case CURLE_PEER_FAILED_VERIFICATION: {
             /* The server's certificate was refused: a trust or certificate problem that no retry
              * mends. OpenSSL's verification result names it (a static string). */
             long v = X509_V_OK;
             curl_easy_getinfo(h, CURLINFO_SSL_VERIFYRESULT, &v);
-            r->error = 4;
-            r->reason = v != X509_V_OK ? X509_verify_cert_error_string(v) : "the certificate does not match the host name";
+            *error = 4;
+            *reason = v != X509_V_OK ? X509_verify_cert_error_string(v) : "the certificate does not match the host name";
             break;
         }
-        case CURLE_SSL_CACERT_BADFILE: r->error = 4; r->reason = "the trusted CA certificates could not be loaded"; break;
-        default: r->reason = "connection failed before the request was sent"; break;
+        case CURLE_SSL_CACERT_BADFILE: *error = 4; *reason = "the trusted CA certificates could not be loaded"; break;
+        default: *reason = "connection failed before the request was sent"; break;
         }
     } else {
         switch (rc) {
-        case CURLE_OPERATION_TIMEDOUT: r->reason = "timeout after the request was sent"; break;
-        case CURLE_GOT_NOTHING: r->reason = "connection closed without an answer"; break;
-        case CURLE_RECV_ERROR: case CURLE_SEND_ERROR: r->reason = "connection reset"; break;
-        case CURLE_PARTIAL_FILE: r->reason = "answer cut short"; break;
-        default: r->reason = "exchange failed after the request was sent"; break;
+        case CURLE_OPERATION_TIMEDOUT: *reason = "timeout after the request was sent"; break;
+        case CURLE_GOT_NOTHING: *reason = "connection closed without an answer"; break;
+        case CURLE_RECV_ERROR: case CURLE_SEND_ERROR: *reason = "connection reset"; break;
+        case CURLE_PARTIAL_FILE: *reason = "answer cut short"; break;
+        default: *reason = "exchange failed after the request was sent"; break;
         }
     }
 }
@@ -167,9 +160,15 @@ static void share_unlock(CURL *h, curl_lock_data data, void *ud) {
     pthread_mutex_unlock(&share_locks[data]);
 }
 
-void tb_http_global_init(void) {
+static void global_init_once(void) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) pthread_mutex_init(&share_locks[i], NULL);
+}
+
+/* Once per process, whichever client asks first (the IdP client, the proxy's transport). */
+void tb_http_global_init(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, global_init_once);
 }
 
 void *tb_http_share_new(void) {
@@ -245,6 +244,71 @@ static CURLcode on_ssl_ctx(CURL *curl, void *sslctx, void *ud) {
     return CURLE_OK;
 }
 
+/* The options every exchange sets, after a reset that keeps the live connection, the TLS
+ * session and the share: one URL, no signals, no redirect, HTTP(S) only, the two timeouts, the
+ * address check, one connection per handle, the trust (the request's own anchors, or the
+ * shared store), the header lines sent, and where the head and the body received go. */
+void tb_set_common(CURL *h, const char *url, long connect_ms, long timeout_ms, long max_idle_s, tb_http_trust *trust,
+                   const char *ca_pem, size_t ca_pem_len, connect_guard *guard, prereq_state *pre,
+                   struct curl_slist *headers, curl_write_callback on_header, void *header_data,
+                   curl_write_callback on_body, void *body_data) {
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, guard);
+    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, 1L);   /* the pool keeps one handle per connection */
+    curl_easy_setopt(h, CURLOPT_MAXAGE_CONN, max_idle_s > 0 ? max_idle_s : 1L);
+    /* Trust: the request's own anchors, or the shared store; never libcurl's per-connection
+     * reading of the bundle. Peer and host name verification stay on (libcurl's defaults). */
+    curl_easy_setopt(h, CURLOPT_CAINFO, NULL);
+    curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+    if (ca_pem) {
+        struct curl_blob blob = { (void *)ca_pem, ca_pem_len, CURL_BLOB_COPY };
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    /* libcurl prepares the store after this callback (once the ClientHello is out) and, with its
+     * CA cache on, would keep the first store it saw per handle and put it back on later
+     * connections: a replaced CA file would never be used. Off, it only sets on the shared store
+     * the two flags it already carries (TRUSTED_FIRST, PARTIAL_CHAIN): the same bits rewritten. */
+    curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+    curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, ca_pem ? NULL : trust);
+    /* libcurl silently sends a request again on a new connection when a reused connection closes
+     * without any answer (Curl_retry_request), or when an HTTP/2 stream is refused: the server
+     * may well have processed the first copy. For a refresh-token grant that is a second
+     * presentation of a token the IdP has just rotated, i.e. reuse detection and a revoked
+     * family. With `once`, the prerequest guard refuses the second send (the exchange then
+     * failed after the request was sent: unanswered), so these requests use kept connections
+     * too. A connection the server closed while idle is seen closed before reuse. */
+    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(h, CURLOPT_PREREQDATA, pre);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, header_data);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, body_data);
+}
+
+/* After a perform: whether it opened a new connection. A kept TLS connection would hold its
+ * record buffers (about 34 KB) while idle: OpenSSL's SSL_MODE_RELEASE_BUFFERS frees them after
+ * a read, but libcurl's last read, which meets EAGAIN, allocates them again. Freed here when the
+ * connection is still kept (libcurl reports its socket only then) and nothing is pending in
+ * them; the next request allocates them. */
+int tb_after_perform(CURL *h, const prereq_state *pre) {
+    curl_socket_t kept = CURL_SOCKET_BAD;
+    if (pre->ssl && curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &kept) == CURLE_OK && kept != CURL_SOCKET_BAD)
+        SSL_free_buffers(pre->ssl);
+    long connects = 0;
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    return connects > 0;
+}
+
 tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
     tb_http_result r = { 0, 2, NULL, NULL, 0, -1, NULL, 0, 0, -1 };
     connect_guard guard = { q->public_only, 0 };
@@ -256,50 +320,11 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
     for (int i = 0; i < q->nheaders; i++) list = curl_slist_append(list, q->headers[i]);
     list = curl_slist_append(list, "Expect:");   /* no 100-continue round trip */
 
-    curl_easy_reset(h);   /* keeps the live connection, the TLS session and the share; clears options */
-    curl_easy_setopt(h, CURLOPT_URL, q->url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, q->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, q->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &hs);
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
-    curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
-    curl_easy_setopt(h, CURLOPT_MAXCONNECTS, 1L);   /* the pool keeps one handle per connection */
+    tb_set_common(h, q->url, q->timeout_ms, q->timeout_ms, q->max_idle_s, q->trust, q->ca_pem, q->ca_pem_len, &guard, &pre,
+                  list, on_header, &hs, on_body, &b);
     /* Every kept handle holds its receive buffer (16 KB by default) between requests; provider
      * answers are a few KB, and a thousand hosts mean a thousand kept handles. */
     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 4096L);
-    curl_easy_setopt(h, CURLOPT_MAXAGE_CONN, q->max_idle_s > 0 ? q->max_idle_s : 1L);
-    /* Trust: the request's own anchors, or the shared store; never libcurl's per-connection
-     * reading of the bundle. Peer and host name verification stay on (libcurl's defaults). */
-    curl_easy_setopt(h, CURLOPT_CAINFO, NULL);
-    curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
-    if (q->ca_pem) {
-        struct curl_blob blob = { (void *)q->ca_pem, q->ca_pem_len, CURL_BLOB_COPY };
-        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
-    }
-    /* libcurl prepares the store after this callback (once the ClientHello is out) and, with its
-     * CA cache on, would keep the first store it saw per handle and put it back on later
-     * connections: a replaced CA file would never be used. Off, it only sets on the shared store
-     * the two flags it already carries (TRUSTED_FIRST, PARTIAL_CHAIN): the same bits rewritten. */
-    curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
-    curl_easy_setopt(h, CURLOPT_SSL_CTX_DATA, q->ca_pem ? NULL : q->trust);
-    /* libcurl silently sends a request again on a new connection when a reused connection closes
-     * without any answer (Curl_retry_request), or when an HTTP/2 stream is refused: the server
-     * may well have processed the first copy. For a refresh-token grant that is a second
-     * presentation of a token the IdP has just rotated, i.e. reuse detection and a revoked
-     * family. With `once`, the prerequest guard refuses the second send (the exchange then
-     * failed after the request was sent: unanswered), so these requests use kept connections
-     * too. A connection the server closed while idle is seen closed before reuse. */
-    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
-    curl_easy_setopt(h, CURLOPT_PREREQDATA, &pre);
     if (strcmp(q->method, "GET") == 0) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
         curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
@@ -313,17 +338,8 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
     }
     CURLcode rc = curl_easy_perform(h);
     curl_slist_free_all(list);
-    /* A kept TLS connection would hold its record buffers (about 34 KB) while idle: OpenSSL's
-     * SSL_MODE_RELEASE_BUFFERS frees them after a read, but libcurl's last read, which meets
-     * EAGAIN, allocates them again. Freed here when the connection is still kept (libcurl reports
-     * its socket only then) and nothing is pending in them; the next request allocates them. */
-    curl_socket_t kept = CURL_SOCKET_BAD;
-    if (pre.ssl && curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, &kept) == CURLE_OK && kept != CURL_SOCKET_BAD)
-        SSL_free_buffers(pre.ssl);
-    long connects = 0;
-    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
-    r.connected = connects > 0;
-    r.tls = connects > 0 ? pre.tls : 0;
+    r.connected = tb_after_perform(h, &pre);
+    r.tls = r.connected ? pre.tls : 0;
     r.retry_after = hs.retry_after;
     r.keep_alive = hs.keep_alive;
     if (rc == CURLE_ABORTED_BY_CALLBACK && pre.sends > 1) {
@@ -344,7 +360,7 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
         r.error = 3;
         r.reason = "response too large";
     } else {
-        classify(h, rc, &r);
+        tb_classify(h, rc, &r.error, &r.reason);
         if (guard.refused) { r.error = 1; r.reason = "address is not public"; }
     }
     r.body = b.data;

@@ -53,9 +53,8 @@ extension DevIdP {
             body["whoami_calls"] = whoAmI
             body["client_credentials_grants"] = clientCredentials
             body["dpop_nonce_challenges"] = s.dpopNonceChallenges
-            body["resource_accepted"] = s.resourceAccepted
-            body["resource_refusals"] = s.resourceRefusals
         }
+        body.merge(resourceStats(clientID)) { _, new in new }
         let connections = connectionCounts.withLock { $0 }()
         body["connections_opened"] = connections.opened
         body["tls_handshakes_full"] = connections.handshakesFull

@@ -5,8 +5,8 @@ import Foundation
 
 /// DPoP (RFC 9449) as an authorization server and a resource server check it: proofs on the
 /// token endpoint bind the tokens issued (`cnf.jkt`, `token_type: DPoP`) and must keep the
-/// family's key; `/resource` accepts a bound token only with a fresh proof of its key for that
-/// request (`htm`, `htu`, `ath`, unused `jti`). Nonces (§8, §9) are switched on per endpoint
+/// family's key; the protected resource (DevIdP+ResourceAuth) accepts a bound token only with a
+/// fresh proof of its key for that request (`htm`, `htu`, `ath`, unused `jti`). Nonces (§8, §9) are switched on per endpoint
 /// by `POST /admin/settings {"dpop_nonce": bool, "resource_nonce": bool}`.
 extension DevIdP {
     /// What a proof check found: the key's thumbprint, or the answer refusing the request.
@@ -73,37 +73,5 @@ extension DevIdP {
         case .nonceNeeded(let n):
             return json(400, ["error": "use_dpop_nonce", "error_description": "a nonce is required"], ["DPoP-Nonce": n])
         }
-    }
-
-    /// `GET|POST /resource`: a protected resource. A DPoP-bound token needs the `DPoP` scheme and
-    /// a proof of its key for this request (§7); a bearer token the `Bearer` scheme (RFC 6750).
-    func resource(_ req: HTTPRequest) -> HTTPResponse {
-        func refuse(_ code: String, _ why: String, nonce: String? = nil) -> HTTPResponse {
-            var h = ["WWW-Authenticate": "DPoP error=\"\(code)\", algs=\"ES256 PS256\""]
-            if let nonce { h["DPoP-Nonce"] = nonce }
-            state.withLock { $0.resourceRefusals += 1 }
-            return json(401, ["error": code, "error_description": why], h)
-        }
-        guard let auth = req.header("authorization"), let space = auth.firstIndex(of: " ") else { return refuse("invalid_token", "no token") }
-        let scheme = auth[..<space].lowercased(), token = String(auth[auth.index(after: space)...])
-        // Not a JWT: no jti, so no token of ours — refused below.
-        let jti = (try? CompactJWS.parse(token))?.claims["jti"] as? String
-        let issued = state.withLock { s in jti.flatMap { s.accessTokens[$0] } }
-        guard let at = issued, at.digest == DevIdPCrypto.sha256(token), at.expires > Date() else { return refuse("invalid_token", "unknown or expired token") }
-        if let bound = at.jkt {
-            guard scheme == "dpop" else { return refuse("invalid_token", "a DPoP-bound token presented as \(scheme)") }
-            let nonceRequired = state.withLock { $0.settings.resourceNonce }
-            switch checkProof(req, path: "/resource", accessToken: token, nonceRequired: nonceRequired) {
-            case .none: return refuse("invalid_dpop_proof", "no proof")
-            case .refused(let code, let why): return refuse(code, why)
-            case .nonceNeeded(let n): return refuse("use_dpop_nonce", "a nonce is required", nonce: n)
-            case .valid(let jkt):
-                guard jkt == bound else { return refuse("invalid_dpop_proof", "the proof's key is not the token's") }
-            }
-        } else {
-            guard scheme == "bearer" else { return refuse("invalid_token", "a bearer token presented as \(scheme)") }
-        }
-        state.withLock { $0.resourceAccepted += 1 }
-        return json(200, ["sub": at.subject, "scope": at.scope, "bound": at.jkt != nil])
     }
 }

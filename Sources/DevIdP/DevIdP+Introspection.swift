@@ -10,8 +10,7 @@ import Foundation
 ///
 /// A refresh token is active iff it is known, the client's, its family not revoked, and it is
 /// the family's current (not yet rotated) token. An access token is active iff this IdP issued
-/// exactly that string, it is the client's, unexpired, its family (if any) not revoked, and no
-/// rotation killed it (`kill_old_access_tokens`).
+/// exactly that string, it is the client's, and it has not died (`DevIdPState.death(of:at:)`).
 extension DevIdP {
     func introspect(_ req: HTTPRequest) -> HTTPResponse {
         guard state.withLock({ $0.settings.introspection }) else { return json(404, ["error": "not_found"]) }
@@ -29,8 +28,7 @@ extension DevIdP {
             if let rt = s.refreshTokens[token], rt.client == clientID, let f = s.families[rt.family], !f.revoked, f.current == token {
                 return ["active": true, "client_id": clientID, "sub": rt.subject, "scope": rt.scope]
             }
-            if let jti, let at = s.accessTokens[jti], at.digest == digest, at.client == clientID, at.expires > now,
-               at.family.map({ f in s.families[f].map { !$0.revoked && at.number >= $0.accessValidFrom } ?? false }) ?? true {
+            if let jti, let at = s.accessTokens[jti], at.digest == digest, at.client == clientID, s.death(of: at, at: now) == nil {
                 return ["active": true, "client_id": clientID, "sub": at.subject, "scope": at.scope,
                         "exp": Int(at.expires.timeIntervalSince1970), "token_type": "Bearer"]
             }

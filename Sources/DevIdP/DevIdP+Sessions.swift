@@ -3,7 +3,7 @@ import BrokerCrypto
 import BrokerHTTP
 import Foundation
 
-/// Revocation (RFC 7009), userinfo (OIDC Core §5.3) and RP-initiated logout (OIDC RP-Initiated
+/// Revocation (RFC 7009: a refresh token revokes its grant, an access token itself), userinfo (OIDC Core §5.3) and RP-initiated logout (OIDC RP-Initiated
 /// Logout 1.0 §2).
 extension DevIdP {
     func revoke(_ req: HTTPRequest) -> HTTPReply {
@@ -17,9 +17,13 @@ extension DevIdP {
 
     private func revoked(_ token: String?, clientID: String) -> HTTPResponse {
         if let t = token {
+            // An access token is known by its jti and proven by its digest (IssuedAccessToken).
+            let jti = (try? CompactJWS.parse(t))?.claims["jti"] as? String
+            let digest = jti.map { _ in DevIdPCrypto.sha256(t) }
             state.withLock { s in
                 s.stats[clientID, default: .init()].revocations += 1
                 if let rt = s.refreshTokens[t], rt.client == clientID { s.families[rt.family]?.revoked = true }
+                if let jti, let at = s.accessTokens[jti], at.digest == digest, at.client == clientID { s.accessTokens[jti]?.revoked = true }
             }
         }
         return HTTPResponse(status: 200)

@@ -13,12 +13,14 @@ import Synchronization
 /// use. Clients authenticate with client_secret_basic/post, private_key_jwt, or not at all.
 ///
 /// Token introspection (RFC 7662) at `/introspect`, unless switched off. DPoP (RFC 9449) at the
-/// token endpoint and a protected resource at `/resource` (DevIdP+DPoP).
+/// token endpoint (DevIdP+DPoP), and a protected resource below `/resource` (DevIdP+Resource)
+/// whose router is streamed: serve `router()` with `MHDServer(config:streams:handle:)`.
 ///
 /// Test-only endpoints (unauthenticated, loopback only): `POST /admin/clients`,
 /// `POST /admin/failures`, `POST /admin/misbehave`, `POST /admin/rotate-keys`,
 /// `POST /admin/revoke-subject`, `POST /admin/grants`, `POST /admin/logout-token`,
-/// `POST /admin/refresh-fault`, `POST /admin/stall`, `POST /admin/settings`, `GET /stats`.
+/// `POST /admin/refresh-fault`, `POST /admin/stall`, `POST /admin/settings`,
+/// `POST /admin/resource/{kill,fault,settings}`, `GET /stats`.
 /// Late answers are `.later` replies and never hold one of the server's threads.
 ///
 /// It also plays real providers, each with its documented quirks, below `/p/<name>/…`
@@ -66,8 +68,7 @@ public final class DevIdP: Sendable {
         r.add("POST", "/revoke") { [self] req in revoke(req) }
         r.add("POST", "/introspect") { [self] req in .now(introspect(req)) }
         r.add("GET", "/userinfo") { [self] req in .now(userinfo(req)) }
-        r.add("GET", "/resource") { [self] req in .now(resource(req)) }
-        r.add("POST", "/resource") { [self] req in .now(resource(req)) }
+        addResource(to: &r)
         r.add("GET", "/end_session") { [self] req in .now(endSession(req)) }
         r.add("GET", "/stats") { [self] req in .now(stats(req.queryValue("client_id"), times: req.queryValue("times") == "1")) }
         r.add("POST", "/admin/clients") { [self] req in .now(registerClient(req)) }
@@ -80,6 +81,7 @@ public final class DevIdP: Sendable {
         r.add("POST", "/admin/refresh-fault") { [self] req in .now(setRefreshFault(req)) }
         r.add("POST", "/admin/stall") { [self] req in .now(setStall(req)) }
         r.add("POST", "/admin/settings") { [self] req in .now(changeSettings(req)) }
+        addResourceAdmin(to: &r)
         r.add("POST", "/receiver/{name}") { [self] req in .now(receive(req)) }
         r.add("GET", "/receiver/{name}") { [self] req in .now(received(req)) }
         r.add("POST", "/admin/receiver") { [self] req in .now(setReceiver(req)) }

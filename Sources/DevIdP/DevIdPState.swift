@@ -151,8 +151,9 @@ struct DevIdPState {
     /// Proof `jti`s seen in the last two minutes (replays are refused), with when.
     var dpopJTIs: [String: Double] = [:]
     var dpopNonceChallenges = 0
-    var resourceAccepted = 0
-    var resourceRefusals = 0
+    /// The protected resource's switches, and its counts by client (`""`: no token of ours).
+    var resource = ResourceSwitches()
+    var resourceCounters: [String: ResourceCounters] = [:]
     /// Pushed authorization requests by request_uri: the client, the parameters, the expiry (single use).
     var pushed: [String: (client: String, parameters: [String: String], expires: Date)] = [:]
 

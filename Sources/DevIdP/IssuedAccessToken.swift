@@ -15,4 +15,7 @@ struct IssuedAccessToken: Sendable {
     var jkt: String? = nil
     /// Its place in the family's access tokens (set by `DevIdPState.record`).
     var number = 0
+    /// Revoked by its client (RFC 7009), or killed by `POST /admin/resource/kill`.
+    var revoked = false
+    var killed = false
 }

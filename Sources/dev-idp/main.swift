@@ -43,7 +43,8 @@ if let tlsCert, let tlsKey {
     // Session tickets on: a provider's clients resume their TLS sessions (counted in /stats).
     config.tls = TLSConfig(certificateFile: tlsCert, keyFile: tlsKey, clientCAFile: nil, clientCertificateRequired: false, sessionTickets: true)
 }
-let server = MHDServer(config: config) { req in
+// The protected resource's routes are streamed (bodies of any size, never held whole).
+let server = MHDServer(config: config, streams: router) { req in
     switch router.match(method: req.method, path: req.path) {
     case .found(let h, let p, _):
         var r = req

@@ -23,18 +23,7 @@ struct PooledConnectionFaultTests {
 
         init(_ fault: Fault) throws {
             self.fault = fault
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var one: Int32 = 1
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-            port = UInt16(bigEndian: addr.sin_port)
-            listen(fd, 16)
-            self.fd = fd
+            (fd, port) = WireServer.listenLoopback()
             Thread.detachNewThread { [self] in acceptLoop() }
         }
 

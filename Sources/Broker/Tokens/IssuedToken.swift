@@ -10,6 +10,8 @@ public struct IssuedToken: Sendable, Equatable {
     public let scope: [String]
     public let sessionID: String
     public let subject: String
+    /// The session's client (its registration's id in the tenant).
+    public var client: String = ""
     /// The application's own id of the session's user, nil when it gave none.
     public var endUser: String? = nil
     /// One DPoP proof per requested target (RFC 9449 §7), in the order asked; empty otherwise.

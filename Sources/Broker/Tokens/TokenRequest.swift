@@ -9,6 +9,9 @@ public struct TokenRequest: Sendable, Equatable {
     public var forceRefresh: Bool
     /// Requests the worker will make with a DPoP-bound token: a proof is minted for each.
     public var dpop: [DPoPTarget]
+    /// Recorded in the audit trail as a hand-out to the principal. False for the outbound
+    /// proxy's use of a token, which the principal never sees (the proxy audits its call).
+    public var audited = true
 
     /// The most proofs one hand-out mints.
     public static let maxProofs = 16

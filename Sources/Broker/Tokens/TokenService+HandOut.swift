@@ -14,6 +14,7 @@ extension TokenService {
                             expiresIn: max(0, Int(exp.timeIntervalSince(now).rounded(.down))), scope: s.scopes,
                             sessionID: s.id, subject: s.subject, endUser: s.endUser)
         t.metadata = s.metadata
+        t.client = s.client
         t.promised = promised
         guard !request.dpop.isEmpty else {
             // The memo holds a document whose only moving member is expires_in: never one whose
@@ -31,15 +32,15 @@ extension TokenService {
     /// Audits the hand-out or refusal, counts it, and passes the result through.
     @discardableResult
     func finish(_ r: Result<IssuedToken, BrokerError>, _ principal: Principal, _ tenant: String, _ session: String?,
-                _ now: Date, refreshed: Bool = false) -> Result<IssuedToken, BrokerError> {
+                _ now: Date, refreshed: Bool = false, audited: Bool = true) -> Result<IssuedToken, BrokerError> {
         var log: HandOutLog? = nil
-        return finish(r, principal, tenant, session, now, refreshed: refreshed, into: &log)
+        return finish(r, principal, tenant, session, now, refreshed: refreshed, audited: audited, into: &log)
     }
 
     /// The same; with a `log` (a batch), the audit event and the usage mark are collected there
     /// and recorded with the batch's others.
     func finish(_ r: Result<IssuedToken, BrokerError>, _ principal: Principal, _ tenant: String, _ session: String?,
-                _ now: Date, refreshed: Bool = false, into log: inout HandOutLog?) -> Result<IssuedToken, BrokerError> {
+                _ now: Date, refreshed: Bool = false, audited: Bool = true, into log: inout HandOutLog?) -> Result<IssuedToken, BrokerError> {
         let outcome: String
         switch r {
         case .success(let t):
@@ -48,11 +49,12 @@ extension TokenService {
                 let key = SessionKey(tenant: tenant, id: session)
                 if log == nil { usage.record(key, at: now) } else { log?.used.append(key) }
             }
-            audit.recordProofs(t, actor: principal.id, tenant: tenant, at: now)
+            if audited { audit.recordProofs(t, actor: principal.id, tenant: tenant, at: now) }
         case .failure(let e):
             outcome = e.code
         }
         if outcome == "cached" { metrics.cachedHandOuts.add() } else { metrics.tokenRequests.add(outcome) }
+        guard audited else { return r }
         let event = AuditEvent(at: now, actor: principal.id, action: .tokenIssue, tenant: tenant, session: session, outcome: outcome)
         if log == nil { audit.record(event) } else { log?.events.append(event) }
         return r

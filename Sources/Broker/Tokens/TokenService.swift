@@ -75,7 +75,7 @@ public final class TokenService: Sendable {
     func lookUp(by principal: Principal, tenant: String, target: TokenTarget, request: TokenRequest, log: inout HandOutLog?) -> Lookup {
         let now = clock.now()
         guard let t = registry.peekTenant(tenant, now: now) else { return .miss }
-        guard let t, !t.disabled else { return .answered(finish(.failure(.notFound("tenant")), principal, tenant, nil, now, into: &log)) }
+        guard let t, !t.disabled else { return .answered(finish(.failure(.notFound("tenant")), principal, tenant, nil, now, audited: request.audited, into: &log)) }
         let id: String
         switch target {
         case .session(let s): id = s
@@ -100,9 +100,9 @@ public final class TokenService: Sendable {
         switch TokenDecision.decide(session, need, now: now) {
         case .serve:
             metrics.cacheHits.add()
-            return .answered(finish(issue(session, now: now, request, promised: need.minTTL, memo: held.document), principal, tenant, id, now, into: &log))
+            return .answered(finish(issue(session, now: now, request, promised: need.minTTL, memo: held.document), principal, tenant, id, now, audited: request.audited, into: &log))
         case .reject(let e):
-            return .answered(finish(.failure(e), principal, tenant, id, now, into: &log))
+            return .answered(finish(.failure(e), principal, tenant, id, now, audited: request.audited, into: &log))
         case .refresh:
             guard let c = registry.peekClient(tenant: tenant, id: session.client, now: now), let client = c else { return .miss }
             return .refresh(session, client, need)
@@ -123,7 +123,7 @@ public final class TokenService: Sendable {
                 guard let client = try registry.client(tenant: tenant, id: session.client, now: now) else { throw BrokerError.notFound("client") }
                 answer(session, client, principal: principal, request: request, attempt: 0, until: until, completion: completion)
             } catch {
-                completion(finish(.failure(refresher.brokerError(error, doing: "a token request")), principal, tenant, nil, now))
+                completion(finish(.failure(refresher.brokerError(error, doing: "a token request")), principal, tenant, nil, now, audited: request.audited))
             }
         }
     }
@@ -194,15 +194,15 @@ public final class TokenService: Sendable {
     }
 
     /// Serves, refuses, or refreshes `session` for `request`.
-    private func answer(_ session: Session, _ client: ClientRegistration, principal: Principal, request: TokenRequest, attempt: Int,
+    func answer(_ session: Session, _ client: ClientRegistration, principal: Principal, request: TokenRequest, attempt: Int,
                         until: Date, completion: @escaping Completion) {
         let now = clock.now()
         let need = request.requirement(policy: client.refreshPolicy, lifetime: session.accessLifetime)
         switch TokenDecision.decide(session, need, now: now) {
         case .serve:
-            completion(finish(issue(session, now: now, request, promised: need.minTTL), principal, session.tenant, session.id, now))
+            completion(finish(issue(session, now: now, request, promised: need.minTTL), principal, session.tenant, session.id, now, audited: request.audited))
         case .reject(let e):
-            completion(finish(.failure(e), principal, session.tenant, session.id, now))
+            completion(finish(.failure(e), principal, session.tenant, session.id, now, audited: request.audited))
         case .refresh:
             awaitRefresh(session, client, need, principal: principal, request: request, attempt: attempt, until: until, completion: completion)
         }
@@ -221,9 +221,9 @@ public final class TokenService: Sendable {
             let now = clock.now()
             let held = cache.get(key, now: now) ?? session
             if TokenDecision.lives(held, need, now), !need.forceRefresh || held.version != session.version {
-                deliver(finish(issue(held, now: now, request, promised: need.minTTL), principal, tenant, session.id, now))
+                deliver(finish(issue(held, now: now, request, promised: need.minTTL), principal, tenant, session.id, now, audited: request.audited))
             } else {
-                deliver(finish(.failure(.refreshBusy), principal, tenant, session.id, now))
+                deliver(finish(.failure(.refreshBusy), principal, tenant, session.id, now, audited: request.audited))
             }
         }
         refresher.refresh(session, client: client, need: need, actor: principal.id) { [self] result in
@@ -236,25 +236,25 @@ public final class TokenService: Sendable {
             case .failure(let e):
                 // In backoff or with an attempt in flight, a still-good token is better than a refusal.
                 if let held = cache.get(key, now: now), TokenDecision.lives(held, need, now), !need.forceRefresh {
-                    deliver(finish(issue(held, now: now, request, promised: need.minTTL), principal, tenant, held.id, now))
+                    deliver(finish(issue(held, now: now, request, promised: need.minTTL), principal, tenant, held.id, now, audited: request.audited))
                 } else {
-                    deliver(finish(.failure(e), principal, tenant, session.id, now))
+                    deliver(finish(.failure(e), principal, tenant, session.id, now, audited: request.audited))
                 }
             case .success(let (fresh, refreshed)):
                 // A default min_ttl follows the lifetime the IdP now reports.
                 let need = request.minTTL == nil ? request.requirement(policy: client.refreshPolicy, lifetime: fresh.accessLifetime) : need
                 switch TokenDecision.afterRefresh(fresh, need, now: now) {
                 case .serve:
-                    deliver(finish(issue(fresh, now: now, request, promised: need.minTTL), principal, tenant, fresh.id, now, refreshed: refreshed))
+                    deliver(finish(issue(fresh, now: now, request, promised: need.minTTL), principal, tenant, fresh.id, now, refreshed: refreshed, audited: request.audited))
                 case .reject(let e):
                     if !refreshed && attempt == 0 {
                         // The flight we joined was led by a caller content with less; ask again.
                         executor.submit { self.answer(fresh, client, principal: principal, request: request, attempt: 1, until: until, completion: deliver) }
                     } else {
-                        deliver(finish(.failure(e), principal, tenant, fresh.id, now))
+                        deliver(finish(.failure(e), principal, tenant, fresh.id, now, audited: request.audited))
                     }
                 case .refresh:
-                    deliver(finish(.failure(.internalError), principal, tenant, fresh.id, now))
+                    deliver(finish(.failure(.internalError), principal, tenant, fresh.id, now, audited: request.audited))
                 }
             }
         }

@@ -24,7 +24,7 @@ enum Serve {
         let listeners = rt.config.listeners.map { l in
             let dispatcher = Dispatcher(router: router, logger: log, accessLog: rt.config.accessLog, maxBodyBytes: l.http.maxBodyBytes,
                                         audiences: l.audiences, metrics: rt.requests)
-            return ListenerService(listener: l, server: MHDServer(config: l.http) { dispatcher.handle($0) }, logger: log)
+            return ListenerService(listener: l, server: MHDServer(config: l.http, streams: router) { dispatcher.handle($0) }, logger: log)
         }
         // A port in use (another instance) or an unreadable certificate is a start-up error,
         // before the engine starts.

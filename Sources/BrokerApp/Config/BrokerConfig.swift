@@ -58,6 +58,8 @@ public struct BrokerConfig: Sendable {
     /// keys at `<issuer>/.well-known/jwks.json` on the public listener. Defaults to http:// and
     /// the public listener's address (https:// when it has TLS).
     public var issuer: String = ""
+    /// The outbound proxy's threads, queue, timeouts and body limits (TOKENBROKER_PROXY_*).
+    public var proxy = ProxyLimits()
 
     public struct Invalid: Error, CustomStringConvertible {
         public let description: String
@@ -162,6 +164,13 @@ public struct BrokerConfig: Sendable {
             webhookRetryCap: TimeInterval(try int("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", 600, 1...86_400)),
             issuer: try issuerValue(value("TOKENBROKER_ISSUER"), listeners))
         config.providerConnections = providers
+        config.proxy.workers = try int("TOKENBROKER_PROXY_WORKERS", 64, 1...4096)
+        config.proxy.queue = try int("TOKENBROKER_PROXY_QUEUE", 256, 0...1_000_000)
+        config.proxy.connectTimeout = Double(try int("TOKENBROKER_PROXY_CONNECT_TIMEOUT_SECONDS", 5, 1...120))
+        config.proxy.totalTimeout = Double(try int("TOKENBROKER_PROXY_TIMEOUT_SECONDS", 300, 1...86_400))
+        config.proxy.maxRequestBytes = try int("TOKENBROKER_PROXY_MAX_REQUEST_BYTES", 100 << 20, 0...(1 << 40))
+        config.proxy.maxResponseBytes = try int("TOKENBROKER_PROXY_MAX_RESPONSE_BYTES", 4 << 30, 0...(1 << 50))
+        config.proxy.replayBytes = try int("TOKENBROKER_PROXY_REPLAY_BYTES", 64 << 10, 0...(16 << 20))
         for (name, keyPath) in [("TOKENBROKER_CATALOGUE_DIR", \BrokerConfig.catalogueDirectory), ("TOKENBROKER_PROVIDERS_DIR", \BrokerConfig.providersDirectory)] {
             guard let dir = value(name) else { continue }
             var isDir: ObjCBool = false

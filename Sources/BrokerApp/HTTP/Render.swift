@@ -172,6 +172,8 @@ enum Render {
             // The provider: the catalogue entry, and the descriptor in force (null: an OpenID provider by discovery).
             ("protocol", JSONText.quote(c.descriptor.kind.rawValue)), ("provider", JSONText.optional(c.provider)),
             ("descriptor", c.descriptor == .openID ? "null" : c.descriptor.json),
+            // The outbound proxy's upstream: as registered, and in force (the descriptor's filling what is unset).
+            ("upstream", c.upstream?.json ?? "null"), ("upstream_in_force", c.effectiveUpstream?.json ?? "null"),
         ] + assertion)
     }
 }

@@ -84,6 +84,15 @@ struct OperatorRoutes {
         return choice
     }
 
+    /// A PUT body's `upstream` object (every member checked; unknown ones refused), or nil.
+    static func upstream(_ b: JSONObject, body: [UInt8]) throws -> UpstreamSettings? {
+        guard try b.object("upstream") != nil, let whole = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any],
+              let o = whole["upstream"] as? [String: Any] else { return nil }
+        do { return try UpstreamSettings(json: o) } catch {
+            throw BrokerError.badRequest(code: "invalid_request", message: error.message)
+        }
+    }
+
     func register(_ r: inout Router) {
         r.add("PUT", "/v1/tenants/{t}") { req in
             let tenant = req[param: "t"]
@@ -100,10 +109,13 @@ struct OperatorRoutes {
             return gate.guarded(req, .operator, tenant: tenant) { p in
                 let verify = try QueryParameters(req, allowed: ["verify"]).bool("verify", default: true)
                 let body = try JSONObject.parse(req.body)
-                let (reg, secret, dpopAuto) = try Self.registration(body, tenant: tenant, id: req[param: "c"])
+                let (registered, secret, dpopAuto) = try Self.registration(body, tenant: tenant, id: req[param: "c"])
+                var reg = registered
+                reg.upstream = try Self.upstream(body, body: req.body)
+                let asked = reg
                 let provider = try Self.providerChoice(body, body: req.body)
                 return gate.later(req) {
-                    let (c, created) = try operators.putClient(reg, secret: secret, verify: verify, dpopAuto: dpopAuto, provider: provider,
+                    let (c, created) = try operators.putClient(asked, secret: secret, verify: verify, dpopAuto: dpopAuto, provider: provider,
                                                                actor: p.id)
                     return .json(created ? 201 : 200, Render.client(c))
                 }

@@ -9,6 +9,7 @@ enum Routes {
         HealthRoutes(gate: gate, pendingMigrations: runtime.pendingMigrations, engine: runtime.engine, metrics: { Metrics.render(runtime) }).register(&r)
         TokenRoutes(gate: gate, tokens: runtime.tokens, exchanges: runtime.exchanges).register(&r)
         AppTokenRoutes(gate: gate, appTokens: runtime.appTokens).register(&r)
+        ProxyRoutes(gate: gate, proxy: runtime.proxy, maxBodyBytes: runtime.config.proxy.maxRequestBytes).register(&r)
         SessionRoutes(gate: gate, admin: runtime.admin).register(&r)
         EnrolmentRoutes(gate: gate, logins: runtime.logins).register(&r)
         AdminRoutes(gate: gate, admin: runtime.admin).register(&r)

@@ -27,6 +27,8 @@ public final class BrokerRuntime: Sendable {
     public let tokens: TokenService
     /// App tokens (client credentials), shared by every replica.
     public let appTokens: AppTokenService
+    /// The outbound proxy: workers' API calls sent on with the broker's credentials.
+    public let proxy: ProxyService
     /// Refresh flights, for the token service and the timer engine alike.
     public let refresher: RefreshDriver
     /// Delegated tokens (RFC 8693), and the broker's own keys that sign their actor tokens.
@@ -90,6 +92,10 @@ public final class BrokerRuntime: Sendable {
                               refresher: refresher, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout)
         appTokens = AppTokenService(store: PostgresAppTokenStore(pool: pool, sealer: sealer), registry: registry, endpoint: endpoint,
                                     dpopKeys: dpopKeys, audit: audit, clock: clock, lockTimeout: config.lockTimeout)
+        // Upstream connections trust what provider connections do (TOKENBROKER_PROVIDER_CA_FILE).
+        proxy = ProxyService(tokens: tokens, appTokens: appTokens, registry: registry,
+                             transport: CurlUpstreamTransport(settings: config.providerConnections), audit: audit, clock: clock,
+                             limits: config.proxy)
         actors = ActorTokens(store: PostgresBrokerKeyStore(pool: pool, sealer: sealer), keys: OpenSSLPrivateKeys(), digest: digest, clock: clock,
                              issuer: config.issuer)
         exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,
@@ -158,7 +164,7 @@ public final class BrokerRuntime: Sendable {
             engine.apply(change)
         }
         let log = logger
-        let order: [[any Service]] = [[follower], [executor]] + Self.loops(self).map { [$0] } + [[engine], listeners]
+        let order: [[any Service]] = [[follower], [executor, proxy]] + Self.loops(self).map { [$0] } + [[engine], listeners]
         return ServiceGroup(stages: order) { event in
             switch event {
             case .started(let name): log.debug("service started", ("service", name))

@@ -7,6 +7,7 @@ public enum AuditAction: String, CaseIterable, Sendable {
     case appTokenIssue = "app_token.issue"
     /// A client-credentials grant at the IdP (outcome `granted` or the error's code).
     case appTokenGrant = "app_token.grant"
+    case proxyCall = "proxy.call"
     case sessionRefresh = "session.refresh"
     case sessionImport = "session.import"
     case sessionRevoke = "session.revoke"

@@ -36,13 +36,17 @@ public struct ClientRegistration: Sendable, Equatable {
     /// A disabled client keeps its registration and gets no app token (none is granted, none
     /// stored is handed out).
     public var disabled: Bool
+    /// Where the outbound proxy sends this client's calls, and how (nil: set nowhere here; the
+    /// descriptor's may still apply: `effectiveUpstream`).
+    public var upstream: UpstreamSettings?
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],
                 refreshPolicy: RefreshPolicy = RefreshPolicy(), maxConcurrentRefreshes: Int = 8,
                 assertionAlgorithm: JWSAlgorithm? = nil, onAmbiguousRefresh: AmbiguousRefreshPolicy = .failClosed,
                 dpopAlgorithm: JWSAlgorithm? = nil, profile: ClientProfile = .standard,
-                trustAnchors: String? = nil, provider: String? = nil, descriptor: ProviderDescriptor = .openID, disabled: Bool = false) {
+                trustAnchors: String? = nil, provider: String? = nil, descriptor: ProviderDescriptor = .openID, disabled: Bool = false,
+                upstream: UpstreamSettings? = nil) {
         self.tenant = tenant
         self.id = id
         self.issuer = issuer
@@ -61,7 +65,11 @@ public struct ClientRegistration: Sendable, Equatable {
         self.provider = provider
         self.descriptor = descriptor
         self.disabled = disabled
+        self.upstream = upstream
     }
+
+    /// The upstream in force: the registration's, its unset members from the descriptor's.
+    public var effectiveUpstream: UpstreamSettings? { UpstreamSettings.effective(client: upstream, descriptor: descriptor.upstream) }
 
     /// The ID-token algorithms the profile allows (nil: every one the broker verifies).
     public var idTokenAlgorithms: Set<JWSAlgorithm>? { profile == .fapi2 ? FAPI2Profile.algorithms : nil }

@@ -7,7 +7,7 @@ extension ProviderDescriptor {
         self.init()
         let r = Reader(object, path: "")
         try r.only(["protocol", "title", "documentation", "issuer", "issuer_template", "endpoints", "authorization", "token_request",
-                    "token_response", "grant", "subject", "refusals", "revocation", "headers"])
+                    "token_response", "grant", "subject", "refusals", "revocation", "headers", "upstream"])
         kind = try r.choice("protocol", Kind.self) ?? .oidc
         title = try r.string("title")
         documentation = try r.strings("documentation") ?? []
@@ -67,6 +67,11 @@ extension ProviderDescriptor {
         }
         if let v = try r.object("revocation") { revocation = try Self.revocation(v) }
         headers = try r.parameters("headers")
+        if let u = try r.object("upstream") {
+            do { upstream = try UpstreamSettings(json: u.object, descriptor: true) } catch {
+                throw DescriptorError(error.member.isEmpty ? "upstream" : "upstream." + error.member, error.reason)
+            }
+        }
         if let bad = headers.first(where: { Self.reservedHeaders.contains($0.name.lowercased()) || $0.value.contains(where: { $0 == "\r" || $0 == "\n" }) }) {
             throw DescriptorError(r.path("headers." + bad.name), "is a header the broker writes itself, or holds a line break")
         }

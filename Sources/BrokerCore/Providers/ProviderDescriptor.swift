@@ -32,6 +32,8 @@ public struct ProviderDescriptor: Sendable, Equatable {
     /// Extra HTTP headers sent with every request to the provider's endpoints (token,
     /// revocation, who-am-I): Notion's `Notion-Version`.
     public var headers: [Parameter] = []
+    /// The provider's API, for the outbound proxy: its base URL and how it answers a dead token.
+    public var upstream: UpstreamSettings?
     /// The descriptor as checked, compact JSON with sorted keys ("{}" for `openID`).
     public var json: String = "{}"
 

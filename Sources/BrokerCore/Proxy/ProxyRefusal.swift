@@ -23,13 +23,15 @@ public enum ProxyRefusal: Error, Sendable, Equatable {
     case addressRefused(host: String)
     /// The caller's body broke off, or exceeded the limit.
     case bodyAbandoned
+    /// The upstream announced a body longer than the proxy passes on.
+    case responseTooLarge(limit: Int)
 
     /// The HTTP status the caller gets.
     public var status: Int {
         switch self {
         case .noUpstream: 409
         case .badPath: 400
-        case .redirectRefused, .tooManyRedirects, .unreachable, .addressRefused: 502
+        case .redirectRefused, .tooManyRedirects, .unreachable, .addressRefused, .responseTooLarge: 502
         case .rateLimited: 429
         case .busy: 503
         case .bodyAbandoned: 400
@@ -48,6 +50,7 @@ public enum ProxyRefusal: Error, Sendable, Equatable {
         case .unreachable: "upstream_unreachable"
         case .addressRefused: "upstream_address_refused"
         case .bodyAbandoned: "request_body_abandoned"
+        case .responseTooLarge: "upstream_response_too_large"
         }
     }
 
@@ -62,6 +65,7 @@ public enum ProxyRefusal: Error, Sendable, Equatable {
         case .unreachable(let host, let reason): "\(host) could not be reached: \(reason)"
         case .addressRefused(let host): "\(host) resolves to a loopback, private, link-local or metadata address, which this client does not allow"
         case .bodyAbandoned: "the request body broke off or exceeded the limit"
+        case .responseTooLarge(let limit): "the upstream's answer is longer than the \(limit) bytes the proxy passes on"
         }
     }
 

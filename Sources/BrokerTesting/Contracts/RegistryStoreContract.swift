@@ -4,12 +4,13 @@ import Foundation
 /// RegistryStoreContract: tenants, clients and API keys. Clients belong to one tenant (the same
 /// client id in another tenant is another registration); keys name the tenants they reach.
 public enum RegistryStoreContract: String, CaseIterable, Sendable {
-    case clientsStayInTheirTenant, trustAnchorsStayWithTheirClient, apiKeysRevoke, certificatePrincipals
+    case clientsStayInTheirTenant, trustAnchorsStayWithTheirClient, upstreamsStayWithTheirClient, apiKeysRevoke, certificatePrincipals
 
     public func run(_ store: any RegistryStore) throws {
         switch self {
         case .clientsStayInTheirTenant: try Self.clientsStayInTheirTenant(store)
         case .trustAnchorsStayWithTheirClient: try Self.trustAnchorsStayWithTheirClient(store)
+        case .upstreamsStayWithTheirClient: try Self.upstreamsStayWithTheirClient(store)
         case .apiKeysRevoke: try Self.apiKeysRevoke(store)
         case .certificatePrincipals: try Self.certificatePrincipals(store)
         }
@@ -43,6 +44,24 @@ public enum RegistryStoreContract: String, CaseIterable, Sendable {
                             "a replacement without secret or key dropped the stored ones")
         let back = try store.client(tenant: a, id: "app")
         try Contract.expect(back?.issuer == "https://a2.example" && back?.refreshPolicy.idleAfter == 900, "the replacement did not read back whole")
+    }
+
+    /// A client's upstream (where the outbound proxy sends its calls) reads back whole, is its
+    /// alone, and a replacement without one drops it.
+    static func upstreamsStayWithTheirClient(_ store: any RegistryStore) throws {
+        let a = Contract.unique("ua"), b = Contract.unique("ub")
+        _ = try store.putTenant(id: a, name: "A", now: Contract.t0)
+        _ = try store.putTenant(id: b, name: "B", now: Contract.t0)
+        var ra = registration(a, issuer: "https://a.example")
+        ra.upstream = UpstreamSettings(baseURL: "https://{instance_url}/services/data", allowPrivateAddresses: true, plain401InvalidToken: true,
+                                       retryRateLimited: true, retryBudget: 7.5)
+        _ = try store.putClient(ra, secret: nil, assertionKey: nil, now: Contract.t0)
+        _ = try store.putClient(registration(b, issuer: "https://b.example"), secret: nil, assertionKey: nil, now: Contract.t0)
+        try Contract.expect(try store.client(tenant: a, id: "app")?.upstream == ra.upstream, "a client's upstream did not read back whole")
+        try Contract.expect(try store.client(tenant: b, id: "app")?.upstream == nil, "another tenant's client of the same id got its upstream")
+        ra.upstream = nil
+        _ = try store.putClient(ra, secret: nil, assertionKey: nil, now: Contract.t0)
+        try Contract.expect(try store.client(tenant: a, id: "app")?.upstream == nil, "a replacement without an upstream kept the old one")
     }
 
     /// A client's own trust anchors are its alone: the same client id in another tenant keeps

@@ -52,6 +52,58 @@ void tb_http_handle_free(void *handle);
 tb_http_result tb_http_perform(void *handle, const tb_http_request *request);
 void tb_http_free(tb_http_result *result);
 
+/* One streamed HTTP exchange (the outbound proxy): the request body is pulled from `read_body`,
+ * the response head handed to `head` once, before any body byte, and the body pushed into
+ * `body` as it arrives; nothing is held whole. Interim (1xx) heads are skipped. The bytes pass
+ * as the upstream sent them (no Accept-Encoding, no decoding); libcurl adds no Accept and no
+ * Expect of its own; no redirect is followed. */
+typedef struct tb_http_header {
+    const char *name;
+    size_t name_len;
+    const char *value;       /* without the surrounding blanks */
+    size_t value_len;
+} tb_http_header;
+
+typedef struct tb_http_stream_callbacks {
+    void *context;
+    /* Copies up to len bytes of the request body into buf: the count, 0 at its end, -1 when the
+     * body was abandoned (the exchange then fails). */
+    long (*read_body)(void *context, char *buf, size_t len);
+    /* The final head: status and every header line in order (repeated ones included). Returns
+     * 1 to take the body, 0 to drop it. The pointers live only during the call. */
+    int (*head)(void *context, long status, const tb_http_header *headers, int nheaders);
+    /* A piece of the body. Returns 1 to go on, 0 to abort the exchange (the reader is gone). */
+    int (*body)(void *context, const char *data, size_t len);
+} tb_http_stream_callbacks;
+
+typedef struct tb_http_stream_request {
+    const char *method;      /* sent as given; HEAD expects no body */
+    const char *url;
+    const char *const *headers;   /* nheaders "Name: value" strings, sent as they are */
+    int nheaders;
+    int has_body;            /* != 0: read_body supplies a body */
+    long long body_len;      /* its length, -1 unknown (sent chunked over HTTP/1.1) */
+    long connect_timeout_ms; /* bounds the TCP and TLS connect */
+    long timeout_ms;         /* bounds the whole exchange, the body included */
+    long long max_bytes;     /* a longer response body is cut off */
+    int once;                /* != 0: sent at most once, never re-sent by libcurl */
+    int public_only;         /* != 0: only public addresses, checked on the address connected to */
+    tb_http_trust *trust;    /* the shared store (NULL: libcurl's default) */
+    long max_idle_s;         /* a kept connection idle longer than this is not reused */
+} tb_http_stream_request;
+
+typedef struct tb_http_stream_result {
+    int error;               /* 0 ok; 1 not sent; 2 unanswered; 3 body over max_bytes; 4 not sent,
+                                certificate refused; 5 not sent, the address is not public;
+                                6 the request body was abandoned; 7 the body's reader went away */
+    const char *reason;      /* static, generic; NULL when ok */
+    int head_delivered;      /* 1: `head` was called (the body's end is then error == 0) */
+    int connected;           /* 1: a new connection was opened for this exchange */
+} tb_http_stream_result;
+
+tb_http_stream_result tb_http_stream(void *handle, const tb_http_stream_request *request,
+                                     const tb_http_stream_callbacks *callbacks);
+
 tb_http_trust *tb_http_trust_new(void);
 /* Parses a PEM bundle into a new store and puts it in place of the current one (connections
  * already made keep theirs). Returns the number of certificates, or -1 when the file cannot be
