@@ -110,6 +110,14 @@ extension AppTokenServiceTests {
         #expect(s.renewals.counts["renewed"] == 1 && s.handOuts.counts == ["granted": 1, "stored": 2] && s.grants.counts == ["granted": 2])
     }
 
+    @Test("without min_ttl, a first grant of short-lived tokens is handed out: the default min_ttl follows their lifetime")
+    func defaultMinTTLOfAFirstGrant() throws {
+        let s = try service(ScriptedTokenEndpoint(answer: ScriptedTokenEndpoint.rotating(lifetime: 10)))
+        let t = try s.token(tenant: "t1", client: "app", ask: AppTokenAsk(), minTTL: nil)
+        #expect(t.granted && t.expiresIn == 10)
+        #expect(try s.renew(tenant: "t1", client: "app", ask: AppTokenAsk(), ifStill: t.version).version == t.version + 1)
+    }
+
     @Test("a token not handed out since its grant is not renewed: it expires")
     func leavesUnusedTokens() throws {
         let endpoint = ScriptedTokenEndpoint(answer: ScriptedTokenEndpoint.rotating(lifetime: 100))

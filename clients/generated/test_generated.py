@@ -5,8 +5,8 @@ import time
 import unittest
 
 from tokenbroker_generated import AuthenticatedClient
-from tokenbroker_generated.api.tokens import get_session_token, get_token_batch
-from tokenbroker_generated.models import Error, GetTokenBatchBody, Token, TokenRequest
+from tokenbroker_generated.api.tokens import get_app_token, get_session_token, get_token_batch
+from tokenbroker_generated.models import Error, GetAppTokenBody, GetTokenBatchBody, Token, TokenRequest
 
 import live
 
@@ -61,6 +61,16 @@ class GeneratedClientTests(unittest.TestCase):
         first, second = r.parsed.results
         self.assertEqual((first.status, first.session_id), (200, sid))
         self.assertEqual((second.status, second.error), (404, "not_found"))
+
+    def test_an_app_token(self):
+        with client() as c:
+            r = get_app_token.sync_detailed(live.TENANT, "app", client=c, body=GetAppTokenBody(scope="write read", min_ttl=30))
+            again = get_app_token.sync_detailed(live.TENANT, "app", client=c, body=GetAppTokenBody(scope="read write"))
+            unknown = get_app_token.sync_detailed(live.TENANT, "nobody", client=c, body=GetAppTokenBody())
+        self.assertEqual(r.status_code, 200)
+        self.assertEqual((r.parsed.client, r.parsed.token_type, r.parsed.scope), ("app", "Bearer", "read write"))
+        self.assertEqual(again.parsed.access_token, r.parsed.access_token)
+        self.assertEqual((unknown.status_code, unknown.parsed.error), (404, "not_found"))
 
 
 if __name__ == "__main__":

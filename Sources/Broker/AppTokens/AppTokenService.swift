@@ -56,13 +56,12 @@ public final class AppTokenService: Sendable {
                 let now = clock.now()
                 let reg = try servedClient(tenant: tenant, client: client, now: now)
                 let stored = try store.appToken(tenant: tenant, client: client, ask: ask)
-                let need = minTTL ?? reg.refreshPolicy.defaultMinTTL(lifetime: stored?.lifetime)
-                switch AppTokenDecision.decide(stored, minTTL: need, now: now) {
+                switch AppTokenDecision.decide(stored, minTTL: need(minTTL, reg, stored), now: now) {
                 case .serve: return try issue(stored!, granted: false, dpop: dpop)
                 case .reject(let e): throw e
                 case .grant:
-                    let fresh = try grant(reg, ask: ask, minTTL: need, ifStill: nil, actor: actor).token
-                    return try issue(fresh, granted: true, minTTL: need, dpop: dpop)
+                    let fresh = try grant(reg, ask: ask, minTTL: minTTL, ifStill: nil, actor: actor).token
+                    return try issue(fresh, granted: true, minTTL: need(minTTL, reg, fresh), dpop: dpop)
                 }
             }
         }
@@ -76,8 +75,8 @@ public final class AppTokenService: Sendable {
         let r: Result<IssuedAppToken, BrokerError> = Result { () throws(BrokerError) in
             try guarding {
                 let reg = try servedClient(tenant: tenant, client: client, now: clock.now())
-                let need = reg.refreshPolicy.defaultMinTTL(lifetime: nil)
-                return try issue(try grant(reg, ask: ask, minTTL: need, ifStill: version, actor: actor).token, granted: true, minTTL: need)
+                let fresh = try grant(reg, ask: ask, minTTL: nil, ifStill: version, actor: actor).token
+                return try issue(fresh, granted: true, minTTL: need(nil, reg, fresh), dpop: [])
             }
         }
         return try finish(r, tenant: tenant, client: client, ask: ask, actor: actor).get()
@@ -121,6 +120,13 @@ public final class AppTokenService: Sendable {
         try store.touch(uses)
     }
 
+    /// The life an ask needs: its `minTTL`, else the client's policy's default for the token's
+    /// lifetime (as for a session; before any grant the lifetime is unknown and the policy's
+    /// `minTTL` stands).
+    private func need(_ minTTL: TimeInterval?, _ reg: ClientRegistration, _ t: AppToken?) -> TimeInterval {
+        minTTL ?? reg.refreshPolicy.defaultMinTTL(lifetime: t?.lifetime)
+    }
+
     /// The client when it may have an app token: its tenant enabled, it registered and enabled.
     func servedClient(tenant: String, client: String, now: Date) throws -> ClientRegistration {
         _ = try registry.activeTenant(tenant, now: now)
@@ -136,7 +142,7 @@ public final class AppTokenService: Sendable {
     }
 
     /// One grant for every concurrent caller of this process, under the cross-replica lock.
-    private func grant(_ reg: ClientRegistration, ask: AppTokenAsk, minTTL: TimeInterval, ifStill: Int64?, actor: String) throws -> Granted {
+    private func grant(_ reg: ClientRegistration, ask: AppTokenAsk, minTTL: TimeInterval?, ifStill: Int64?, actor: String) throws -> Granted {
         let key = reg.tenant + "\n" + AppToken.id(client: reg.id, ask: ask) + "\n" + (ifStill.map(String.init) ?? "")
         return try flights.run(key) { () throws(BrokerError) in
             try guarding { try locked(reg, ask: ask, minTTL: minTTL, ifStill: ifStill, actor: actor) }
@@ -145,9 +151,9 @@ public final class AppTokenService: Sendable {
 
     private enum Locked { case token(AppToken, granted: Bool), refused }
 
-    private func locked(_ reg: ClientRegistration, ask: AppTokenAsk, minTTL: TimeInterval, ifStill: Int64?, actor: String) throws -> Granted {
+    private func locked(_ reg: ClientRegistration, ask: AppTokenAsk, minTTL: TimeInterval?, ifStill: Int64?, actor: String) throws -> Granted {
         let outcome = try store.withGrantLock(tenant: reg.tenant, client: reg.id, ask: ask, timeout: lockTimeout) { row -> (write: AppToken?, result: Locked) in
-            switch AppTokenDecision.decideLocked(row, minTTL: minTTL, ifStill: ifStill, now: clock.now()) {
+            switch AppTokenDecision.decideLocked(row, minTTL: need(minTTL, reg, row), ifStill: ifStill, now: clock.now()) {
             case .serve: return (nil, .token(row!, granted: false))
             case .reject(let e): throw e
             case .grant: break

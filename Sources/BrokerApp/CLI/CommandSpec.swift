@@ -39,9 +39,12 @@ struct CommandSpec {
               the issuer's metadata must name exactly --issuer, unless --no-verify; --trust-anchors-file: PEM CA
               certificates this client's provider connections trust instead of the deployment's; --provider: a catalogue
               entry (docs/providers.md), with --descriptor-file's JSON object merged over it (docs/provider-descriptors.md)
+            tokenbroker client token --tenant T --client C [--scope S] [--audience A] [--resource R] [--min-ttl N] [--config FILE]
+              the client's own app token (client credentials, docs/app-tokens.md), as the worker route answers it: the
+              stored one when it lives --min-ttl seconds, else one new grant shared with every replica; audited as `cli`
             """, options: ["tenant", "id", "issuer", "client-id", "auth-method", "redirect-uri", "scopes", "client-secret-file",
                            "redirect-after-allowed", "min-ttl", "lead-seconds", "jitter-seconds", "assertion-alg", "trust-anchors-file",
-                           "provider", "protocol", "descriptor-file"],
+                           "provider", "protocol", "descriptor-file", "client", "scope", "audience", "resource"],
             flags: ["no-verify"], positionals: 1...1),
         CommandSpec(name: "apikey", usage: """
             tokenbroker apikey create --name N --role R [--role R]... (--tenant T [--tenant T]... | --all-tenants)
@@ -61,8 +64,9 @@ struct CommandSpec {
                     flags: ["all", "dry-run", "wait"], configured: false),
         CommandSpec(name: "purge", usage: """
             tokenbroker purge [--config FILE]
-              one retention pass now (serve runs one a minute): deletes audit rows, ended sessions and finished
-              sign-out jobs older than the TOKENBROKER_RETENTION_* ages; prints what it deleted, as JSON
+              one retention pass now (serve runs one a minute): deletes audit rows, ended sessions, finished sign-out
+              jobs, webhook events and unused expired app tokens older than the TOKENBROKER_RETENTION_* ages; prints
+              what it deleted, as JSON
             """),
         CommandSpec(name: "routes", usage: "tokenbroker routes [--config FILE]\n  print the HTTP route table (METHOD PATTERN), as docs/openapi.yaml lists it"),
     ].map { ($0.name, $0) })

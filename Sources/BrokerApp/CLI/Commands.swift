@@ -21,7 +21,8 @@ enum Commands {
     }
 
     static func client(_ a: Arguments, _ rt: BrokerRuntime) throws -> Int32 {
-        guard a.positionals.first == "put" else { throw Arguments.Invalid(description: "usage: tokenbroker client put --tenant T --id C ...") }
+        if a.positionals.first == "token" { return try appToken(a, rt) }
+        guard a.positionals.first == "put" else { throw Arguments.Invalid(description: "usage: tokenbroker client put|token --tenant T ...") }
         guard let method = ClientAuthMethod(rawValue: try a.required("auth-method")) else {
             throw Arguments.Invalid(description: "--auth-method must be one of: \(ClientAuthMethod.allCases.map(\.rawValue).joined(separator: ", "))")
         }
@@ -65,6 +66,21 @@ enum Commands {
         print(Render.client(c))
         FileHandle.standardError.write(Data("client \(c.client.tenant)/\(c.client.id) \(created ? "created" : "updated")\n".utf8))
         rt.flush()
+        return 0
+    }
+
+    /// `client token`: the route's ask (the same checks) through the same AppTokenService.
+    static func appToken(_ a: Arguments, _ rt: BrokerRuntime) throws -> Int32 {
+        var body: [String: Any] = [:]
+        for member in ["scope", "audience", "resource"] { if let v = a.value(member) { body[member] = v } }
+        if let m = a.value("min-ttl") {
+            guard let n = Int(m) else { throw Arguments.Invalid(description: "--min-ttl must be a whole number of seconds") }
+            body["min_ttl"] = n
+        }
+        let (ask, minTTL, _) = try AppTokenRoutes.ask(Array(try JSONSerialization.data(withJSONObject: body)))
+        defer { rt.flush() }
+        let t = try rt.appTokens.token(tenant: try a.required("tenant"), client: try a.required("client"), ask: ask, minTTL: minTTL, actor: "cli")
+        print(String(decoding: Render.appToken(t), as: UTF8.self))
         return 0
     }
 

@@ -39,23 +39,7 @@ struct AppTokenRoutes {
             let (ask, minTTL, dpop) = try Self.ask(req.body)
             return gate.later(req) {
                 let t = try appTokens.token(tenant: tenant, client: client, ask: ask, minTTL: minTTL, dpop: dpop, actor: principal.id)
-                var w = JSONWriter(capacity: t.accessToken.utf8.count + 256)
-                w.beginObject()
-                w.string("access_token", t.accessToken)
-                w.string("token_type", t.tokenType.rawValue)
-                w.time("expires_at", t.expiresAt, millis: true)
-                w.int("expires_in", t.expiresIn)
-                w.string("scope", Scopes.format(t.scope))
-                w.string("client", t.client)
-                w.int("version", Int(t.version))
-                if !t.dpopProofs.isEmpty {
-                    w.key("dpop_proofs")
-                    w.beginArray()
-                    for p in t.dpopProofs { w.string(p) }
-                    w.endArray()
-                }
-                w.endObject()
-                return HTTPResponse.json(200, w.bytes).uncacheable()
+                return HTTPResponse.json(200, Render.appToken(t)).uncacheable()
             }
         }
     }

@@ -3,7 +3,7 @@ import threading
 import time
 import unittest
 
-from tokenbroker_client import NeedsReauth, NotFound, Revoked, Token, TokenBroker, Unauthorized, Unavailable
+from tokenbroker_client import AppToken, NeedsReauth, NotFound, Revoked, Token, TokenBroker, Unauthorized, Unavailable
 
 import live
 
@@ -25,6 +25,20 @@ class WorkerTests(unittest.TestCase):
         self.assertEqual(by_subject.access_token, t.access_token)
         self.assertEqual(b.requests_sent, 2)
         self.assertNotIn(t.access_token, repr(t))
+
+    def test_an_app_token_is_asked_once_then_served_from_memory(self):
+        b = broker()
+        t = b.get_app_token("app", scope="write read", min_ttl=30)
+        self.assertIsInstance(t, AppToken)
+        self.assertEqual((t.client, t.token_type, t.scope), ("app", "Bearer", "read write"))
+        self.assertGreater(t.expires_in, 30)
+        self.assertIs(b.get_app_token("app", scope="write read", min_ttl=30), t)
+        self.assertEqual(b.requests_sent, 1)
+        # Another worker (or replica) gets the token the broker stored, for the same ask in any order.
+        self.assertEqual(broker().get_app_token("app", scope="read write").access_token, t.access_token)
+        self.assertNotIn(t.access_token, repr(t))
+        with self.assertRaises(NotFound):
+            b.get_app_token("nobody")
 
     def test_a_min_ttl_beyond_what_is_kept_asks_the_broker(self):
         _, sid = live.new_session()

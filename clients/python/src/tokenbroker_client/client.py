@@ -12,7 +12,7 @@ import urllib.request
 from typing import Callable, Iterable, List, Optional, Tuple, Union
 
 from .errors import TokenBrokerError, Unavailable, error_for, NeedsReauth, Revoked
-from .token import Cached, Token
+from .token import AppToken, Cached, Token
 
 Item = Union[str, Tuple[str, str]]   # a session id, or (subject, client)
 
@@ -51,6 +51,28 @@ class TokenBroker:
         if (session is None) == (subject is None) or (subject is not None and not client):
             raise ValueError("name a session, or a subject and its client")
         key = ("s", session, scope) if session else ("u", subject, client, scope)
+        body = {"session_id": session} if session else {"subject": subject, "client": client}
+        return self._kept_or_fetched(key, min_ttl, force_refresh, lambda: Token.from_json(
+            self._ask(lambda force: self._token_request(session, body, min_ttl, scope, force), force_refresh)))
+
+    # -- a client's own token ----------------------------------------------------------------
+
+    def get_app_token(self, client: str, *, scope: Optional[str] = None, audience: Optional[str] = None,
+                      resource: Optional[str] = None, min_ttl: Optional[float] = None) -> AppToken:
+        """`client`'s own token (client credentials, docs/app-tokens.md) for the scope, audience
+        and resource: from memory while it lasts, else from the broker, which shares one grant
+        with every caller and replica and renews it ahead of expiry while it is asked for."""
+        key = ("a", client, scope, audience, resource)
+        payload = {k: v for k, v in (("scope", scope), ("audience", audience), ("resource", resource)) if v is not None}
+        if min_ttl is not None:
+            payload["min_ttl"] = int(min_ttl)
+        path = "/clients/" + urllib.parse.quote(client, safe="") + "/token"
+        return self._kept_or_fetched(key, min_ttl, False, lambda: AppToken.from_json(
+            self._ask(lambda _force: self._post(path, payload), False)))
+
+    def _kept_or_fetched(self, key, min_ttl, force_refresh: bool, fetch: Callable[[], Union[Token, AppToken]]):
+        """The token kept for `key` while it serves `min_ttl`, else one `fetch` — one at a time
+        per key: callers that waited get the token (or the failure) of the fetch they waited for."""
         start = self._clock()
         if not force_refresh:
             kept = self._cache.get(key)
@@ -63,10 +85,8 @@ class TokenBroker:
                 raise failed[1]                       # the request this caller waited for failed
             if kept and (kept.obtained >= start or not force_refresh) and kept.serves(now, min_ttl or 0):
                 return kept.token                     # fetched meanwhile, or still good
-            body = {"session_id": session} if session else {"subject": subject, "client": client}
             try:
-                token = Token.from_json(self._ask(lambda force: self._token_request(session, body, min_ttl, scope, force),
-                                                  force_refresh))
+                token = fetch()
             except TokenBrokerError as e:
                 self._remember_failure(key, e)
                 raise
@@ -111,7 +131,7 @@ class TokenBroker:
         """Drops what is kept for `session` (e.g. a resource server refused its token: the next
         call asks the broker, which refreshes when needed — or pass force_refresh)."""
         with self._guard:
-            for key in [k for k, v in self._cache.items() if v.token.session_id == session]:
+            for key in [k for k, v in self._cache.items() if getattr(v.token, "session_id", None) == session]:
                 del self._cache[key]
 
     # -- the wire --------------------------------------------------------------------------
@@ -173,7 +193,8 @@ class TokenBroker:
             if len(self._cache) >= self._max_entries:
                 self._sweep(kept.obtained)
             self._cache[key] = kept
-            self._cache[("s", token.session_id, key[-1])] = kept
+            if key[0] != "a":
+                self._cache[("s", token.session_id, key[-1])] = kept
             self._failed.pop(key, None)
 
     def _sweep(self, now: float) -> None:
@@ -191,7 +212,7 @@ class TokenBroker:
             if isinstance(error, (NeedsReauth, Revoked)):
                 self._cache.pop(key, None)
                 if key[0] == "s":
-                    for k in [k for k, v in self._cache.items() if v.token.session_id == key[1]]:
+                    for k in [k for k, v in self._cache.items() if getattr(v.token, "session_id", None) == key[1]]:
                         del self._cache[k]
 
     @staticmethod

@@ -28,6 +28,9 @@ public actor TokenBroker {
     private let http: URLSession
     private let clock: @Sendable () -> Double
     private var kept: [Key: KeptToken] = [:]
+    private struct AppKey: Hashable { let client: String, scope: String?, audience: String?, resource: String? }
+    /// App tokens kept, with when they stop serving (received + expires_in − margin).
+    private var keptApps: [AppKey: (token: AppToken, validUntil: Double)] = [:]
     private var flights: [Key: Flight] = [:]
     /// Requests sent to the broker (retries included).
     public private(set) var requestsSent = 0
@@ -72,6 +75,29 @@ public actor TokenBroker {
         case .failure: break
         }
         return try typed(outcome)
+    }
+
+    // MARK: a client's own token
+
+    /// `client`'s own token (client credentials) for the scope, audience and resource: from
+    /// memory while it lives `minTTL` more seconds before `expires_in − margin`, else from the
+    /// broker, which shares one grant with every caller and replica and renews it ahead of
+    /// expiry while it is asked for.
+    public func appToken(client: String, scope: String? = nil, audience: String? = nil, resource: String? = nil,
+                         minTTL: Int? = nil) async throws(TokenBrokerError) -> AppToken {
+        let key = AppKey(client: client, scope: scope, audience: audience, resource: resource)
+        if let k = keptApps[key], k.validUntil - clock() >= Double(max(minTTL ?? 0, 0)) { return k.token }
+        var body: [String: Any] = [:]
+        for (name, value) in [("scope", scope), ("audience", audience), ("resource", resource)] { if let value { body[name] = value } }
+        if let minTTL { body["min_ttl"] = minTTL }
+        let answer = try await send(path: "clients/\(client)/token", body: body, force: false)
+        guard let token = AppToken(json: answer) else {
+            throw .other(.init(status: 200, code: "invalid_response", message: "not an app token", requestID: nil))
+        }
+        let lifetime = Double(token.expiresIn)
+        if keptApps.count >= maxEntries { keptApps.removeAll() }
+        keptApps[key] = (token, clock() + lifetime - min(margin, lifetime / 2))
+        return token
     }
 
     // MARK: many tokens

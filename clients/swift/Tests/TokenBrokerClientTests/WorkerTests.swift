@@ -18,6 +18,18 @@ import Testing
         #expect(!t.description.contains(t.accessToken))
     }
 
+    @Test func anAppTokenIsAskedOnceThenServedFromMemory() async throws {
+        let b = Live.client()
+        let t = try await b.appToken(client: "app", scope: "write read", minTTL: 30)
+        #expect(t.client == "app" && t.tokenType == "Bearer" && t.scope == "read write" && t.expiresIn > 30)
+        #expect(try await b.appToken(client: "app", scope: "write read", minTTL: 30) == t)
+        #expect(await b.requestsSent == 1)
+        // Another worker gets the token the broker stored, for the same ask in any order.
+        #expect(try await Live.client().appToken(client: "app", scope: "read write").accessToken == t.accessToken)
+        #expect(!t.description.contains(t.accessToken))
+        await #expect(throws: TokenBrokerError.self) { try await b.appToken(client: "nobody") }
+    }
+
     /// The README's example, compiled and run as written (startANewLogin is the caller's).
     @Test func theReadmeExample() async throws {
         let (_, sid) = try await Live.newSession()
