@@ -13,7 +13,7 @@ extension ProxyService {
         case .app(let client):
             let ask = AppTokenAsk(scopes: [], audience: nil, resource: nil)
             do {
-                let t = try appTokens.token(tenant: call.tenant, client: client, ask: ask, minTTL: nil)
+                let t = try appTokens.token(tenant: call.tenant, client: client, ask: ask, minTTL: nil, actor: Self.actor(principal))
                 return .success(ProxyCredential(token: t.accessToken, type: t.tokenType, client: client, session: nil, metadata: nil,
                                                 ask: ask, version: t.version))
             } catch {
@@ -49,7 +49,7 @@ extension ProxyService {
             }.map { ($0.accessToken, $0.tokenType, nil) }
         } else if let ask = credential.ask, let version = credential.version {
             do {
-                let t = try appTokens.renew(tenant: tenant, client: credential.client, ask: ask, ifStill: version)
+                let t = try appTokens.renew(tenant: tenant, client: credential.client, ask: ask, ifStill: version, actor: Self.actor(principal))
                 outcome = .success((t.accessToken, t.tokenType, t.version))
             } catch {
                 outcome = .failure(error)
@@ -72,19 +72,35 @@ extension ProxyService {
 
     /// The headers that carry the credential on one request: `Authorization: Bearer` (RFC 6750
     /// §2.1), or `Authorization: DPoP` with a fresh proof bound to this method and URL (RFC 9449 §7).
-    func authorization(_ c: ProxyCredential, _ tenant: String, _ send: ProxyMachine.Send) -> Result<[(name: String, value: String)], BrokerError> {
+    /// An app token's proof comes with the token it is bound to (the stored one may have been
+    /// renewed meanwhile: the credential follows it).
+    func authorization(_ c: inout ProxyCredential, _ tenant: String, _ send: ProxyMachine.Send,
+                       _ principal: Principal) -> Result<[(name: String, value: String)], BrokerError> {
         guard c.type == .dpop else { return .success([("Authorization", "Bearer " + c.token)]) }
-        guard let session = c.session else {
-            return .failure(.conflict(code: "not_dpop_bound", message: "the proxy proves DPoP tokens of sessions only"))
-        }
         let target: DPoPTarget
         do { target = try DPoPTarget(method: send.method, uri: send.url, nonce: send.nonce) } catch {
             return .failure(.badRequest(code: "invalid_upstream_path", message: error.reason))
         }
-        return tokens.proof(tenant: tenant, session: session, token: c.token, for: target).map { proof in
-            [("Authorization", "DPoP " + c.token), ("DPoP", proof)]
+        let proof: Result<String, BrokerError>
+        if let session = c.session {
+            proof = tokens.proof(tenant: tenant, session: session, token: c.token, for: target)
+        } else if let ask = c.ask {
+            do {
+                let t = try appTokens.token(tenant: tenant, client: c.client, ask: ask, minTTL: nil, dpop: [target], actor: Self.actor(principal))
+                (c.token, c.type, c.version) = (t.accessToken, t.tokenType, t.version)
+                proof = t.dpopProofs.first.map { .success($0) } ?? .failure(.internalError)
+            } catch {
+                proof = .failure(error)
+            }
+        } else {
+            proof = .failure(.internalError)
         }
+        return proof.map { [("Authorization", "DPoP " + c.token), ("DPoP", $0)] }
     }
+
+    /// Who an app token is used by, in the audit trail: the proxy, for the calling key (which
+    /// never receives it).
+    static func actor(_ p: Principal) -> String { "proxy:" + p.id }
 
     /// Starts `work` and blocks this proxy thread until it completes.
     func wait<T: Sendable>(_ work: (@escaping @Sendable (Result<T, BrokerError>) -> Void) -> Void) -> Result<T, BrokerError> {

@@ -118,7 +118,7 @@ public final class ProxyService: Service {
             case .send(let send):
                 if send.withBody, bodySent, body?.rewind() != true { return refuse(.proxy(.bodyAbandoned), host: target.host) }
                 let authorization: [(name: String, value: String)]
-                switch self.authorization(credential, call.tenant, send) {
+                switch self.authorization(&credential, call.tenant, send, principal) {
                 case .success(let h): authorization = h
                 case .failure(let e): return refuse(e, host: target.host)
                 }
