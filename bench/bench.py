@@ -158,6 +158,7 @@ def main():
     results.update(signout_bench(env, op, idp))
     results.update(provider_https_bench(env, op, idp))
     results.update(oauth2_storm_rounds(env, op, idp))
+    results.update(__import__("proxy_bench").proxy_bench(env, op, idp))
     results.update({"date": time.strftime("%Y-%m-%d"),
                     "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians"})
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}

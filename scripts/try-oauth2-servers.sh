@@ -100,7 +100,8 @@ authlib_round() {  # authlib_round MODE (rotating|reusable)
   r=$(api PUT "/v1/tenants/$T/clients/meta" '{"protocol":"oauth2","issuer":"'"$ISS"'","client_id":"meta-basic",
     "client_secret":"secret-basic","auth_method":"client_secret_basic","redirect_uri":"'"$CB"'","scopes":["read","write"],
     "descriptor":{"grant":'"$grant"',"subject":{"from":"userinfo","url":"'"$ISS"'/api/me","pointer":"/id"},
-                  "token_response":{"keep":{"region":"/region","granted":"/scope"}}}}')
+                  "token_response":{"keep":{"region":"/region","granted":"/scope"}}},
+    "upstream":{"base_url":"'"$ISS"'/api","allow_private_addresses":true}}')
   check "authlib-$mode: register (issuer + RFC 8414 metadata, client_secret_basic)" 201 "$(status "$r")"
   [ "$(status "$r")" = 201 ] || note "$r"
   # (b) explicit endpoints in the descriptor, no metadata; client_secret_post; subject as the login
@@ -168,6 +169,27 @@ authlib_round() {  # authlib_round MODE (rotating|reusable)
     for i in $(seq 8); do (token "$T" "$sid" '{"force_refresh":true}' > "$W/conc.$i") & done; wait_jobs
     note "8 concurrent forced refreshes: statuses $(for i in $(seq 8); do cut -d' ' -f1 "$W/conc.$i"; done | sort | uniq -c | tr -s ' \n' ' '), server refreshes +$(( $(stat refresh_ok) - ok0 ))"
     check "authlib-$mode/$c: no refresh token presented twice" 0 "$(stat refresh_reuse)"
+
+    if [ "$c" = meta ]; then
+      # The outbound proxy: the session's calls to the server's own protected resource, the
+      # token never leaving the broker; the server revokes the token (RFC 7009), its resource
+      # then answers 401 invalid_token (Authlib's ResourceProtector, RFC 6750 §3.1), and 6
+      # concurrent proxied calls cause one refresh at the server, each retried once.
+      local PK pr cur
+      PK=$(curl -sf -XPOST "$B/v1/apikeys" -H "Authorization: Bearer $OP" -d '{"name":"try-proxy","roles":["proxy"],"tenants":["'"$T"'"]}' | j 'd["key"]')
+      pr=$(curl -s -w ' %{http_code}' -H "Authorization: Bearer $PK" "$B/v1/tenants/$T/proxy/sessions/$sid/me")
+      check "authlib-$mode/$c: proxied GET /api/me" "200 alice" "${pr: -3} $(echo "${pr% *}" | j 'd.get("login")' 2>/dev/null)"
+      check "authlib-$mode/$c: the proxy-only key gets no token" 403 "$(curl -s -o /dev/null -w '%{http_code}' -XPOST -H "Authorization: Bearer $PK" "$B/v1/tenants/$T/sessions/$sid/token")"
+      cur=$(body "$(token "$T" "$sid")" | j 'd["access_token"]')
+      curl -s -o /dev/null -u meta-basic:secret-basic -d "token=$cur&token_type_hint=access_token" "$ISS/revoke"
+      check "authlib-$mode/$c: the server refuses the revoked token" 401 "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $cur" "$ISS/api/me")"
+      note "the server's challenge: $(curl -s -D - -o /dev/null -H "Authorization: Bearer $cur" "$ISS/api/me" | grep -i '^www-authenticate' | tr -d '\r')"
+      ok0=$(stat refresh_ok)
+      for i in $(seq 6); do (curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $PK" "$B/v1/tenants/$T/proxy/sessions/$sid/me" > "$W/px.$i") & done; wait_jobs
+      check "authlib-$mode/$c: 6 concurrent proxied calls after the revocation all 200" "6" "$(cat "$W"/px.* | grep -o 200 | wc -l | tr -d ' ')"
+      check "authlib-$mode/$c: one refresh at the server for them" $((ok0+1)) "$(stat refresh_ok)"
+      check "authlib-$mode/$c: still no refresh token presented twice" 0 "$(stat refresh_reuse)"
+    fi
   done
   echo "${sid:-none}" > "$W/authlib-$mode.sid"   # the desc session, for the failure modes
 
