@@ -177,7 +177,7 @@ public final class PGConnection: @unchecked Sendable {
             statements.turnOff(after: error)
             preparedTexts.removeAll()
             guard fresh, PQstatus(conn) == CONNECTION_OK else { throw error }
-            if PQtransactionStatus(conn) != PQTRANS_IDLE { try executeOnce("ROLLBACK", plan: .custom) }
+            if PQtransactionStatus(conn) != PQTRANS_IDLE { _ = try executeOnce("ROLLBACK", plan: .custom) }
             beginPending = opening
             settingsMade.removeAll()
             return try body()

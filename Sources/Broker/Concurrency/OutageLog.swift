@@ -29,6 +29,7 @@ public final class OutageLog: Sendable {
     public func failed(_ who: String, doing what: String, _ error: any Error) {
         let outage = isOutage(error)
         let now = clock.now()
+        let error = (error as? BrokerError)?.code ?? String(describing: error)
         guard let line = streaks.withLock({ $0.failed(who, in: outage ? Self.store : who, at: now) }) else { return }
         switch line {
         case .began:
