@@ -10,13 +10,14 @@ struct DatabaseOutageTests {
         b.process.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
     }
 
-    @Test("three seconds without PostgreSQL: 503 store_unavailable with Retry-After; one WARN line for every loop's failures, one INFO line at its end",
+    @Test("three seconds without PostgreSQL: 503 store_unavailable with Retry-After, held tokens still handed out; one WARN line for every loop's failures, one INFO line at its end",
           .enabled(if: pgControl != nil))
     func outageLoggedOnce() async throws {
         let w = try await World()
         defer { w.stop() }
         let session = try await w.importSession(subject: "outage")
         let broker = w.brokers[0]
+        try expectStatus(try await w.token(session), 200)   // now held in memory
         let before = Self.lines(broker).count
         let control = try #require(pgControl)
         #expect(try shell(control, "stop") == 0)
@@ -27,6 +28,8 @@ struct DatabaseOutageTests {
         let unknown = try await HTTP.post(broker.url + "/v1/tenants/\(w.tenant)/sessions/ses_unknown/token", key: w.workerKey, json: ["min_ttl": 60])
         #expect(unknown.status == 503 && unknown["error"] as? String == "store_unavailable")
         #expect(unknown.headers["retry-after"] == "2")
+        // A token held in memory is still handed out (within TOKENBROKER_CACHE_MAX_AGE_SECONDS).
+        try expectStatus(try await w.token(session), 200)
         try await Task.sleep(for: .milliseconds(max(0, Int(3_000 - Date().timeIntervalSince(down) * 1000))))
         #expect(try shell(control, "start") == 0)
         stopped = false

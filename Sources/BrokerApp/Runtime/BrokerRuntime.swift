@@ -133,7 +133,7 @@ public final class BrokerRuntime: Sendable {
         sealing = ResealService(store: PostgresSealedValues(pool: pool, sealer: sealer), current: sealer.sealingKeyID)
         retention = RetentionService(store: PostgresRetentionStore(pool: pool), registry: registryStore, clock: clock, ages: config.retention)
         engine = RefreshEngine(config: config.refresh, refresher: refresher, store: sessions, registry: registry, clock: clock,
-                               pool: RefreshPool(globalCap: config.refreshConcurrency))
+                               pool: RefreshPool(globalCap: config.refreshConcurrency), outages: outages)
         backlog = BacklogGauge(store: PostgresBacklogStore(pool: pool))
         webhooks = WebhookService(store: PostgresWebhookStore(pool: pool, sealer: sealer), registry: registry,
                                   sender: HTTPWebhookSender(http: BlockingHTTP(timeout: 10), allowPrivateNetworks: config.webhookAllowPrivateNetworks), mac: { try HMACSHA256.mac(key: $0, $1) },
