@@ -11,6 +11,11 @@ import Synchronization
 /// connection goes to `listenURL`, straight to PostgreSQL even when the pool goes through a
 /// transaction pooler (which would hand the notifications to whichever client holds the server
 /// connection); NOTIFY is sent through the pool, inside the writing transaction.
+///
+/// The feed proves itself alive: `probe()`, every `canaryPeriod`, sends this replica a canary
+/// (`a|replica|number`, which other replicas ignore) and checks that the earlier ones came back
+/// (CanaryWatch: within `canaryBound`). A listening connection that breaks is seen at once; one
+/// that LISTENs where nothing is delivered — through a transaction pooler, say — only this way.
 public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     static let channel = "tokenbroker_changes"
     /// How long a busy feed lets notices gather between reads.
@@ -30,17 +35,54 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
             return reads > Self.quiet
         }
     }
+    /// How often a replica sends itself a canary, and how long one may take to come back.
+    public static let canaryPeriod: TimeInterval = 2
+    public static let canaryBound: TimeInterval = 3 * canaryPeriod
     private let pool: PGPool
     private let listenURL: String
     private let publishFailed: @Sendable (Change, any Error) -> Void
+    private let verdicts: @Sendable (CanaryWatch.Verdict) -> Void
     private let stopped = NSCondition()
     private var stopping = false
+    /// This replica's canaries: its own name (random, per process) and what came back.
+    private let canaryName = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    private let canaries = Mutex(CanaryWatch(bound: canaryBound))
 
-    /// `publishFailed` hears of every notice that could not be sent (the composition root logs it).
-    public init(pool: PGPool, listenURL: String, publishFailed: @escaping @Sendable (Change, any Error) -> Void = { _, _ in }) {
+    /// `publishFailed` hears of every notice that could not be sent (the composition root logs
+    /// it); `verdicts` of the feed found dead, and alive again (after a `.resync` to the
+    /// subscriber: what was cached meanwhile may have missed a change).
+    public init(pool: PGPool, listenURL: String, publishFailed: @escaping @Sendable (Change, any Error) -> Void = { _, _ in },
+                verdicts: @escaping @Sendable (CanaryWatch.Verdict) -> Void = { _ in }) {
         self.pool = pool
         self.listenURL = listenURL
         self.publishFailed = publishFailed
+        self.verdicts = verdicts
+    }
+
+    /// Whether the feed delivers: no canary overdue.
+    public var isAlive: Bool { canaries.withLock { $0.alive } }
+
+    /// Checks the canaries sent so far, then sends the next one (its time taken once a
+    /// connection is in hand, so a busy pool does not make it look late). Call it every
+    /// `canaryPeriod`.
+    public func probe() {
+        if let v = canaries.withLock({ $0.check(at: Date()) }) { verdicts(v) }
+        var number: Int?
+        do {
+            try pool.withConnection { c in
+                let n = canaries.withLock { $0.send(at: Date()) }
+                number = n
+                try c.execute("SELECT pg_notify(\(Self.channel), \("a|" + canaryName + "|" + String(n)))")
+            }
+        } catch {
+            if let n = number { canaries.withLock { $0.unsent(n) } }
+        }
+    }
+
+    /// The canary number in `payload` when it is one of this replica's; nil for anything else.
+    private func ownCanary(_ payload: String) -> Int? {
+        let prefix = "a|" + canaryName + "|"
+        return payload.hasPrefix(prefix) ? Int(payload.dropFirst(prefix.count)) : nil
     }
 
     /// Announces a change to every replica: to this one's subscriber at once, in the caller's
@@ -93,6 +135,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
             do {
                 let c = try PGConnection(url: listenURL)
                 try c.execute("LISTEN \(raw: Self.channel)")
+                canaries.withLock { $0.listening() }
                 if !first { handler(.resync) }
                 first = false
                 var busy = BusyFeed()
@@ -101,7 +144,11 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
                     _ = poll(&pfd, 1, 500)
                     let notices = try c.notifications()
                     for n in notices {
-                        if let change = Self.decode(n.payload) { handler(change) }
+                        if n.payload.hasPrefix("a|") {
+                            guard let number = ownCanary(n.payload), let v = canaries.withLock({ $0.delivered(number) }) else { continue }
+                            handler(.resync)
+                            verdicts(v)
+                        } else if let change = Self.decode(n.payload) { handler(change) }
                     }
                     // A busy feed is read in gulps: what arrives within `gather` of a read waits
                     // for the next one instead of waking this thread once each (every replica

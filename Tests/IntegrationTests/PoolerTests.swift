@@ -82,6 +82,35 @@ struct PoolerTests {
         }
     }
 
+    @Test("a replica whose LISTEN goes through the pooler is found deaf within 15 s: ERROR line, metric 0, unready, and it serves nothing cached")
+    func deafReplicaFound() async throws {
+        let w = try await world(replicas: 1)
+        defer { w.stop() }
+        let deaf = try await BrokerServer(env: w.env.merging(["TOKENBROKER_LISTEN_DATABASE_URL": Self.poolerURL]) { $1 }, name: "deaf")
+        defer { deaf.stop() }
+        let started = Date()
+        let session = try await w.importSession(subject: "deaf")
+        var found = false
+        while !found, Date().timeIntervalSince(started) < 15 {
+            found = deaf.process.output.contains("\"code\":\"change_feed_dead\"")
+            if !found { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(found, "no change_feed_dead line within 15 s")
+        let line = deaf.process.output.split(separator: "\n").first { $0.contains("\"code\":\"change_feed_dead\"") } ?? ""
+        #expect(line.contains("\"severity_text\":\"ERROR\""))
+        #expect(try await HTTP.get(deaf.url + "/metrics").text.contains("\ntokenbroker_change_feed_alive 0\n"))
+        let ready = try await HTTP.get(deaf.url + "/readyz")
+        #expect(ready.status == 503 && ready.text.contains("change feed not delivering"))
+        // The healthy replica's revocation reaches the deaf one at once: it re-reads what it serves.
+        let deafToken = { try await HTTP.post(deaf.url + "/v1/tenants/\(w.tenant)/sessions/\(session)/token", key: w.workerKey, json: ["min_ttl": 60]) }
+        try expectStatus(try await deafToken(), 200)
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(session)", key: w.workerKey), 200)
+        try expectStatus(try await deafToken(), 409)
+        // The healthy replica's own feed is alive.
+        #expect(try await HTTP.get(w.brokers[0].url + "/readyz").status == 200)
+        #expect(try await HTTP.get(w.brokers[0].url + "/metrics").text.contains("\ntokenbroker_change_feed_alive 1\n"))
+    }
+
     @Test("two migrations at once through the pooler apply each file once and leave no lock behind")
     func migrationsTwiceAtOnce() async throws {
         let db = "pooled_" + UUID().uuidString.prefix(8).lowercased()

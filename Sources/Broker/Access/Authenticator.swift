@@ -45,7 +45,10 @@ public final class Authenticator: Sendable {
 
     private let store: any RegistryStore
     private let hasher: any SecretHasher
-    private let maxAge: TimeInterval
+    private let configuredMaxAge: TimeInterval
+    private let trust: CacheTrust
+    /// The configured maximum age while the change feed is trusted, else 0 (CacheTrust).
+    private var maxAge: TimeInterval { trust.maxAge(configuredMaxAge) }
     private let entries: ReadMostly<LRUCache<String, Entry>>
     private let unknown: Mutex<LRUCache<String, Date>>
     /// Principals of client certificates, by fingerprint (nil principal: it stands for none).
@@ -59,10 +62,11 @@ public final class Authenticator: Sendable {
     private let usedGone = Mutex<Set<String>>([])
 
     public init(store: any RegistryStore, hasher: any SecretHasher, maxAge: TimeInterval, capacity: Int = 100_000,
-                unknownCapacity: Int = 10_000) {
+                unknownCapacity: Int = 10_000, trust: CacheTrust = CacheTrust()) {
         self.store = store
         self.hasher = hasher
-        self.maxAge = maxAge
+        configuredMaxAge = maxAge
+        self.trust = trust
         entries = ReadMostly(LRUCache(capacity: capacity))
         unknown = Mutex(LRUCache(capacity: unknownCapacity))
         certificates = ReadMostly(LRUCache(capacity: unknownCapacity))

@@ -27,16 +27,20 @@ public final class RegistryCache: Sendable {
     }
 
     public let store: any RegistryStore
-    private let maxAge: TimeInterval
+    private let configuredMaxAge: TimeInterval
+    private let trust: CacheTrust
+    /// The configured maximum age while the change feed is trusted, else 0 (CacheTrust).
+    private var maxAge: TimeInterval { trust.maxAge(configuredMaxAge) }
     // Read on every request, changed rarely: readers share the lock (ReadMostly).
     private let tenants = ReadMostly<[String: Timed<Tenant?>]>([:])
     private let clients = ReadMostly<[ClientKey: Timed<ClientRegistration?>]>([:])
     private let secrets = ReadMostly<[ClientKey: Timed<String?>]>([:])
     private let assertionKeys = ReadMostly<[ClientKey: Timed<[UInt8]?>]>([:])
 
-    public init(store: any RegistryStore, maxAge: TimeInterval) {
+    public init(store: any RegistryStore, maxAge: TimeInterval, trust: CacheTrust = CacheTrust()) {
         self.store = store
-        self.maxAge = maxAge
+        configuredMaxAge = maxAge
+        self.trust = trust
     }
 
     /// The tenant if it exists (disabled or not).

@@ -31,12 +31,16 @@ public final class SessionCache: Sendable {
     // Read on every hand-out, changed on loads and notices: readers share the lock.
     private let entries = ReadMostly<[SessionKey: Entry]>([:])
     private let subjects = ReadMostly<[SubjectKey: String]>([:])
-    private let maxAge: TimeInterval
+    private let configuredMaxAge: TimeInterval
     private let capacity: Int
+    private let trust: CacheTrust
+    /// The configured maximum age while the change feed is trusted, else 0 (CacheTrust).
+    private var maxAge: TimeInterval { trust.maxAge(configuredMaxAge) }
 
-    public init(maxAge: TimeInterval, capacity: Int) {
-        self.maxAge = maxAge
+    public init(maxAge: TimeInterval, capacity: Int, trust: CacheTrust = CacheTrust()) {
+        configuredMaxAge = maxAge
         self.capacity = capacity
+        self.trust = trust
     }
 
     /// The cached session if it was loaded less than `maxAge` ago.

@@ -9,6 +9,8 @@ struct HealthRoutes {
     /// Migrations not applied yet (none: the schema is current).
     let pendingMigrations: @Sendable () throws -> [Int]
     let engine: RefreshEngine
+    /// Whether the change feed delivers (its canaries come back).
+    let feedAlive: @Sendable () -> Bool
     /// The Prometheus text of every metric.
     let metrics: @Sendable () -> String
 
@@ -23,6 +25,9 @@ struct HealthRoutes {
                     }
                     guard engine.loaded.load(ordering: .acquiring) else {
                         return .json(503, "{\"status\":\"unready\",\"reason\":\"refresh engine loading\"}")
+                    }
+                    guard feedAlive() else {
+                        return .json(503, "{\"status\":\"unready\",\"reason\":\"change feed not delivering\"}")
                     }
                     return .json(200, "{\"status\":\"ready\"}")
                 } catch {

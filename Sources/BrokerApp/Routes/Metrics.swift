@@ -102,6 +102,8 @@ enum Metrics {
         gauge("tokenbroker_db_pool_in_use", "PostgreSQL connections lent out now.", db.inUse)
         gauge("tokenbroker_db_pool_waiting", "Callers waiting for a PostgreSQL connection now.", db.waiting)
         gauge("tokenbroker_db_pool_size", "The most PostgreSQL connections this replica opens (TOKENBROKER_DB_POOL_SIZE).", db.size)
+        gauge("tokenbroker_change_feed_alive", "1 while this replica's canary comes back through the change feed, 0 when one did not within 6 s (cached rows are then not served).",
+              runtime.feedAlive ? 1 : 0)
         let prepared = runtime.pool.statements
         gauge("tokenbroker_db_prepared_statements", "Whether key lookups are prepared statements now: 1 on, 0 off (TOKENBROKER_DB_PREPARED_STATEMENTS, or turned off by a transaction pooler's answer).",
               prepared.enabled ? 1 : 0)

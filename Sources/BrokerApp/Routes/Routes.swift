@@ -6,7 +6,7 @@ enum Routes {
     static func router(_ runtime: BrokerRuntime) -> Router {
         var r = Router()
         let gate = Guard(auth: runtime.auth, clock: runtime.clock, executor: runtime.executor)
-        HealthRoutes(gate: gate, pendingMigrations: runtime.pendingMigrations, engine: runtime.engine, metrics: { Metrics.render(runtime) }).register(&r)
+        HealthRoutes(gate: gate, pendingMigrations: runtime.pendingMigrations, engine: runtime.engine, feedAlive: { runtime.feedAlive }, metrics: { Metrics.render(runtime) }).register(&r)
         TokenRoutes(gate: gate, tokens: runtime.tokens, exchanges: runtime.exchanges).register(&r)
         AppTokenRoutes(gate: gate, appTokens: runtime.appTokens).register(&r)
         ProxyRoutes(gate: gate, proxy: runtime.proxy, maxBodyBytes: runtime.config.proxy.maxRequestBytes).register(&r)

@@ -17,6 +17,8 @@ public final class BrokerRuntime: Sendable {
     let sessions: PostgresSessionStore
     let audit: PostgresAuditSink
     let feed: PostgresChangeFeed
+    /// Whether the caches may serve what they hold: not while the change feed is found dead.
+    public let cacheTrust = CacheTrust()
     let executor: BlockingExecutor
     /// Issuers' JWK Sets (their fetches are a metric).
     public let jwks: JWKSCache
@@ -75,14 +77,28 @@ public final class BrokerRuntime: Sendable {
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)
-        feed = PostgresChangeFeed(pool: pool, listenURL: config.listenDatabaseURL) { [logger] change, error in
+        let trust = cacheTrust
+        feed = PostgresChangeFeed(pool: pool, listenURL: config.listenDatabaseURL, publishFailed: { [logger] change, error in
             // Ids only (the notice's payload), never a token; other replicas catch up by cache age.
             logger.warn("change_notice_unsent", ("change", String(describing: change)), ("error", String(describing: error)))
-        }
+        }, verdicts: { [logger] verdict in
+            switch verdict {
+            case .died(let waited):
+                // Changes other replicas make no longer reach this one: every read goes to the
+                // database until the feed delivers again.
+                trust.set(false)
+                logger.error("the change feed delivers nothing: a canary sent to this replica did not come back; cached sessions, "
+                                 + "clients and keys are not served until it does (is TOKENBROKER_LISTEN_DATABASE_URL a transaction pooler?)",
+                             ("code", "change_feed_dead"), ("seconds", String(format: "%.1f", waited)))
+            case .recovered:
+                trust.set(true)
+                logger.info("the change feed delivers again; caches are trusted again", ("code", "change_feed_alive"))
+            }
+        })
         executor = BlockingExecutor(threads: config.workerThreads, name: "broker-worker")
         let http = BlockingHTTP(timeout: config.idpTimeout, settings: config.providerConnections)
         providerHTTP = http
-        let registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge)
+        let registry = RegistryCache(store: registryStore, maxAge: config.cacheMaxAge, trust: trust)
         self.registry = registry
         let digest = OpenSSLDigest()
         let directory = IssuerMetadataCache(http: http)
@@ -93,7 +109,7 @@ public final class BrokerRuntime: Sendable {
         jwks = JWKSCache(http: http, directory: directory)
         let idTokens = JWTVerifier(keys: jwks, signatures: OpenSSLSignatureVerifier())
         let dpopKeys = DPoPKeys(keys: OpenSSLPrivateKeys(), digest: digest)
-        let cache = SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity)
+        let cache = SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity, trust: trust)
         refresher = RefreshDriver(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
                                   executor: executor, cache: cache, idTokens: idTokens, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout,
                                   patience: config.refreshPatience, events: Self.eventLog(logger))
@@ -110,7 +126,7 @@ public final class BrokerRuntime: Sendable {
         exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,
                                     clock: clock, executor: executor, events: Self.eventLog(logger))
         let hasher = SHA256SecretHasher()
-        auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge)
+        auth = Authenticator(store: registryStore, hasher: hasher, maxAge: config.cacheMaxAge, trust: trust)
         let catalogue = try ProviderCatalogue.load([config.catalogueDirectory ?? Self.findCatalogue()].filter {
             FileManager.default.fileExists(atPath: $0.path)
         } + (config.providersDirectory.map { [$0] } ?? []))
@@ -149,6 +165,9 @@ public final class BrokerRuntime: Sendable {
         if case .storeUnavailable? = error as? BrokerError { return true }
         return false
     }
+
+    /// Whether the change feed delivers (its canaries come back).
+    public var feedAlive: Bool { feed.isAlive }
 
     /// Applies pending migrations; returns the versions applied.
     public func migrate() throws -> [Int] {
@@ -212,8 +231,10 @@ public final class BrokerRuntime: Sendable {
         }
         let flush = rt.flushBuffers, logins = rt.logins, replays = rt.replays, clock = rt.clock, retention = rt.retention
         let sealing = rt.sealing, revocations = rt.revocations, tokens = rt.tokens, signouts = rt.signouts, backlog = rt.backlog
-        let webhooks = rt.webhooks, refresher = rt.refresher
+        let webhooks = rt.webhooks, refresher = rt.refresher, feed = rt.feed
         return [
+            // The change feed's canary: this replica's own notice, sent and awaited (PostgresChangeFeed.probe).
+            loop("feed-canary", every: PostgresChangeFeed.canaryPeriod, first: 0.1, "probing the change feed failed") { feed.probe(); return false },
             // Audit events, last_used_at marks and key usage, four times a second.
             loop("flush", every: 0.25, "flushing failed") { flush(); return false },
             loop("housekeeper", every: 60, "purging expired logins or seen token ids failed; tried again in a minute") {
