@@ -29,6 +29,8 @@ public final class ProxyService: Service {
     /// Resource servers' DPoP nonces, by tenant, client and origin.
     let nonces = DPoPNonces()
     private let workers: BlockingExecutor
+    /// Upstream bases parsed, by settings and session metadata (bounded).
+    private let bases = ReadMostly<[String: UpstreamURL.Base]>([:])
 
     public init(tokens: TokenService, appTokens: AppTokenService, registry: RegistryCache, transport: any UpstreamTransport,
                 audit: any AuditSink, clock: any Clock, limits: ProxyLimits) {
@@ -89,8 +91,7 @@ public final class ProxyService: Service {
             return refuse(tokens.refresher.brokerError(error, doing: "a proxied call"))
         }
         let target: UpstreamURL
-        switch UpstreamURL.resolve(base: settings.baseURL ?? "", metadata: credential.metadata, tail: call.tail, query: call.query,
-                                   allowHTTP: settings.allowPrivateAddresses) {
+        switch base(settings, metadata: credential.metadata).flatMap({ UpstreamURL.resolve(under: $0, tail: call.tail, query: call.query) }) {
         case .success(let u): target = u
         case .failure(let r): return refuse(.proxy(r))
         }
@@ -151,6 +152,9 @@ public final class ProxyService: Service {
                             return nil
                         }
                         delivered = head.status
+                        // Counted and audited as the answer goes back (its body may still stream).
+                        record(call.tenant, client: client, host: target.host, session: session, principal,
+                               outcome: ProxyMetrics.statusClass(head.status))
                         var headers = ProxyHeaders.response(head.headers)
                         if let r = refreshed { headers.append((ProxyHeaders.tokenRefreshed, r ? "true" : "false")) }
                         return answer(.head(status: head.status, headers: headers, length: length))
@@ -158,10 +162,7 @@ public final class ProxyService: Service {
                 } catch {
                     return refuse(.proxy(Self.refusal(error, host: target.host)), host: target.host)
                 }
-                if let status = delivered {
-                    record(call.tenant, client: client, host: target.host, session: session, principal, outcome: ProxyMetrics.statusClass(status))
-                    return
-                }
+                if delivered != nil { return }
                 action = next ?? .refuse(.unreachable(host: target.host, reason: "no answer"))
             case .refresh:
                 renewal = renew(&credential, call.tenant, principal)
@@ -178,6 +179,20 @@ public final class ProxyService: Service {
                 return refuse(.internalError, host: target.host)
             }
         }
+    }
+
+    /// The upstream's base for these settings and session metadata, parsed once and kept.
+    private func base(_ settings: UpstreamSettings, metadata: String?) -> Result<UpstreamURL.Base, ProxyRefusal> {
+        let key = (settings.allowPrivateAddresses ? "1" : "0") + (settings.baseURL ?? "") + "\u{1F}" + (metadata ?? "")
+        if let known = bases.read({ $0[key] }) { return .success(known) }
+        let made = UpstreamURL.base(settings.baseURL ?? "", metadata: metadata, allowHTTP: settings.allowPrivateAddresses)
+        if case .success(let b) = made {
+            bases.write { held in
+                if held.count >= 10_000 { held.removeAll() }
+                held[key] = b
+            }
+        }
+        return made
     }
 
     /// The caller's body, held in memory when it is short and of known length (so that it can be

@@ -92,10 +92,14 @@ public final class BrokerRuntime: Sendable {
                               refresher: refresher, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout)
         appTokens = AppTokenService(store: PostgresAppTokenStore(pool: pool, sealer: sealer), registry: registry, endpoint: endpoint,
                                     dpopKeys: dpopKeys, audit: audit, clock: clock, lockTimeout: config.lockTimeout)
-        // Upstream connections trust what provider connections do (TOKENBROKER_PROVIDER_CA_FILE).
+        // Upstream connections trust what provider connections do (TOKENBROKER_PROVIDER_CA_FILE),
+        // and keep as many idle connections to one upstream as calls may run at once: fewer
+        // would close and reopen connections under steady load.
+        var upstreams = config.providerConnections
+        upstreams.idlePerHost = max(upstreams.idlePerHost, config.proxy.workers)
+        upstreams.idleTotal = max(upstreams.idleTotal, config.proxy.workers)
         proxy = ProxyService(tokens: tokens, appTokens: appTokens, registry: registry,
-                             transport: CurlUpstreamTransport(settings: config.providerConnections), audit: audit, clock: clock,
-                             limits: config.proxy)
+                             transport: CurlUpstreamTransport(settings: upstreams), audit: audit, clock: clock, limits: config.proxy)
         actors = ActorTokens(store: PostgresBrokerKeyStore(pool: pool, sealer: sealer), keys: OpenSSLPrivateKeys(), digest: digest, clock: clock,
                              issuer: config.issuer)
         exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,
