@@ -9,16 +9,24 @@ import Foundation
 /// (which can quote row values) is never read.
 public final class PGConnection: @unchecked Sendable {
     let conn: OpaquePointer
-    /// Whether statements planned generically are prepared on this connection (see `Plan`).
-    let prepares: Bool
+    /// Whether key lookups are prepared (see `Plan`): the pool's switch, which a transaction
+    /// pooler's answer turns off for every connection.
+    let statements: PreparedStatements
+    var prepares: Bool { statements.enabled }
 
     /// Connects. Nothing is SET on the session afterwards (a transaction pooler would hand that
     /// state to other clients): the application name travels as a start-up parameter (the URL's
     /// own wins), and server notices are not printed. `prepares: false` for a transaction pooler
     /// that does not carry prepared statements between server connections (PgBouncer before
-    /// 1.21, or with `max_prepared_statements = 0`).
-    public init(url: String, prepares: Bool = true) throws(PGError) {
-        self.prepares = prepares
+    /// 1.21, or with `max_prepared_statements = 0`); such a pooler's first answer that a
+    /// prepared statement is missing or already there turns them off (`statements`).
+    public convenience init(url: String, prepares: Bool = true) throws(PGError) {
+        try self.init(url: url, statements: PreparedStatements(prepares))
+    }
+
+    /// Connects, sharing the switch `statements` with the other connections of its pool.
+    public init(url: String, statements: PreparedStatements) throws(PGError) {
+        self.statements = statements
         let c: OpaquePointer? = ["application_name", "dbname"].withCStrings { keys in
             ["tokenbroker", url].withCStrings { values in PQconnectdbParams(keys, values, 1) }
         }
@@ -87,6 +95,10 @@ public final class PGConnection: @unchecked Sendable {
     /// only, so nothing is left on the connection for a pooler to pass on.
     @discardableResult
     public func execute(_ sql: SQL, plan: Plan = .custom) throws(PGError) -> PGRows {
+        try redoingAfterPoolerLoss { () throws(PGError) in try executeOnce(sql, plan: plan) }
+    }
+
+    private func executeOnce(_ sql: SQL, plan: Plan) throws(PGError) -> PGRows {
         let settings = settingSteps(plan, inTransaction: inTransaction)
         var steps: [Step] = beginPending ? [Step("BEGIN", prepared: false, on: self)] : []
         beginPending = false
@@ -116,6 +128,10 @@ public final class PGConnection: @unchecked Sendable {
     /// transaction is left for `rollback`).
     public func commit(with statements: [(sql: SQL, plan: Plan)]) throws(PGError) -> [PGRows] {
         guard !statements.isEmpty else { try commit(); return [] }
+        return try redoingAfterPoolerLoss { () throws(PGError) in try commitOnce(with: statements) }
+    }
+
+    private func commitOnce(with statements: [(sql: SQL, plan: Plan)]) throws(PGError) -> [PGRows] {
         let open = inTransaction
         var steps: [Step] = beginPending ? [Step("BEGIN", prepared: false, on: self)] : []
         beginPending = false
@@ -136,6 +152,36 @@ public final class PGConnection: @unchecked Sendable {
         // connection out of the idle state, so isHealthy is false and the pool closes it, which
         // ends the transaction on the server.
         _ = try? execute("ROLLBACK")
+    }
+
+    /// Runs one round trip (`body`); when a transaction pooler lost a prepared statement in it,
+    /// turns prepared statements off for the pool and runs it once more, unnamed — when that
+    /// is sound. A failed prepare or execution did nothing, but PostgreSQL aborts the whole
+    /// transaction it was in:
+    /// - outside a transaction, or in one this round trip opened (its BEGIN travels with it),
+    ///   nothing else was done: the transaction is rolled back, and the round trip is sent
+    ///   again, BEGIN and all;
+    /// - in a transaction opened earlier, the earlier statements are lost with it and only the
+    ///   caller could redo them. A caller's transaction may hold a refresh token the IdP has
+    ///   just rotated, so it is not run again here: the error goes up (store_unavailable, once
+    ///   per transaction in flight when the pooler's answer came) and the caller's own path for
+    ///   a database error applies (a refresh keeps the IdP's answer and writes it later).
+    private func redoingAfterPoolerLoss<T>(_ body: () throws(PGError) -> T) throws(PGError) -> T {
+        let named = prepares
+        let fresh = PQtransactionStatus(conn) == PQTRANS_IDLE
+        let opening = beginPending
+        do {
+            return try body()
+        } catch {
+            guard named, PreparedStatements.isPoolerLoss(error) else { throw error }
+            statements.turnOff(after: error)
+            preparedTexts.removeAll()
+            guard fresh, PQstatus(conn) == CONNECTION_OK else { throw error }
+            if PQtransactionStatus(conn) != PQTRANS_IDLE { _ = try executeOnce("ROLLBACK", plan: .custom) }
+            beginPending = opening
+            settingsMade.removeAll()
+            return try body()
+        }
     }
 
     /// In a transaction, or about to open one with the next statement.
@@ -274,11 +320,12 @@ public final class PGConnection: @unchecked Sendable {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? "XX000"
             var primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) } ?? "query failed"
             PQclear(result)
-            if state == "26000" {
-                // A statement prepared here is gone: a transaction pooler handed this client
-                // another server connection. Prepare again next time, and say what to set.
+            if state == "26000" || state == "42P05" {
+                // A transaction pooler handed this client another server connection, where a
+                // statement prepared here is missing, or another client's is there: the pool
+                // turns prepared statements off (`redoingAfterPoolerLoss`); say what to set.
                 preparedTexts.removeAll()
-                primary += " (a transaction pooler without prepared statements? see deploy/REPLICAS.md)"
+                primary += " (a transaction pooler without prepared statements? set TOKENBROKER_DB_PREPARED_STATEMENTS=false)"
             }
             throw PGError(sqlstate: state, message: primary)
         }

@@ -16,16 +16,19 @@ public final class PGPool: @unchecked Sendable {
     private let size: Int
     private let acquireTimeout: TimeInterval
 
-    private let prepares: Bool
+    /// Whether key lookups are prepared: as configured, until a transaction pooler's answer
+    /// turns it off for every connection (PreparedStatements).
+    public let statements: PreparedStatements
     /// Receives the server's notices and warnings on every connection the pool opens.
     private let notices: (@Sendable (String) -> Void)?
 
     /// `prepares`: whether hot statements are prepared per connection (PGConnection.init);
-    /// `notices`: where the server's NOTICE and WARNING messages go (the JSON log), else dropped.
+    /// `notices`: where the server's NOTICE and WARNING messages go (the JSON log), else dropped;
+    /// `preparesTurnedOff`: hears of the pooler's answer that turned them off, once.
     public init(url: String, size: Int, acquireTimeout: TimeInterval = 10, prepares: Bool = true,
-                notices: (@Sendable (String) -> Void)? = nil) {
+                notices: (@Sendable (String) -> Void)? = nil, preparesTurnedOff: @escaping @Sendable (PGError) -> Void = { _ in }) {
         self.url = url
-        self.prepares = prepares
+        statements = PreparedStatements(prepares, switchedOff: preparesTurnedOff)
         self.notices = notices
         self.size = max(1, size)
         self.acquireTimeout = acquireTimeout
@@ -51,7 +54,7 @@ public final class PGPool: @unchecked Sendable {
     public func dedicated() throws(PGError) -> PGConnection { try connect() }
 
     private func connect() throws(PGError) -> PGConnection {
-        let c = try PGConnection(url: url, prepares: prepares)
+        let c = try PGConnection(url: url, statements: statements)
         c.noticeHandler = notices
         return c
     }

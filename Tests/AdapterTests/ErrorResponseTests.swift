@@ -21,4 +21,12 @@ struct ErrorResponseTests {
         let r = ErrorResponse.response(to: BrokerError.storeUnavailable, requestID: "req-2")
         #expect(r.status == 503 && !r.logFields.contains { $0.0 == "cause" })
     }
+
+    @Test("store_unavailable is 503 with a short Retry-After: a database failover lasts seconds")
+    func storeUnavailableSaysWhenToAskAgain() {
+        let r = ErrorResponse.response(BrokerError.storeUnavailable, requestID: "req-3")
+        #expect(r.status == 503)
+        #expect(r.headers.first { $0.0 == "Retry-After" }?.1 == "2")
+        #expect(ErrorResponse.retryAfter(.storeUnavailable) == 2)
+    }
 }

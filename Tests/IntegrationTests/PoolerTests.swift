@@ -57,6 +57,31 @@ struct PoolerTests {
         for replica in 0..<3 { try expectStatus(try await w.token(session, replica: replica), 409) }
     }
 
+    @Test("prepared statements left on behind the pooler: the first lost statement turns them off, logged once; 200 token requests all answered, a revocation reaches the others")
+    func preparedStatementsTurnedOff() async throws {
+        // Every token request reads its session (cache max age 0): key lookups on every pool connection.
+        let w = try await World(replicas: 2, extraEnv: ["DATABASE_URL": Self.poolerURL, "TOKENBROKER_LISTEN_DATABASE_URL": try TestEnv.databaseURL(),
+                                                        "TOKENBROKER_CACHE_MAX_AGE_SECONDS": "0"])
+        defer { w.stop() }
+        var sessions: [String] = []
+        for i in 0..<10 { sessions.append(try await w.importSession(subject: "prepared-\(i)")) }
+        let all = sessions
+        let replies = try await withThrowingTaskGroup(of: HTTP.Reply.self) { g in
+            for i in 0..<200 { g.addTask { try await w.token(all[i % all.count], replica: i % 2) } }
+            return try await g.reduce(into: []) { $0.append($1) }
+        }
+        #expect(replies.allSatisfy { $0.status == 200 }, "\(replies.filter { $0.status != 200 }.map(\.text).prefix(3))")
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(all[0])", key: w.workerKey), 200)
+        try expectStatus(try await w.token(all[0], replica: 1), 409)
+        for b in w.brokers {
+            let off = b.process.output.split(separator: "\n").filter { $0.contains("\"code\":\"prepared_statements_off\"") }
+            #expect(off.count == 1, "\(off)")
+            #expect(off.allSatisfy { $0.contains("\"severity_text\":\"WARN\"") && $0.contains("TOKENBROKER_DB_PREPARED_STATEMENTS=false") })
+            let metrics = try await HTTP.get(b.url + "/metrics").text
+            #expect(metrics.contains("\ntokenbroker_db_prepared_statements 0\n") && metrics.contains("\ntokenbroker_db_prepared_statements_turned_off 1\n"))
+        }
+    }
+
     @Test("two migrations at once through the pooler apply each file once and leave no lock behind")
     func migrationsTwiceAtOnce() async throws {
         let db = "pooled_" + UUID().uuidString.prefix(8).lowercased()

@@ -115,9 +115,11 @@ public final class AppTokenService: Sendable {
     }
 
     /// Writes the hand-outs recorded since the last call (last_used_at), in one bulk write.
-    public func flushUses() throws {
+    @discardableResult
+    public func flushUses() throws -> Int {
         let uses = usage.drainLatest().map { AppTokenUse(tenant: $0.key.tenant, client: $0.key.client, ask: $0.key.ask, at: $0.value) }
         try store.touch(uses)
+        return uses.count
     }
 
     /// The life an ask needs: its `minTTL`, else the client's policy's default for the token's

@@ -4,14 +4,16 @@ import Synchronization
 
 /// BackgroundLoop runs one kind of background work on a thread of its own: a pass every
 /// `interval` (the first after `first`), again at once while a pass says there is more, until
-/// `stop()`. A pass that throws is handed to `failed` (the runtime logs it) and tried again at
-/// the next interval; the loop never dies of it.
+/// `stop()`. A pass that throws is handed to `failed` (the runtime's OutageLog), one that
+/// returns to `passed`, and a failed one is tried again at the next interval; the loop never
+/// dies of it.
 public final class BackgroundLoop: Service {
     public let name: String
     private let interval: TimeInterval
     private let first: TimeInterval
     private let work: @Sendable () throws -> Bool
     private let failed: @Sendable (any Error) -> Void
+    private let passed: @Sendable () -> Void
     private let state = Mutex<(started: Bool, stopping: Bool, stopped: Bool)>((false, false, false))
     /// Wakes a sleeping loop at stop; `finished` is signalled when the thread ends.
     private let wake = DispatchSemaphore(value: 0)
@@ -19,8 +21,9 @@ public final class BackgroundLoop: Service {
 
     /// `work` answers true when there is more to do now (run again without waiting).
     public init(_ name: String, every interval: TimeInterval, first: TimeInterval? = nil,
-                failed: @escaping @Sendable (any Error) -> Void, work: @escaping @Sendable () throws -> Bool) {
-        (self.name, self.interval, self.first, self.failed, self.work) = (name, interval, first ?? interval, failed, work)
+                failed: @escaping @Sendable (any Error) -> Void, passed: @escaping @Sendable () -> Void = {},
+                work: @escaping @Sendable () throws -> Bool) {
+        (self.name, self.interval, self.first, self.failed, self.passed, self.work) = (name, interval, first ?? interval, failed, passed, work)
     }
 
     public func start() {
@@ -30,7 +33,10 @@ public final class BackgroundLoop: Service {
             guard sleep(first) else { return }
             while true {
                 var more = false
-                do { more = try work() } catch { failed(error) }
+                do {
+                    more = try work()
+                    passed()
+                } catch { failed(error) }
                 if stopping { return }
                 if !more, !sleep(interval) { return }
             }

@@ -75,8 +75,14 @@ public final class RefreshEngine: Service, @unchecked Sendable {
     /// Whether the first load has been scheduled (readiness waits for it).
     public let loaded = Atomic<Bool>(false)
 
-    public init(config: Config, refresher: RefreshDriver, store: any SessionStore, registry: RegistryCache, clock: any Clock, pool: RefreshPool) {
+    /// Where a failed load is reported (a database outage is one line for the whole replica);
+    /// without one, each failed load is a line of its own.
+    let outages: OutageLog?
+
+    public init(config: Config, refresher: RefreshDriver, store: any SessionStore, registry: RegistryCache, clock: any Clock, pool: RefreshPool,
+                outages: OutageLog? = nil) {
         self.config = config
+        self.outages = outages
         self.refresher = refresher
         self.store = store
         self.registry = registry
@@ -202,6 +208,10 @@ public final class RefreshEngine: Service, @unchecked Sendable {
         DispatchQueue.global().async { [self] in
             let due: [DueSession]
             do { due = try store.dueSessions(before: now.addingTimeInterval(config.horizon), limit: config.loadLimit) } catch {
+                if let outages {
+                    outages.failed(name, doing: "loading due sessions failed; the timers already armed run, the next load retries", error)
+                    return
+                }
                 refresher.events(LogLine(tenant: "", client: "", session: nil, event: RefreshEvent(
                     .warn, "engine_load_failed", "loading due sessions failed (\(error)); the timers already armed run, the next load retries")))
                 return
@@ -228,6 +238,7 @@ public final class RefreshEngine: Service, @unchecked Sendable {
                 }
             }
             loaded.store(true, ordering: .releasing)
+            outages?.passed(name)
         }
     }
 }

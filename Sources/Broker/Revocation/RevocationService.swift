@@ -143,15 +143,11 @@ public struct RevocationService: Sendable {
     }
 
     /// Delivers revocations that are due (claimed with a lease, so replicas share the work);
-    /// returns how many the IdP settled (confirmed, or found it offers no revocation).
+    /// returns how many the IdP settled (confirmed, or found it offers no revocation). A claim
+    /// that fails is thrown (the loop's OutageLog reports it).
     @discardableResult
-    public func deliverDue(limit: Int = 100) -> Int {
-        let due: [PendingRevocation]
-        do { due = try store.claimDueRevocations(now: clock.now(), lease: 60, limit: limit) } catch {
-            events(LogLine(tenant: "", client: "", session: nil, event: RefreshEvent(.warn, "store_unavailable",
-                                                                                    "claiming due revocations failed; tried again in a second")))
-            return 0
-        }
+    public func deliverDue(limit: Int = 100) throws -> Int {
+        let due = try store.claimDueRevocations(now: clock.now(), lease: 60, limit: limit)
         // The RFC 7009 calls, one per entry; failures are written back to the outbox one by one,
         // settled entries removed together.
         return settle(due.compactMap(call)).count

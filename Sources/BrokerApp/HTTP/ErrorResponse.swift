@@ -56,6 +56,10 @@ enum ErrorResponse {
         switch e {
         case .idpUnavailable(let after): after
         case .refreshBusy: 1
+        // A database restart or a failover to a standby lasts seconds, and the pool connects
+        // again at the next statement: 2 s brings a worker back soon after it ends while
+        // spreading a fleet's retries over it instead of a tight loop of 503s.
+        case .storeUnavailable: 2
         case .proxy(let r): r.retryAfter
         default: nil
         }

@@ -102,6 +102,11 @@ enum Metrics {
         gauge("tokenbroker_db_pool_in_use", "PostgreSQL connections lent out now.", db.inUse)
         gauge("tokenbroker_db_pool_waiting", "Callers waiting for a PostgreSQL connection now.", db.waiting)
         gauge("tokenbroker_db_pool_size", "The most PostgreSQL connections this replica opens (TOKENBROKER_DB_POOL_SIZE).", db.size)
+        let prepared = runtime.pool.statements
+        gauge("tokenbroker_db_prepared_statements", "Whether key lookups are prepared statements now: 1 on, 0 off (TOKENBROKER_DB_PREPARED_STATEMENTS, or turned off by a transaction pooler's answer).",
+              prepared.enabled ? 1 : 0)
+        gauge("tokenbroker_db_prepared_statements_turned_off", "1 when a transaction pooler's answer turned prepared statements off on this replica (set TOKENBROKER_DB_PREPARED_STATEMENTS=false).",
+              prepared.switchedOffByPooler ? 1 : 0)
         out += "# HELP tokenbroker_build_info The release this replica runs (always 1).\n# TYPE tokenbroker_build_info gauge\n"
         out += "tokenbroker_build_info{version=\"\(label(CLI.version))\"} 1\n"
         let process = ProcessStats.now()

@@ -51,18 +51,27 @@ public final class BrokerRuntime: Sendable {
     public let webhooks: WebhookService
     /// The outbox and sign-outs still to do, counted every 15 s (metrics).
     public let backlog: BacklogGauge
+    /// The background loops' failures, logged once per outage (not once per pass).
+    public let outages: OutageLog
     let migrator: Migrator
 
     public init(config: BrokerConfig, logger: Logger, clock: any Clock = SystemClock()) throws {
         self.config = config
         self.logger = logger
         self.clock = clock
+        outages = OutageLog(clock: clock, isOutage: Self.isStoreOutage) { event, fields in
+            logger.with(("code", event.code)).write(LogLevel(rawValue: event.level.rawValue) ?? .warn, event.message, fields)
+        }
         let sealer: any Sealer = config.sealingKeys.map { AESGCMSealer(keys: $0) } ?? MissingSealer()
-        pool = PGPool(url: config.databaseURL, size: config.databasePoolSize, prepares: config.databasePreparedStatements) { notice in
+        pool = PGPool(url: config.databaseURL, size: config.databasePoolSize, prepares: config.databasePreparedStatements, notices: { notice in
             // libpq's "WARNING:  …" / "NOTICE:  …" lines, as JSON log lines instead of raw stderr.
             let text = notice.trimmingCharacters(in: .whitespacesAndNewlines)
             text.hasPrefix("WARNING") ? logger.warn("postgresql notice", ("notice", text)) : logger.info("postgresql notice", ("notice", text))
-        }
+        }, preparesTurnedOff: { error in
+            logger.warn("PostgreSQL answered as through a transaction pooler that does not keep prepared statements: they are off on this replica "
+                            + "until it restarts; set TOKENBROKER_DB_PREPARED_STATEMENTS=false", ("code", "prepared_statements_off"),
+                        ("error", String(describing: error)))
+        })
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)
@@ -114,7 +123,7 @@ public final class BrokerRuntime: Sendable {
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout, events: Self.eventLog(logger))
         let flushBuffers = Self.flusher(audit: audit, tokens: tokens, appTokens: appTokens, sessions: sessions, auth: auth,
-                                        registryStore: registryStore, clock: clock, logger: logger)
+                                        registryStore: registryStore, clock: clock, outages: outages)
         admin = SessionAdmin(store: sessions, catalog: sessions, auditLog: audit, registry: registry, revocations: revocations, tokens: tokens,
                              feed: feed, audit: audit, clock: clock, flush: flushBuffers, events: Self.eventLog(logger))
         signouts = SignoutService(store: PostgresSignoutStore(pool: pool), revocations: revocations, registry: registry, audit: audit,
@@ -128,13 +137,21 @@ public final class BrokerRuntime: Sendable {
         sealing = ResealService(store: PostgresSealedValues(pool: pool, sealer: sealer), current: sealer.sealingKeyID)
         retention = RetentionService(store: PostgresRetentionStore(pool: pool), registry: registryStore, clock: clock, ages: config.retention)
         engine = RefreshEngine(config: config.refresh, refresher: refresher, store: sessions, registry: registry, clock: clock,
-                               pool: RefreshPool(globalCap: config.refreshConcurrency))
+                               pool: RefreshPool(globalCap: config.refreshConcurrency), outages: outages)
         backlog = BacklogGauge(store: PostgresBacklogStore(pool: pool))
         webhooks = WebhookService(store: PostgresWebhookStore(pool: pool, sealer: sealer), registry: registry,
                                   sender: HTTPWebhookSender(http: BlockingHTTP(timeout: 10), allowPrivateNetworks: config.webhookAllowPrivateNetworks), mac: { try HMACSHA256.mac(key: $0, $1) },
                                   audit: audit, clock: clock, allowHTTP: config.webhookAllowHTTP,
                                   retry: RetryPolicy(base: 1, cap: config.webhookRetryCap), events: Self.eventLog(logger))
         migrator = try Migrator(directory: config.migrationsDirectory ?? Self.findMigrations())
+    }
+
+    /// Whether a loop's error means the database is unavailable (every loop then shares one
+    /// outage in the log) rather than a fault of that loop's own.
+    @Sendable static func isStoreOutage(_ error: any Error) -> Bool {
+        if let e = error as? PGError { return e.isConnectionError || e.sqlstate == "08001" }
+        if case .storeUnavailable? = error as? BrokerError { return true }
+        return false
     }
 
     /// Applies pending migrations; returns the versions applied.
@@ -186,14 +203,16 @@ public final class BrokerRuntime: Sendable {
     var shutdownBudget: TimeInterval { ListenerService.grace + config.refreshPatience }
 
     /// The background loops, each on a thread of its own so that a long pass never holds up
-    /// another. A failed pass is one warning line, tried again next time.
+    /// another. A failed pass is tried again next time; the log says when a loop begins to fail
+    /// and when it passes again (OutageLog: one database outage is one line, however many loops
+    /// find it). Every pass but an idle flush reaches the database, so any loop's success
+    /// proves it back; the flusher reports its own writes.
     private static func loops(_ rt: BrokerRuntime) -> [BackgroundLoop] {
-        let log = rt.logger
+        let outages = rt.outages
         func loop(_ name: String, every seconds: TimeInterval, first: TimeInterval? = nil, _ failure: String,
                   _ work: @escaping @Sendable () throws -> Bool) -> BackgroundLoop {
-            BackgroundLoop(name, every: seconds, first: first, failed: { error in
-                log.warn(failure, ("loop", name), ("error", String(describing: error)))
-            }, work: work)
+            BackgroundLoop(name, every: seconds, first: first, failed: { error in outages.failed(name, doing: failure, error) },
+                           passed: { if name != "flush" { outages.passed(name) } }, work: work)
         }
         let flush = rt.flushBuffers, logins = rt.logins, replays = rt.replays, clock = rt.clock, retention = rt.retention
         let sealing = rt.sealing, revocations = rt.revocations, tokens = rt.tokens, signouts = rt.signouts, backlog = rt.backlog
@@ -215,7 +234,7 @@ public final class BrokerRuntime: Sendable {
             },
             loop("backlog", every: 15, first: 1, "counting the backlog failed") { try backlog.count(); return false },
             // Revocations the IdP has not confirmed yet, from every replica's outbox share.
-            loop("revoker", every: 1, "delivering revocations failed") { revocations.deliverDue() > 0 },
+            loop("revoker", every: 1, "delivering revocations failed") { try revocations.deliverDue() > 0 },
             // IdP answers whose write the database did not take: written as soon as it is back.
             loop("pending-answers", every: 0.5, "writing kept IdP answers failed") { refresher.retryPendingAnswers(); return false },
             // Bulk sign-out items, shared with every replica through FOR UPDATE SKIP LOCKED.
@@ -233,30 +252,28 @@ public final class BrokerRuntime: Sendable {
 
     private var flushBuffers: @Sendable () -> Void {
         Self.flusher(audit: audit, tokens: tokens, appTokens: appTokens, sessions: sessions, auth: auth, registryStore: registryStore, clock: clock,
-                     logger: logger)
+                     outages: outages)
     }
 
-    /// Writes the buffers; a failed write of marks is logged (the marks of that flush are lost:
-    /// last_used_at is a hint, a later use marks it again).
+    /// Writes the buffers; a failed write of marks is reported to `outages` as a failed pass of
+    /// the loop "flush", a write that succeeded as a passed one (an idle flush reaches no
+    /// database, so it proves nothing). The marks of a failed flush are lost: last_used_at is a
+    /// hint, a later use marks it again.
     private static func flusher(audit: PostgresAuditSink, tokens: TokenService, appTokens: AppTokenService, sessions: PostgresSessionStore, auth: Authenticator,
-                                registryStore: PostgresRegistryStore, clock: any Clock, logger: Logger) -> @Sendable () -> Void {
+                                registryStore: PostgresRegistryStore, clock: any Clock, outages: OutageLog) -> @Sendable () -> Void {
         { [clock] in
             audit.flush()
+            // `body` answers whether it wrote anything (an empty buffer reaches no database).
+            func write(_ what: String, _ body: () throws -> Bool) {
+                do {
+                    if try body() { outages.passed("flush") }
+                } catch { outages.failed("flush", doing: what, error) }
+            }
             let uses = tokens.usage.drain()
-            if !uses.isEmpty {
-                do { try sessions.touch(uses) } catch {
-                    logger.warn("writing last_used_at failed", ("sessions", String(uses.count)), ("error", String(describing: error)))
-                }
-            }
-            do { try appTokens.flushUses() } catch {
-                logger.warn("writing app tokens' last use failed", ("error", String(describing: error)))
-            }
+            if !uses.isEmpty { write("writing last_used_at failed") { try sessions.touch(uses); return true } }
+            write("writing app tokens' last use failed") { try appTokens.flushUses() > 0 }
             let keys = auth.drainUsed()
-            if !keys.isEmpty {
-                do { try registryStore.touchAPIKeys(keys, at: clock.now()) } catch {
-                    logger.warn("writing API keys' last use failed", ("count", String(keys.count)), ("error", String(describing: error)))
-                }
-            }
+            if !keys.isEmpty { write("writing API keys' last use failed") { try registryStore.touchAPIKeys(keys, at: clock.now()); return true } }
         }
     }
 

@@ -40,7 +40,8 @@ public struct Logger: Sendable {
 
     /// Fields whose values are numbers (counts, durations, statuses, sizes).
     static let numeric: Set<String> = ["status", "ms", "count", "attempts", "total", "revoked", "failed", "deleted", "pending",
-                                       "pid", "retry_after", "bytes", "sessions", "due", "loaded", "version"]
+                                       "pid", "retry_after", "bytes", "sessions", "due", "loaded", "version",
+                                       "failures", "seconds"]
     /// The longest value written (a 20,000-character path is cut, its length said).
     static let maxValue = 512
 
