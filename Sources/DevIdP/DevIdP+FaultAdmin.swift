@@ -56,6 +56,7 @@ extension DevIdP {
             if let par = o["par"] as? String, ["off", "on", "required"].contains(par) { s.settings.par = par }
             if let on = o["dpop_nonce"] as? Bool { s.settings.dpopNonce = on; s.dpopNonce = DevIdPState.newNonce() }
             if let on = o["resource_nonce"] as? Bool { s.settings.resourceNonce = on; s.dpopNonce = DevIdPState.newNonce() }
+            if let on = o["glewlwyd_nonce"] as? Bool { s.settings.glewlwydNonce = on }
             if let on = o["fapi2"] as? Bool { s.settings.fapi2 = on }
             if o["id_token_signing_alg_values_supported"] != nil {
                 s.settings.idTokenAlgorithms = o["id_token_signing_alg_values_supported"] as? [String]
@@ -64,7 +65,7 @@ extension DevIdP {
         }
         return json(200, ["introspection": now.introspection, "revocation": now.revocation, "kill_old_access_tokens": now.killOldAccessTokens,
                           "iss_parameter": now.issParameter, "par": now.par, "dpop_nonce": now.dpopNonce,
-                          "resource_nonce": now.resourceNonce, "fapi2": now.fapi2])
+                          "resource_nonce": now.resourceNonce, "glewlwyd_nonce": now.glewlwydNonce, "fapi2": now.fapi2])
     }
 
     /// The request's JSON object body, or nil (not JSON: the caller answers 400).

@@ -43,7 +43,7 @@ extension DevIdP {
             return json(401, ["error": "invalid_token"], ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
         }
         state.withLock { $0.stats[client, default: .init()].userinfo += 1 }
-        return json(200, ["sub": sub, "email": sub + "@example.test", "email_verified": true])
+        return withClientNonce(json(200, ["sub": sub, "email": sub + "@example.test", "email_verified": true]), client)
     }
 
     /// Ends the IdP-side session named by `id_token_hint` (which does not revoke refresh
