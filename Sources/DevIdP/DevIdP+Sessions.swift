@@ -10,7 +10,7 @@ extension DevIdP {
         guard state.withLock({ $0.settings.revocation }) else { return .now(json(404, ["error": "not_found"])) }
         let form = FormEncoding.decode(req.body)
         guard let clientID = authenticate(req, form) else { return .now(json(401, ["error": "invalid_client"])) }
-        let process: @Sendable () -> HTTPResponse = { [self] in revoked(form["token"], clientID: clientID) }
+        let process: @Sendable () -> HTTPResponse = { [self] in withClientNonce(revoked(form["token"], clientID: clientID), clientID) }
         if let f = state.withLock({ $0.takeFailure("revoke") }) { return reply(under: f, process) }
         return .now(process())
     }
