@@ -4,7 +4,7 @@ import Synchronization
 
 /// ServerNonces holds each client's current DPoP nonce at its authorization server (RFC 9449
 /// §8): one per (tenant, client), shared by every endpoint of that server the broker calls —
-/// token, pushed authorization request, revocation — and by every replica. A nonce is learned
+/// token, pushed authorization request, revocation, userinfo — and by every replica. A nonce is learned
 /// from any answer's `DPoP-Nonce`, success or refusal; a new one is written to the store (only
 /// when it differs) and announced on the change feed, so that another replica's next proof
 /// carries it without a refused round trip of its own. A replica reads the store on a client's

@@ -79,7 +79,8 @@ extension LoginService {
         }
         let grant: TokenGrant
         do { grant = try endpoint.exchangeCode(client: client, code: code, verifier: login.verifier, dpop: proof) } catch {
-            return try self.refuse(login, Self.refusal(error, sentProof: proof != nil), now)
+            // The log line names the refusal without the IdP's description (`TokenEndpointError.reason`).
+            return try self.refuse(login, Self.refusal(error, sentProof: proof != nil), now, logged: error.reason)
         }
         guard client.descriptor.kind == .oidc else {
             // A plain OAuth 2.0 provider: no ID token; the user's id from the answer or a "who am I" call.
@@ -166,10 +167,11 @@ extension LoginService {
         (try? directory.current(source, trustAnchors: trustAnchors, now: now))?.issParameterSupported != false
     }
 
-    /// Audits a refused callback and throws the refusal.
-    private func refuse(_ login: PendingLogin, _ e: BrokerError, _ now: Date) throws -> Completion {
+    /// Audits a refused callback and throws the refusal; the log line says `logged` when given
+    /// (the refusal without what only its caller may read), else the refusal's message.
+    private func refuse(_ login: PendingLogin, _ e: BrokerError, _ now: Date, logged: String? = nil) throws -> Completion {
         events(LogLine(tenant: login.tenant, client: login.client, session: nil,
-                       event: RefreshEvent(.warn, e.code, "login refused: \(e.message)")))
+                       event: RefreshEvent(.warn, e.code, "login refused: \(logged ?? e.message)")))
         audit.record(AuditEvent(at: now, actor: "callback", action: .loginComplete, tenant: login.tenant, session: nil, outcome: e.code))
         throw e
     }
