@@ -44,8 +44,10 @@ extension DevIdP {
     /// `{"introspection"?: bool, "kill_old_access_tokens"?: bool, "iss_parameter"?: bool}`: switches RFC 7662
     /// introspection (default on; off: no `introspection_endpoint` in discovery and 404 at
     /// /introspect) and the killing of a family's earlier access tokens at each rotation
-    /// (default off), and RFC 9207 `iss` in authorization responses and discovery (default on).
-    /// Answers the settings now in force, in the same shape.
+    /// (default off), and RFC 9207 `iss` in authorization responses and discovery (default on);
+    /// `glewlwyd_nonce`: DPoP nonces one per client for token, PAR and userinfo, PAR refusing a
+    /// proof without it with 403 and no `DPoP-Nonce` (DevIdP+DPoP). Answers the settings now in
+    /// force, in the same shape.
     func changeSettings(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = req.body.isEmpty ? [:] : Self.object(req) else { return json(400, ["error": "invalid_request"]) }
         let now = state.withLock { s -> DevIdPState.Settings in
