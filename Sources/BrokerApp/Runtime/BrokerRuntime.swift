@@ -54,6 +54,8 @@ public final class BrokerRuntime: Sendable {
     /// The background loops' failures, logged once per outage (not once per pass).
     public let outages: OutageLog
     let migrator: Migrator
+    /// Clients' DPoP nonces at their authorization servers, forgotten as the change feed says.
+    let serverNonces: ServerNonces
 
     public init(config: BrokerConfig, logger: Logger, clock: any Clock = SystemClock()) throws {
         self.config = config
@@ -87,7 +89,10 @@ public final class BrokerRuntime: Sendable {
         let digest = OpenSSLDigest()
         let directory = IssuerMetadataCache(http: http)
         let assertionKeys = AssertionKeys(registry: registry, digest: digest, keys: OpenSSLPrivateKeys())
-        let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys) { client in
+        // One DPoP nonce per client at its authorization server, shared by the fleet.
+        let nonces = ServerNonces(store: PostgresDPoPNonceStore(pool: pool), feed: feed)
+        serverNonces = nonces
+        let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys, nonces: nonces) { client in
             try registry.clientSecret(tenant: client.tenant, id: client.id, now: clock.now())
         }
         jwks = JWKSCache(http: http, directory: directory)
@@ -177,8 +182,10 @@ public final class BrokerRuntime: Sendable {
     /// (a running pass finishes), queued work runs, the feed stops.
     func services(listeners: [ListenerService]) -> ServiceGroup {
         let tokens = self.tokens, registry = self.registry, auth = self.auth, engine = self.engine, circuits = self.refresher.circuits
+        let nonces = serverNonces
         let follower = ChangeFollower(feed: feed) { change in
             tokens.forget(change)
+            nonces.forget(change)
             registry.forget(change)
             circuits.forget(change)
             auth.forget(change)
