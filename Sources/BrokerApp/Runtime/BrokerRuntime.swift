@@ -222,7 +222,7 @@ public final class BrokerRuntime: Sendable {
                            passed: { if name != "flush" { outages.passed(name) } }, work: work)
         }
         let flush = rt.flushBuffers, logins = rt.logins, replays = rt.replays, clock = rt.clock, retention = rt.retention
-        let sealing = rt.sealing, revocations = rt.revocations, tokens = rt.tokens, signouts = rt.signouts, backlog = rt.backlog
+        let sealing = rt.sealing, revocations = rt.revocations, signouts = rt.signouts, backlog = rt.backlog
         let webhooks = rt.webhooks, refresher = rt.refresher
         return [
             // Audit events, last_used_at marks and key usage, four times a second.
