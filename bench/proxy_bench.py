@@ -99,6 +99,12 @@ def proxy_bench(env, op, idp):
     plain.write_text("")
     ngx_workers = b.children(int((work / "proxy.pid").read_text()))
     b.wrk(via_broker + "item.json", str(script))   # warm-up
+    if os.environ.get("BENCH_PROXY_PERF"):   # a profile of the broker under this load, then stop
+        perf = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(served.pid), "-o", os.environ["BENCH_PROXY_PERF"]])
+        b.wrk(via_broker + "item.json", str(script))
+        perf.send_signal(2)
+        perf.wait()
+        return {}
     rounds = []
     for _ in range(b.ROUNDS):
         t = b.wrk(via_broker + "item.json", str(script), [served.pid])

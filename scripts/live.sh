@@ -21,7 +21,7 @@ for _ in $(seq 100); do curl -sf $LIVE_BROKER/healthz >/dev/null && curl -sf $LI
 
 live_op=$("$live_bin/tokenbroker" apikey create --role operator --name "$live_name-operator" --all-tenants)
 LIVE_KEY=$(curl -sf -XPOST $LIVE_BROKER/v1/apikeys -H "Authorization: Bearer $live_op" \
-  -d "{\"name\":\"$live_name\",\"roles\":[\"worker\",\"admin\",\"enrol\",\"operator\"],\"tenants\":[\"*\"]}" | live_json '["key"]')
+  -d "{\"name\":\"$live_name\",\"roles\":[\"worker\",\"admin\",\"enrol\",\"operator\",\"proxy\"],\"tenants\":[\"*\"]}" | live_json '["key"]')
 export LIVE_KEY
 # A fresh tenant with a client "app" (at the IdP: LIVE_IDP_CLIENT): a test's own, so that the
 # IdP failures another test caused (the client's circuit in the broker stays open for a

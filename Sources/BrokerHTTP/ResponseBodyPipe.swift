@@ -28,10 +28,18 @@ public final class ResponseBodyPipe: ByteSink, @unchecked Sendable {
     private var watch: ConnectionDeadlines.Watch?
     private var stallNanoseconds: UInt64 = 0
 
+    /// `bound`: the most held at once; a known `length` below it is all the ring ever holds (a
+    /// small answer costs a small buffer, not a zeroed quarter megabyte).
     public init(length: Int?, bound: Int = 256 * 1024) {
         self.length = length
-        self.bound = max(bound, 4096)
-        ring = [UInt8](repeating: 0, count: self.bound)
+        let most = max(bound, 4096)
+        self.bound = length.map { min(max($0, 1), most) } ?? most
+        ring = Self.uninitialized(self.bound)
+    }
+
+    /// Storage for a ring, not zeroed: every byte is written before it is read.
+    static func uninitialized(_ n: Int) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: n) { _, count in count = n }
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) -> Bool {

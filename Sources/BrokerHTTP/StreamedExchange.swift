@@ -43,8 +43,9 @@ final class StreamedExchange: ByteSource, @unchecked Sendable {
         self.connection = connection
         self.length = length
         self.limit = limit
-        self.bound = bound
-        ring = hasBody ? [UInt8](repeating: 0, count: bound) : []
+        // A body of known length below the bound needs no more room than itself.
+        self.bound = length.map { min(max($0, 1), bound) } ?? bound
+        ring = hasBody ? ResponseBodyPipe.uninitialized(self.bound) : []
         if !hasBody { ended = true }
     }
 

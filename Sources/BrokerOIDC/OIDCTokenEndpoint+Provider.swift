@@ -21,6 +21,9 @@ extension OIDCTokenEndpoint {
         } catch {
             throw Self.transport(error, "userinfo")
         }
+        // The issuer's own userinfo endpoint shares its nonce (glewlwyd's does); a provider's
+        // "who am I" API is a resource server, whose nonces are not the authorization server's.
+        if named == nil, let n = reply.dpopNonce { nonces.learn(n, from: .userinfo, client: client, now: clock.now()) }
         if reply.status >= 500 || reply.status == 429 { throw .transient(reason: "userinfo: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
         guard reply.status == 200 else { throw .invalidResponse("userinfo: HTTP \(reply.status) for the new access token") }
         guard let doc = try? JSONSerialization.jsonObject(with: reply.body), let id = source.pointer.text(in: doc), !id.isEmpty, id.utf8.count <= 255 else {

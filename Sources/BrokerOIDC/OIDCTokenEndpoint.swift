@@ -18,12 +18,14 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     private let secret: SecretSource
     private let assertions: (any ClientAssertionSigner)?
     let clock: any Clock
-    /// The last `DPoP-Nonce` each endpoint sent (RFC 9449 §8.2): the next proof carries it, so
-    /// that an IdP that wants nonces asks again only when it rotates them.
-    private let nonces = DPoPNonces()
+    /// Each client's current DPoP nonce at its authorization server (RFC 9449 §8): the next
+    /// proof to any of its endpoints carries it, so that a server that wants nonces asks again
+    /// only when it changes them — once for the fleet.
+    public let nonces: ServerNonces
 
     public init(http: BlockingHTTP, metadata: any IssuerDirectory, clock: any Clock, assertions: (any ClientAssertionSigner)? = nil,
-                secret: @escaping SecretSource) {
+                nonces: ServerNonces = ServerNonces(), secret: @escaping SecretSource) {
+        self.nonces = nonces
         self.http = http
         self.metadata = metadata
         self.secret = secret
@@ -37,9 +39,12 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         -> TokenGrant {
         let meta = try metadata.metadata(for: client, now: clock.now())
         return try rereadingIfGone(client) { () throws(TokenEndpointError) in
-            try TokenResponse.parse(call(client, meta.tokenEndpoint, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
-                                            + client.descriptor.tokenRequest.refreshParams.map { ($0.name, $0.value) },
-                                         timeout: patience, once: true, dpop: dpop), TokenResponse.Reading(client.descriptor, subject: false))
+            let (reply, context) = try call(client, meta.tokenEndpoint, .token, [("grant_type", "refresh_token"), ("refresh_token", refreshToken)]
+                                                + client.descriptor.tokenRequest.refreshParams.map { ($0.name, $0.value) },
+                                            timeout: patience, once: true, dpop: dpop)
+            return try told(context) { () throws(TokenEndpointError) in
+                try TokenResponse.parse(reply, TokenResponse.Reading(client.descriptor, subject: false))
+            }
         }
     }
 
@@ -53,7 +58,10 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         if let r = ask.resource { form.append(("resource", r)) }
         if let a = ask.audience { form.append(("audience", a)) }
         return try rereadingIfGone(client) { () throws(TokenEndpointError) in
-            try TokenResponse.parse(call(client, meta.tokenEndpoint, form, dpop: dpop), TokenResponse.Reading(client.descriptor, subject: false))
+            let (reply, context) = try call(client, meta.tokenEndpoint, .token, form, dpop: dpop)
+            return try told(context) { () throws(TokenEndpointError) in
+                try TokenResponse.parse(reply, TokenResponse.Reading(client.descriptor, subject: false))
+            }
         }
     }
 
@@ -77,7 +85,8 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         var form = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", client.redirectURI)]
         if client.descriptor.authorization.pkce { form.append(("code_verifier", verifier)) }
         form += client.descriptor.tokenRequest.params.map { ($0.name, $0.value) }
-        return try TokenResponse.parse(call(client, meta.tokenEndpoint, form, once: true, dpop: dpop), TokenResponse.Reading(client.descriptor, subject: true))
+        let (reply, context) = try call(client, meta.tokenEndpoint, .token, form, once: true, dpop: dpop)
+        return try told(context) { () throws(TokenEndpointError) in try TokenResponse.parse(reply, TokenResponse.Reading(client.descriptor, subject: true)) }
     }
 
     /// RFC 7662 §2.1-2.2 with the client's authentication: nil when the issuer advertises no
@@ -85,7 +94,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     public func introspect(client: ClientRegistration, token: String, hint: String) throws(TokenEndpointError) -> Bool? {
         let meta = try metadata.metadata(for: client, now: clock.now())
         guard let endpoint = meta.introspectionEndpoint else { return nil }
-        let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
+        let reply = try call(client, endpoint, .introspection, [("token", token), ("token_type_hint", hint)]).reply
         guard reply.status == 200 else { throw .transient(reason: "introspection endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter) }
         guard let doc = try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any], let active = doc["active"] as? Bool else {
             throw .invalidResponse("introspection endpoint: no active member")
@@ -100,7 +109,10 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         -> (requestURI: String, expiresIn: Int) {
         let meta = try metadata.metadata(for: client, now: clock.now())
         guard let endpoint = meta.pushedAuthorizationRequestEndpoint else { throw .metadata("discovery: no pushed_authorization_request_endpoint") }
-        return try rereadingIfGone(client) { () throws(TokenEndpointError) in try pushed(call(client, endpoint, parameters, dpop: dpop)) }
+        return try rereadingIfGone(client) { () throws(TokenEndpointError) in
+            let (reply, context) = try call(client, endpoint, .pushedAuthorizationRequest, parameters, dpop: dpop)
+            return try told(context) { () throws(TokenEndpointError) in try pushed(reply) }
+        }
     }
 
     /// A PAR answer read (RFC 9126 §2.2, §2.3).
@@ -128,8 +140,8 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         if let r = ask.resource { form.append(("resource", r)) }
         if !ask.scopes.isEmpty { form.append(("scope", ask.scopes.joined(separator: " "))) }
         if let actorToken { form += [("actor_token", actorToken), ("actor_token_type", TokenExchange.jwtTokenType)] }
-        let reply = try call(client, meta.tokenEndpoint, form, dpop: dpop)
-        let grant = try TokenResponse.parse(reply)
+        let (reply, context) = try call(client, meta.tokenEndpoint, .token, form, dpop: dpop)
+        let grant = try told(context) { () throws(TokenEndpointError) in try TokenResponse.parse(reply) }
         guard let type = (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["issued_token_type"] as? String,
               !type.isEmpty else { throw .invalidResponse("token endpoint: a token exchange answer without issued_token_type") }
         return ExchangedToken(grant: grant, issuedTokenType: type)
@@ -153,12 +165,13 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         }
         let meta = try metadata.metadata(for: client, now: clock.now())
         guard let endpoint = meta.revocationEndpoint else { return .unsupported }
-        let reply = try call(client, endpoint, [("token", token), ("token_type_hint", hint)])
+        let (reply, context) = try call(client, endpoint, .revocation, [("token", token), ("token_type_hint", hint)])
         if reply.status == 200 { return .revoked }
         if reply.status >= 500 || reply.status == 429 {
             throw .transient(reason: "revocation endpoint: HTTP \(reply.status)", retryAfter: reply.retryAfter)
         }
-        _ = try TokenResponse.parse(reply, endpoint: "revocation endpoint")   // an RFC 6749 §5.2 error, kept as it came
+        // An RFC 6749 §5.2 error, kept as it came.
+        _ = try told(context) { () throws(TokenEndpointError) in try TokenResponse.parse(reply, endpoint: "revocation endpoint") }
         throw .invalidResponse("revocation endpoint: HTTP \(reply.status)")
     }
 
@@ -183,31 +196,53 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         return s + (s.contains("?") ? "&" : "?") + FormEncoding.body(query)
     }
 
-    /// POSTs a form with the client's authentication and, with `dpop`, a proof carrying the
-    /// endpoint's last nonce. A `use_dpop_nonce` refusal with a new nonce (RFC 9449 §8) is
-    /// answered once more with it: the IdP refused before looking at the grant.
-    private func call(_ client: ClientRegistration, _ endpoint: URL, _ fields: [(String, String)], timeout: TimeInterval? = nil,
-                      once: Bool = false, dpop: DPoPProof? = nil) throws(TokenEndpointError) -> BlockingHTTP.Reply {
-        guard let dpop else { return try post(client, endpoint, fields, timeout: timeout, once: once, proof: nil) }
+    /// POSTs a form to one of the client's authorization server endpoints (`kind`) with the
+    /// client's authentication and, with `dpop`, a proof carrying the client's current nonce at
+    /// that server (`ServerNonces`: one for all its endpoints and replicas). Every answer's
+    /// `DPoP-Nonce` is learned. A proof refusal is sent once more when the broker now holds
+    /// another nonce (`DPoPNonceRetry`, RFC 9449 §8): the server refused before looking at the
+    /// grant. The answer comes with what the request carried, for a refusal's report.
+    func call(_ client: ClientRegistration, _ endpoint: URL, _ kind: IdPEndpoint, _ fields: [(String, String)], timeout: TimeInterval? = nil,
+              once: Bool = false, dpop: DPoPProof? = nil) throws(TokenEndpointError) -> (reply: BlockingHTTP.Reply, context: RefusalContext) {
+        guard let dpop else {
+            let reply = try post(client, endpoint, fields, timeout: timeout, once: once, proof: nil)
+            if let n = reply.dpopNonce { nonces.learn(n, from: kind, client: client, now: clock.now()) }
+            return (reply, RefusalContext(endpoint: kind, proof: false, nonceFrom: nil))
+        }
         let target = endpoint.absoluteString
-        func send(_ nonce: String?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
+        func send(_ nonce: ServerNonce?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
             // A proof the cryptography library fails to sign is a request never sent.
             let proof: String
-            do { proof = try dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: nonce) } catch {
+            do { proof = try dpop.make(htm: "POST", htu: target, at: clock.now(), nonce: nonce?.value) } catch {
                 throw .notSent("the DPoP proof could not be signed (\((error as? CryptoFailure)?.operation ?? "encoding"))")
             }
             let reply = try post(client, endpoint, fields, timeout: timeout, once: once, proof: proof)
-            if let n = reply.dpopNonce { nonces[target] = n }
+            if let n = reply.dpopNonce { nonces.learn(n, from: kind, client: client, now: clock.now()) }
             return reply
         }
-        let sent = nonces[target]
+        let sent = nonces.current(for: client)
         let reply = try send(sent)
-        // A body that is not JSON is no use_dpop_nonce refusal: it is returned, and its caller says what it is.
-        guard reply.status == 400, let n = reply.dpopNonce, n != sent,
-              (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["error"] as? String == "use_dpop_nonce" else {
-            return reply
+        let held = nonces.current(for: client)
+        // A body that is not JSON carries no error code: it is returned, and its caller says what it is.
+        let error = (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["error"] as? String
+        guard DPoPNonceRetry.resend(status: reply.status, error: error, sent: sent?.value, held: held?.value, resent: false) != nil else {
+            return (reply, RefusalContext(endpoint: kind, proof: true, nonceFrom: sent?.learnedFrom))
         }
-        return try send(n)
+        return (try send(held), RefusalContext(endpoint: kind, proof: true, nonceFrom: held?.learnedFrom, resent: true))
+    }
+
+    /// Runs `body` (reading an answer); a refusal it raises names `context`: the endpoint, and
+    /// whether a proof and a nonce were sent.
+    func told<T>(_ context: RefusalContext, _ body: () throws(TokenEndpointError) -> T) throws(TokenEndpointError) -> T {
+        do { return try body() } catch {
+            switch error {
+            case .oauth(var o):
+                o.context = context
+                throw .oauth(o)
+            case .refused(let status, let reason): throw .refused(status: status, reason: reason + " " + context.summary)
+            default: throw error
+            }
+        }
     }
 
     /// One POST of the form with the client's authentication; transport failures become TokenEndpointError.

@@ -170,6 +170,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         case .tenant(let t): "t|\(t)"
         case .subject(let t, let client, let subject): "u|\(t)|\(client)|\(subject)"
         case .endUser(let t, let client, let endUser): "e|\(t)|\(client)|\(endUser)"
+        case .dpopNonce(let t, let client): "d|\(t)|\(client)"
         case .resync: "r"
         case .scheduled(let t, let id, let client, let at, let v):
             "n|\(t)|\(id)|\(client)|\(at.map { String($0.timeIntervalSince1970) } ?? "")|\(v.map { String($0) } ?? "")"
@@ -198,6 +199,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         case ("t", 2): return .tenant(f[1])
         case ("u", 4): return .subject(tenant: f[1], client: f[2], subject: f[3])
         case ("e", 4): return .endUser(tenant: f[1], client: f[2], endUser: f[3])
+        case ("d", 3): return .dpopNonce(tenant: f[1], client: f[2])
         case ("r", 1): return .resync
         case ("n", 5), ("n", 6):
             return .scheduled(tenant: f[1], id: f[2], client: f[3], at: Double(f[4]).map { Date(timeIntervalSince1970: $0) },

@@ -7,7 +7,8 @@ import Foundation
 /// token endpoint bind the tokens issued (`cnf.jkt`, `token_type: DPoP`) and must keep the
 /// family's key; the protected resource (DevIdP+ResourceAuth) accepts a bound token only with a
 /// fresh proof of its key for that request (`htm`, `htu`, `ath`, unused `jti`). Nonces (§8, §9)
-/// are switched on per endpoint by `POST /admin/settings {"dpop_nonce": bool, "resource_nonce": bool}`.
+/// are switched on per endpoint by `POST /admin/settings {"dpop_nonce": bool, "resource_nonce": bool}`,
+/// or glewlwyd's way by `{"glewlwyd_nonce": true}`: one nonce per client for token, PAR and userinfo.
 extension DevIdP {
     /// What a proof check found: the key's thumbprint, or the answer refusing the request.
     enum ProofCheck {
@@ -19,7 +20,8 @@ extension DevIdP {
 
     /// Checks the request's `DPoP` header for `htm` and `path` at the issuer the request was
     /// addressed to (§4.3).
-    func checkProof(_ req: HTTPRequest, path: String, accessToken: String?, nonceRequired: Bool) -> ProofCheck {
+    /// `expected`: the nonce required instead of the server-wide one (glewlwyd mode's client's).
+    func checkProof(_ req: HTTPRequest, path: String, accessToken: String?, nonceRequired: Bool, expected: String? = nil) -> ProofCheck {
         guard let proof = req.header("dpop") else { return .none }
         let parts = proof.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let h = Base64URL.decode(String(parts[0])), let p = Base64URL.decode(String(parts[1])),
@@ -55,7 +57,7 @@ extension DevIdP {
             s.dpopJTIs = s.dpopJTIs.filter { $0.value > now - 120 }
             let used = s.dpopJTIs[jti] != nil
             s.dpopJTIs[jti] = now
-            return (used, s.dpopNonce)
+            return (used, expected ?? s.dpopNonce)
         }
         guard !fresh.used else { return .refused(code: "invalid_dpop_proof", why: "jti replayed") }
         if nonceRequired, claims["nonce"] as? String != fresh.nonce {
@@ -63,6 +65,32 @@ extension DevIdP {
             return .nonceNeeded(fresh.nonce)
         }
         return .valid(jkt: Base64URL.encode(DevIdPCrypto.sha256(jwk.thumbprintInput)))
+    }
+
+    /// In glewlwyd mode, the client's nonce (made on first use); otherwise nil.
+    func glewlwydNonce(_ clientID: String) -> String? {
+        state.withLock { s in s.settings.glewlwydNonce ? s.clientNonce(clientID) : nil }
+    }
+
+    /// `r` with the client's current nonce in `DPoP-Nonce` when glewlwyd mode is on: glewlwyd
+    /// sends it on its answers, successes included.
+    func withClientNonce(_ r: HTTPResponse, _ clientID: String) -> HTTPResponse {
+        guard let n = glewlwydNonce(clientID), !r.headers.contains(where: { $0.name == "DPoP-Nonce" }) else { return r }
+        var r = r
+        r.headers.append((name: "DPoP-Nonce", value: n))
+        return r
+    }
+
+    /// `POST /admin/dpop-nonce/rotate {"client_id"?}`: glewlwyd mode's nonce changes, for one
+    /// client or all; answers how many changed.
+    func rotateClientNonces(_ req: HTTPRequest) -> HTTPResponse {
+        let client = (req.body.isEmpty ? [:] : Self.object(req) ?? [:])["client_id"] as? String
+        let n = state.withLock { s -> Int in
+            let ids = client.map { [$0] } ?? Array(s.clientNonces.keys)
+            for id in ids { s.clientNonces[id] = DevIdPState.newNonce() }
+            return ids.count
+        }
+        return json(200, ["rotated": n])
     }
 
     /// The token endpoint's refusal of a proof (§5, §8): 400, the nonce in `DPoP-Nonce`.

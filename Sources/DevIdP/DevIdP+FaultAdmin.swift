@@ -44,8 +44,10 @@ extension DevIdP {
     /// `{"introspection"?: bool, "kill_old_access_tokens"?: bool, "iss_parameter"?: bool}`: switches RFC 7662
     /// introspection (default on; off: no `introspection_endpoint` in discovery and 404 at
     /// /introspect) and the killing of a family's earlier access tokens at each rotation
-    /// (default off), and RFC 9207 `iss` in authorization responses and discovery (default on).
-    /// Answers the settings now in force, in the same shape.
+    /// (default off), and RFC 9207 `iss` in authorization responses and discovery (default on);
+    /// `glewlwyd_nonce`: DPoP nonces one per client for token, PAR and userinfo, PAR refusing a
+    /// proof without it with 403 and no `DPoP-Nonce` (DevIdP+DPoP). Answers the settings now in
+    /// force, in the same shape.
     func changeSettings(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = req.body.isEmpty ? [:] : Self.object(req) else { return json(400, ["error": "invalid_request"]) }
         let now = state.withLock { s -> DevIdPState.Settings in
@@ -56,6 +58,7 @@ extension DevIdP {
             if let par = o["par"] as? String, ["off", "on", "required"].contains(par) { s.settings.par = par }
             if let on = o["dpop_nonce"] as? Bool { s.settings.dpopNonce = on; s.dpopNonce = DevIdPState.newNonce() }
             if let on = o["resource_nonce"] as? Bool { s.settings.resourceNonce = on; s.dpopNonce = DevIdPState.newNonce() }
+            if let on = o["glewlwyd_nonce"] as? Bool { s.settings.glewlwydNonce = on }
             if let on = o["fapi2"] as? Bool { s.settings.fapi2 = on }
             if o["id_token_signing_alg_values_supported"] != nil {
                 s.settings.idTokenAlgorithms = o["id_token_signing_alg_values_supported"] as? [String]
@@ -64,7 +67,7 @@ extension DevIdP {
         }
         return json(200, ["introspection": now.introspection, "revocation": now.revocation, "kill_old_access_tokens": now.killOldAccessTokens,
                           "iss_parameter": now.issParameter, "par": now.par, "dpop_nonce": now.dpopNonce,
-                          "resource_nonce": now.resourceNonce, "fapi2": now.fapi2])
+                          "resource_nonce": now.resourceNonce, "glewlwyd_nonce": now.glewlwydNonce, "fapi2": now.fapi2])
     }
 
     /// The request's JSON object body, or nil (not JSON: the caller answers 400).

@@ -12,7 +12,14 @@ extension DevIdP {
         guard state.withLock({ $0.settings.par != "off" || $0.settings.fapi2 }) else { return json(404, ["error": "not_found"]) }
         var form = FormEncoding.decode(req.body)
         guard let clientID = authenticate(req, form) else { return json(401, ["error": "invalid_client"]) }
-        let check = checkProof(req, path: "/par", accessToken: nil, nonceRequired: false)
+        let glewlwyd = glewlwydNonce(clientID)
+        let check = checkProof(req, path: "/par", accessToken: nil, nonceRequired: glewlwyd != nil, expected: glewlwyd)
+        // glewlwyd's PAR: a proof without the client's current nonce is 403 invalid_dpop_proof,
+        // and the nonce is not sent (the client must have learned it from another endpoint).
+        if case .nonceNeeded = check {
+            state.withLock { $0.stats[clientID, default: .init()].dpopRefusals += 1 }
+            return json(403, ["error": "invalid_dpop_proof", "error_description": "Invalid DPoP nonce"])
+        }
         if let refusal = tokenRefusal(check) { return refusal }
         if case .valid(let jkt) = check {
             guard form["dpop_jkt"] == nil || form["dpop_jkt"] == jkt else {
@@ -31,6 +38,6 @@ extension DevIdP {
         var parameters = form.filter { !["client_secret", "client_assertion", "client_assertion_type"].contains($0.key) }
         parameters["client_id"] = clientID
         state.withLock { $0.pushed[uri] = (clientID, parameters, Date().addingTimeInterval(60)) }
-        return json(201, ["request_uri": uri, "expires_in": 60])
+        return withClientNonce(json(201, ["request_uri": uri, "expires_in": 60]), clientID)
     }
 }

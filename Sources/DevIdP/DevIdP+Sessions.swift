@@ -10,7 +10,7 @@ extension DevIdP {
         guard state.withLock({ $0.settings.revocation }) else { return .now(json(404, ["error": "not_found"])) }
         let form = FormEncoding.decode(req.body)
         guard let clientID = authenticate(req, form) else { return .now(json(401, ["error": "invalid_client"])) }
-        let process: @Sendable () -> HTTPResponse = { [self] in revoked(form["token"], clientID: clientID) }
+        let process: @Sendable () -> HTTPResponse = { [self] in withClientNonce(revoked(form["token"], clientID: clientID), clientID) }
         if let f = state.withLock({ $0.takeFailure("revoke") }) { return reply(under: f, process) }
         return .now(process())
     }
@@ -43,7 +43,7 @@ extension DevIdP {
             return json(401, ["error": "invalid_token"], ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
         }
         state.withLock { $0.stats[client, default: .init()].userinfo += 1 }
-        return json(200, ["sub": sub, "email": sub + "@example.test", "email_verified": true])
+        return withClientNonce(json(200, ["sub": sub, "email": sub + "@example.test", "email_verified": true]), client)
     }
 
     /// Ends the IdP-side session named by `id_token_hint` (which does not revoke refresh

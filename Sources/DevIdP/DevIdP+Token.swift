@@ -18,7 +18,9 @@ extension DevIdP {
         }
         // RFC 9449: a proof is checked before the grant is looked at, so a refusal (a nonce
         // challenge included) consumes nothing and counts as no presentation.
-        let check = checkProof(req, path: "/token", accessToken: nil, nonceRequired: state.withLock { $0.settings.dpopNonce })
+        let glewlwyd = glewlwydNonce(clientID)
+        let check = checkProof(req, path: "/token", accessToken: nil, nonceRequired: glewlwyd != nil || state.withLock { $0.settings.dpopNonce },
+                               expected: glewlwyd)
         if let refusal = tokenRefusal(check) {
             state.withLock { $0.stats[clientID, default: .init()].dpopRefusals += 1 }
             return .now(refusal)
@@ -38,7 +40,9 @@ extension DevIdP {
             return (failure, fault, s.stall(at: Date()))
         }
         let bound = jkt, issuer = issuer(for: req)
-        let process: @Sendable () -> HTTPResponse = { [self] in grant(form, grantType: grantType, clientID: clientID, jkt: bound, issuer: issuer) }
+        let process: @Sendable () -> HTTPResponse = { [self] in
+            withClientNonce(grant(form, grantType: grantType, clientID: clientID, jkt: bound, issuer: issuer), clientID)
+        }
         return answered(failure: failure, fault: fault, stall: stall, process)
     }
 

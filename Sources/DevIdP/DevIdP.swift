@@ -19,7 +19,7 @@ import Synchronization
 /// Test-only endpoints (unauthenticated, loopback only): `POST /admin/clients`,
 /// `POST /admin/failures`, `POST /admin/misbehave`, `POST /admin/rotate-keys`,
 /// `POST /admin/revoke-subject`, `POST /admin/grants`, `POST /admin/logout-token`,
-/// `POST /admin/refresh-fault`, `POST /admin/stall`, `POST /admin/settings`,
+/// `POST /admin/refresh-fault`, `POST /admin/stall`, `POST /admin/settings`, `POST /admin/dpop-nonce/rotate`,
 /// `POST /admin/resource/{kill,fault,settings}`, `GET /stats`.
 /// Late answers are `.later` replies and never hold one of the server's threads.
 ///
@@ -81,6 +81,7 @@ public final class DevIdP: Sendable {
         r.add("POST", "/admin/refresh-fault") { [self] req in .now(setRefreshFault(req)) }
         r.add("POST", "/admin/stall") { [self] req in .now(setStall(req)) }
         r.add("POST", "/admin/settings") { [self] req in .now(changeSettings(req)) }
+        r.add("POST", "/admin/dpop-nonce/rotate") { [self] req in .now(rotateClientNonces(req)) }
         addResourceAdmin(to: &r)
         r.add("POST", "/receiver/{name}") { [self] req in .now(receive(req)) }
         r.add("GET", "/receiver/{name}") { [self] req in .now(received(req)) }

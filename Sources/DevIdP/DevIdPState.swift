@@ -135,6 +135,10 @@ struct DevIdPState {
         /// RFC 9449 §8, §9: proofs must carry the server's nonce, at the token endpoint and at `/resource`.
         var dpopNonce = false
         var resourceNonce = false
+        /// glewlwyd's nonces: one per client, shared by its token, PAR and userinfo endpoints
+        /// (`clientNonces`); PAR refuses a proof without it with 403 `invalid_dpop_proof` and no
+        /// `DPoP-Nonce` header.
+        var glewlwydNonce = false
         /// FAPI 2.0 strict mode: pushed requests only, DPoP on every token request, private_key_jwt
         /// whose assertion `aud` is the issuer identifier as one string, ID tokens ES256 or PS256.
         var fapi2 = false
@@ -147,6 +151,15 @@ struct DevIdPState {
     static func newNonce() -> String {
         var rng = SystemRandomNumberGenerator()
         return Identifiers.token(bytes: 12, using: &rng)
+    }
+    /// glewlwyd mode's nonce by client_id, made on a client's first proof, changed on demand
+    /// (`POST /admin/dpop-nonce/rotate`).
+    var clientNonces: [String: String] = [:]
+    mutating func clientNonce(_ clientID: String) -> String {
+        if let n = clientNonces[clientID] { return n }
+        let n = Self.newNonce()
+        clientNonces[clientID] = n
+        return n
     }
     /// Proof `jti`s seen in the last two minutes (replays are refused), with when.
     var dpopJTIs: [String: Double] = [:]

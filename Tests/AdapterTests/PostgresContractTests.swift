@@ -32,6 +32,12 @@ struct PostgresContractTests {
         try c.run(PostgresAppTokenStore(pool: pool, sealer: TestDatabase.sealer), tenants: try TestDatabase.tenants(pool))
     }
 
+    @Test("DPoP nonces", arguments: DPoPNonceStoreContract.allCases)
+    func dpopNonces(_ c: DPoPNonceStoreContract) throws {
+        let pool = try TestDatabase.migrated()
+        try c.run(PostgresDPoPNonceStore(pool: pool), tenants: try TestDatabase.tenants(pool))
+    }
+
     @Test("sign-out jobs", arguments: SignoutStoreContract.allCases)
     func signouts(_ c: SignoutStoreContract) throws {
         let pool = try TestDatabase.migrated()

@@ -23,6 +23,9 @@ struct InMemoryPortContractTests {
     @Test("revocation and its outbox", arguments: RevocationStoreContract.allCases)
     func revocation(_ c: RevocationStoreContract) throws { try c.run(InMemorySessionStore(), tenants: ("t1", "t2")) }
 
+    @Test("DPoP nonces", arguments: DPoPNonceStoreContract.allCases)
+    func dpopNonces(_ c: DPoPNonceStoreContract) throws { try c.run(InMemoryDPoPNonceStore(), tenants: ("t1", "t2")) }
+
     @Test("sign-out jobs", arguments: SignoutStoreContract.allCases)
     func signouts(_ c: SignoutStoreContract) throws {
         let sessions = InMemorySessionStore()

@@ -7,6 +7,22 @@ import Testing
 
 @Suite("Token service")
 struct TokenServiceTests {
+    @Test("a forced refresh of a reusable grant whose answer was lost never answers the token it was asked to replace")
+    func forcedRefreshAfterLostAnswer() async throws {
+        let endpoint = ScriptedTokenEndpoint(answer: { _, n throws(TokenEndpointError) in
+            if n == 1 { throw .unanswered("the connection dropped after the request") }
+            throw .notSent("connection refused")
+        })
+        let h = try TokenServiceHarness(endpoint: endpoint)
+        var reg = try #require(try h.registry.client(tenant: "t1", id: "app"))
+        reg.descriptor.grant.refreshTokens = .reusable
+        _ = try h.registry.putClient(reg, secret: nil, assertionKey: nil, now: h.clock.now())
+        let s = try h.addSession(ttl: 3000)
+        let r = await h.token(.session(s.id), TokenRequest(minTTL: 60, forceRefresh: true))
+        #expect((try? r.get().accessToken) != "at-0", "\(r)")
+        #expect(endpoint.spentTokens.count == 2, "the reusable token is presented again once, then the IdP is down")
+    }
+
     @Test("a cached token is handed out without calling the IdP")
     func cachedTokenServed() async throws {
         let h = try TokenServiceHarness()

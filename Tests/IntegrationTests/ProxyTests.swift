@@ -171,6 +171,30 @@ struct ProxyTests {
         #expect(reasons["use_dpop_nonce"] == 1 && reasons["invalid_dpop_proof"] == nil, "one nonce challenge, answered; then the nonce is kept: \(reasons)")
     }
 
+    @Test("a slow upstream holds only proxy threads: with 24 proxied calls waiting 2 s on it, a token is handed out at once")
+    func slowUpstream() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        try await Self.upstream(w)
+        let key = try await w.newKey(roles: ["proxy"], tenants: [w.tenant])
+        let s = try expectStatus(try await w.login(subject: "slo"), 200)["session_id"] as! String
+        try expectStatus(try await w.token(s), 200)
+        _ = try await w.idp.resourceSettings(delayMS: 2_000)
+        let calls = Task {
+            try await withThrowingTaskGroup(of: Int.self) { g in
+                for _ in 0..<24 { g.addTask { try await Self.call(w, s, "", key: key).status } }
+                return try await g.reduce(into: [Int]()) { $0.append($1) }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))   // the calls are in, each holding a proxy thread
+        let started = Date()
+        try expectStatus(try await w.token(s), 200)
+        let waited = Date().timeIntervalSince(started)
+        #expect(waited < 0.5, "a token took \(waited) s while the upstream was slow")
+        let statuses = try await calls.value
+        #expect(statuses == Array(repeating: 200, count: 24), "\(statuses)")
+    }
+
     @Test("a 200 MB download streams through the broker, its RSS growing by less than 16 MB; an upload streams too")
     func streaming() async throws {
         let w = try await World()

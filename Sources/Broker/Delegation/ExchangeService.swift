@@ -154,7 +154,8 @@ public final class ExchangeService: Sendable {
     }
 
     /// The IdP's answer to a refused exchange, as the caller's error: its RFC 6749 / 8693 code
-    /// kept (invalid_target, invalid_scope, …), never its description. The IdP's own trouble
+    /// kept (invalid_target, invalid_scope, …), its description when it is plain text, the
+    /// endpoint and what the request carried (`OAuthError.told`). The IdP's own trouble
     /// (`server_error`, `temporarily_unavailable`) is an outage, not the caller's fault.
     static func refusal(_ e: TokenEndpointError) -> BrokerError {
         switch e {
@@ -162,7 +163,7 @@ public final class ExchangeService: Sendable {
         case .oauth(let o) where o.error == "server_error" || o.error == "temporarily_unavailable": return .idpUnavailable(retryAfter: nil)
         case .oauth(let o):
             let code = OAuthError.isCode(o.error) ? o.error : "invalid_request"
-            return .badRequest(code: code, message: "the identity provider refused the exchange (\(code))")
+            return .badRequest(code: code, message: "the identity provider refused the exchange: \(o.told)")
         case .refused(let status, _):
             return .badRequest(code: "exchange_refused", message: "the identity provider refused the exchange (HTTP \(status))")
         default: return e.callerError

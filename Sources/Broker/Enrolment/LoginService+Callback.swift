@@ -79,7 +79,8 @@ extension LoginService {
         }
         let grant: TokenGrant
         do { grant = try endpoint.exchangeCode(client: client, code: code, verifier: login.verifier, dpop: proof) } catch {
-            return try self.refuse(login, Self.refusal(error, sentProof: proof != nil), now)
+            // The log line names the refusal without the IdP's description (`TokenEndpointError.reason`).
+            return try self.refuse(login, Self.refusal(error, sentProof: proof != nil), now, logged: error.reason)
         }
         guard client.descriptor.kind == .oidc else {
             // A plain OAuth 2.0 provider: no ID token; the user's id from the answer or a "who am I" call.
@@ -145,12 +146,11 @@ extension LoginService {
                        endUser: login.endUser)
     }
 
-    /// An IdP's refusal of DPoP (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`) on `request`,
-    /// said plainly: whether the broker sent a proof at all, and what to change.
-    static func dpopRefusal(_ code: String, sentProof: Bool, on request: String) -> String {
-        sentProof
-            ? "the identity provider refused the login's DPoP proof on \(request) (RFC 9449, \(code)): check the client's dpop_alg against the IdP's"
-            : "the identity provider wants a DPoP proof on \(request) (RFC 9449, \(code)); this client is registered without DPoP: set \"dpop\": true"
+    /// An IdP's demand for a DPoP proof (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`) on
+    /// `request` from a client registered without DPoP: the one case where what to change is
+    /// known. Any other refusal is reported as the server said it (`OAuthError.told`).
+    static func dpopWanted(_ o: OAuthError, on request: String) -> String {
+        "the identity provider wants a DPoP proof on \(request) (\(o.told)); this client is registered without DPoP: set \"dpop\": true"
     }
 
     /// Whether the issuer sends RFC 9207 `iss` now: asked when a callback came without it and
@@ -167,22 +167,24 @@ extension LoginService {
         (try? directory.current(source, trustAnchors: trustAnchors, now: now))?.issParameterSupported != false
     }
 
-    /// Audits a refused callback and throws the refusal.
-    private func refuse(_ login: PendingLogin, _ e: BrokerError, _ now: Date) throws -> Completion {
+    /// Audits a refused callback and throws the refusal; the log line says `logged` when given
+    /// (the refusal without what only its caller may read), else the refusal's message.
+    private func refuse(_ login: PendingLogin, _ e: BrokerError, _ now: Date, logged: String? = nil) throws -> Completion {
         events(LogLine(tenant: login.tenant, client: login.client, session: nil,
-                       event: RefreshEvent(.warn, e.code, "login refused: \(e.message)")))
+                       event: RefreshEvent(.warn, e.code, "login refused: \(logged ?? e.message)")))
         audit.record(AuditEvent(at: now, actor: "callback", action: .loginComplete, tenant: login.tenant, session: nil, outcome: e.code))
         throw e
     }
 
-    /// The refusal of a failed code exchange: the IdP's RFC 6749 code kept, never its description.
+    /// The refusal of a failed code exchange as the IdP said it: its RFC 6749 code kept, its
+    /// description when it is plain text, the endpoint, and what the request carried.
     static func refusal(_ e: TokenEndpointError, sentProof: Bool) -> BrokerError {
         switch e {
-        case .oauth(let o) where o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce":
-            return .badRequest(code: o.error, message: dpopRefusal(o.error, sentProof: sentProof, on: "the code exchange"))
+        case .oauth(let o) where !sentProof && (o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce"):
+            return .badRequest(code: o.error, message: dpopWanted(o, on: "the code exchange"))
         case .oauth(let o):
             let code = OAuthError.isCode(o.error) ? o.error : "invalid_grant"
-            return .badRequest(code: code, message: "the identity provider refused the code (\(code))")
+            return .badRequest(code: code, message: "the identity provider refused the code: \(o.told)")
         case .transient(_, let after): return .idpUnavailable(retryAfter: after)
         case .certificateRefused(let why): return .idpCertificateRefused(reason: why)
         case .notSent, .unanswered: return .idpUnavailable(retryAfter: nil)

@@ -133,10 +133,11 @@ public struct LoginService: Sendable {
             do { pushed = try endpoint.pushAuthorizationRequest(client: client, parameters: query, dpop: dpop?.proof) } catch {
                 switch error {
                 // The IdP refused the request itself (RFC 9126 §2.3): the registration must change, retrying cannot help.
-                case .oauth(let o) where o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce":
-                    throw BrokerError.unprocessable(code: "idp_misconfigured",
-                                                    message: Self.dpopRefusal(o.error, sentProof: dpop != nil, on: "the pushed authorization request"))
-                case .oauth, .refused:
+                case .oauth(let o) where dpop == nil && (o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce"):
+                    throw BrokerError.unprocessable(code: "idp_misconfigured", message: Self.dpopWanted(o, on: "the pushed authorization request"))
+                case .oauth(let o):
+                    throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer refused the pushed authorization request: \(o.told)")
+                case .refused:
                     throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer refused the pushed authorization request: \(error.reason)")
                 default: throw error.callerError
                 }

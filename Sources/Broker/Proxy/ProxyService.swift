@@ -29,6 +29,8 @@ public final class ProxyService: Service {
     /// Resource servers' DPoP nonces, by tenant, client and origin.
     let nonces = DPoPNonces()
     private let workers: BlockingExecutor
+    /// Upstream bases parsed, by settings and session metadata (bounded).
+    let bases = ReadMostly<[String: UpstreamURL.Base]>([:])
 
     public init(tokens: TokenService, appTokens: AppTokenService, registry: RegistryCache, transport: any UpstreamTransport,
                 audit: any AuditSink, clock: any Clock, limits: ProxyLimits) {
@@ -63,83 +65,55 @@ public final class ProxyService: Service {
     /// longer admit any).
     public func stop(deadline: Date) { workers.shutdown() }
 
-    /// One call, start to end, on a proxy thread.
+    /// One call, start to end, on a proxy thread: what it needs, then its exchanges with the upstream.
     private func run(_ call: ProxyCall, _ principal: Principal, _ answer: Answer) {
-        var credential: ProxyCredential
-        switch credentialFor(call, principal) {
-        case .success(let c): credential = c
-        case .failure(let e):
-            record(call.tenant, client: call.target.client ?? "", host: "", session: nil, principal, outcome: e.code)
-            _ = answer(.refused(e))
-            return
-        }
-        let client = credential.client, session = credential.session
-        func refuse(_ e: BrokerError, host: String = "") {
-            record(call.tenant, client: client, host: host, session: session, principal, outcome: e.code)
-            _ = answer(.refused(e))
-        }
-        let settings: UpstreamSettings
-        do {
-            guard let reg = try registry.client(tenant: call.tenant, id: client, now: clock.now()) else { return refuse(.notFound("client")) }
-            guard let s = reg.effectiveUpstream, s.baseURL != nil else {
-                return refuse(.proxy(.noUpstream("the client '\(client)' has no upstream base_url")))
+        switch prepare(call, principal) {
+        case .failure(let refused):
+            record(call.tenant, client: refused.client, host: refused.host, session: refused.session, principal, outcome: refused.error.code)
+            _ = answer(.refused(refused.error))
+        case .success(var exchange):
+            if let e = self.exchange(&exchange, principal, answer) {
+                record(call.tenant, client: exchange.credential.client, host: exchange.target.host, session: exchange.credential.session,
+                       principal, outcome: e.code)
+                _ = answer(.refused(e))
             }
-            settings = s
-        } catch {
-            return refuse(tokens.refresher.brokerError(error, doing: "a proxied call"))
         }
-        let target: UpstreamURL
-        switch UpstreamURL.resolve(base: settings.baseURL ?? "", metadata: credential.metadata, tail: call.tail, query: call.query,
-                                   allowHTTP: settings.allowPrivateAddresses) {
-        case .success(let u): target = u
-        case .failure(let r): return refuse(.proxy(r))
-        }
-        let backoff = UpstreamBackoffs.Key(tenant: call.tenant, client: client, host: target.host)
-        if let wait = backoffs.remaining(backoff, now: clock.now()) {
-            metrics.rateLimitedLocally.add()
-            return refuse(.proxy(.rateLimited(host: target.host, retryAfter: wait)), host: target.host)
-        }
-        let body: (any ByteSource)?
-        switch replayableIfSmall(call.body) {
-        case .success(let b): body = b
-        case .failure(let r): return refuse(.proxy(r), host: target.host)
-        }
-        var machine = ProxyMachine(ProxyMachine.Request(
-            method: call.method.uppercased(), url: target.url, origin: target.origin, replayable: body?.replayable ?? true,
-            hasBody: body != nil, dpop: credential.type == .dpop, plain401InvalidToken: settings.plain401InvalidToken ?? false,
-            retryRateLimited: settings.retryRateLimited, retryBudget: settings.retryBudget))
-        let nonceKey = call.tenant + "\u{1F}" + client + "\u{1F}" + target.origin
-        let forwarded = ProxyHeaders.request(call.headers)
-        var action = machine.start(nonce: nonces[nonceKey])
+    }
+
+    /// Sends as the machine says until an answer goes back to the caller (nil), or the caller is
+    /// to be refused (the error).
+    private func exchange(_ x: inout ProxyExchange, _ principal: Principal, _ answer: Answer) -> BrokerError? {
+        let host = x.target.host
+        var action = x.machine.start(nonce: nonces[x.nonceKey])
         var bodySent = false
         var renewal: BrokerError?
         while true {
             switch action {
             case .send(let send):
-                if send.withBody, bodySent, body?.rewind() != true { return refuse(.proxy(.bodyAbandoned), host: target.host) }
+                if send.withBody, bodySent, x.body?.rewind() != true { return .proxy(.bodyAbandoned) }
                 let authorization: [(name: String, value: String)]
-                switch self.authorization(&credential, call.tenant, send, principal) {
+                switch self.authorization(&x.credential, x.call.tenant, send, principal) {
                 case .success(let h): authorization = h
-                case .failure(let e): return refuse(e, host: target.host)
+                case .failure(let e): return e
                 }
-                let request = UpstreamRequest(method: send.method, url: send.url, headers: forwarded + authorization,
-                                              body: send.withBody ? body : nil, allowPrivateAddresses: settings.allowPrivateAddresses,
+                let request = UpstreamRequest(method: send.method, url: send.url, headers: x.forwarded + authorization,
+                                              body: send.withBody ? x.body : nil, allowPrivateAddresses: x.settings.allowPrivateAddresses,
                                               connectTimeout: limits.connectTimeout, totalTimeout: limits.totalTimeout,
                                               maxResponseBytes: limits.maxResponseBytes)
                 bodySent = bodySent || send.withBody
                 var next: ProxyMachine.Action?
-                var delivered: Int?
+                var delivered = false
                 do throws(UpstreamFailure) {
                     try transport.send(request) { head in
                         let now = clock.now()
-                        if let n = head.header("dpop-nonce") { nonces[nonceKey] = n }
-                        var step = machine.head(status: head.status, headers: head.headers, now: now)
-                        if let until = step.backoffUntil { backoffs.record(backoff, until: until, now: now) }
+                        if let n = head.header("dpop-nonce") { nonces[x.nonceKey] = n }
+                        var step = x.machine.head(status: head.status, headers: head.headers, now: now)
+                        if let until = step.backoffUntil { backoffs.record(x.backoff, until: until, now: now) }
                         if step.refreshFirst {
                             // A 401 whose body cannot be sent again: the token is renewed for the
                             // calls to come, and this answer goes back saying so.
-                            renewal = renew(&credential, call.tenant, principal)
-                            step.action = machine.refreshed(ok: renewal == nil)
+                            renewal = renew(&x.credential, x.call.tenant, principal)
+                            step.action = x.machine.refreshed(ok: renewal == nil)
                         }
                         guard case .deliver(let refreshed) = step.action else {
                             next = step.action
@@ -150,67 +124,33 @@ public final class ProxyService: Service {
                             next = .refuse(.responseTooLarge(limit: limits.maxResponseBytes))
                             return nil
                         }
-                        delivered = head.status
+                        delivered = true
+                        // Counted and audited as the answer goes back (its body may still stream).
+                        record(x.call.tenant, client: x.credential.client, host: host, session: x.credential.session, principal,
+                               outcome: ProxyMetrics.statusClass(head.status))
                         var headers = ProxyHeaders.response(head.headers)
                         if let r = refreshed { headers.append((ProxyHeaders.tokenRefreshed, r ? "true" : "false")) }
                         return answer(.head(status: head.status, headers: headers, length: length))
                     }
                 } catch {
-                    return refuse(.proxy(Self.refusal(error, host: target.host)), host: target.host)
+                    return .proxy(Self.refusal(error, host: host))
                 }
-                if let status = delivered {
-                    record(call.tenant, client: client, host: target.host, session: session, principal, outcome: ProxyMetrics.statusClass(status))
-                    return
-                }
-                action = next ?? .refuse(.unreachable(host: target.host, reason: "no answer"))
+                if delivered { return nil }
+                action = next ?? .refuse(.unreachable(host: host, reason: "no answer"))
             case .refresh:
-                renewal = renew(&credential, call.tenant, principal)
-                action = machine.refreshed(ok: renewal == nil)
+                renewal = renew(&x.credential, x.call.tenant, principal)
+                action = x.machine.refreshed(ok: renewal == nil)
             case .wait(let seconds):
                 Thread.sleep(forTimeInterval: seconds)
-                action = machine.waited()
+                action = x.machine.waited()
             case .refuse(let r):
-                return refuse(.proxy(r), host: target.host)
+                return .proxy(r)
             case .failRefresh:
-                return refuse(renewal ?? .internalError, host: target.host)
+                return renewal ?? .internalError
             case .deliver:
                 // Only a head is delivered (above); the machine never asks for it here.
-                return refuse(.internalError, host: target.host)
+                return .internalError
             }
-        }
-    }
-
-    /// The caller's body, held in memory when it is short and of known length (so that it can be
-    /// sent again), else as it comes; refused when it broke off while being read.
-    private func replayableIfSmall(_ body: (any ByteSource)?) -> Result<(any ByteSource)?, ProxyRefusal> {
-        guard let body, !body.replayable, let n = body.length, n <= limits.replayBytes else { return .success(body) }
-        var bytes = [UInt8](repeating: 0, count: n)
-        var filled = 0
-        while filled < n {
-            guard let k = bytes.withUnsafeMutableBytes({ body.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }) else {
-                return .failure(.bodyAbandoned)
-            }
-            if k == 0 { break }
-            filled += k
-        }
-        guard filled == n else { return .failure(.bodyAbandoned) }
-        return .success(BufferedBody(bytes))
-    }
-
-    /// The body length the caller is told: the upstream's `Content-Length`, none for a HEAD or a
-    /// status that has no body.
-    static func length(_ head: UpstreamHead, method: String) -> Int? {
-        if method == "HEAD" || head.status == 204 || head.status == 304 || head.status < 200 { return 0 }
-        return head.header("content-length").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 >= 0 ? $0 : nil }
-    }
-
-    /// What the caller is told when no head came back.
-    static func refusal(_ failure: UpstreamFailure, host: String) -> ProxyRefusal {
-        switch failure {
-        case .notSent(let why): .unreachable(host: host, reason: why)
-        case .unanswered(let why): .unreachable(host: host, reason: why)
-        case .addressRefused: .addressRefused(host: host)
-        case .bodyAbandoned: .bodyAbandoned
         }
     }
 

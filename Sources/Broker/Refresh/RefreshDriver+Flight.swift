@@ -40,7 +40,9 @@ extension RefreshDriver {
                 var ctx = context(client, now: now, blockedUntil: blocked)
                 ctx.blockedWith = refusal
                 do {
-                    guard let (start, r) = try self.start(key, how, trigger, ctx, read: how == .compareAndSet ? read?.fresh(now) : nil) else {
+                    // The flight's trigger, not the one it began with: after an attempt resolved
+                    // for another try, a demand has seen the version that resolution wrote.
+                    guard let (start, r) = try self.start(key, how, flight.trigger, ctx, read: how == .compareAndSet ? read?.fresh(now) : nil) else {
                         if probe { circuits.release(circuit) }
                         action = flight.compareAndSetDeclined()
                         continue

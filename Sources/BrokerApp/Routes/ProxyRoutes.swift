@@ -56,6 +56,8 @@ struct ProxyRoutes {
                     case .refused(let e):
                         respond(ErrorResponse.response(e, requestID: req.requestID))
                         return nil
+                    case .head(let status, let headers, let length?) where length <= CollectedResponse.limit:
+                        return CollectedResponse(status: status, headers: headers, length: length, requestID: req.requestID, respond: respond)
                     case .head(let status, let headers, let length):
                         let pipe = ResponseBodyPipe(length: length)
                         respond(.streamed(status, headers: headers, pipe: pipe))
@@ -66,12 +68,22 @@ struct ProxyRoutes {
         }
     }
 
-    /// The raw target's path after its first `dropping` segments, and its raw query.
+    /// The raw target's path after its first `dropping` segments, and its raw query (bytes
+    /// scanned once: this runs for every proxied call).
     static func split(_ rawTarget: String, dropping n: Int) -> (tail: String, query: String?) {
-        let q = rawTarget.firstIndex(of: "?")
-        let path = q.map { rawTarget[..<$0] } ?? rawTarget[...]
-        let query = q.map { String(rawTarget[rawTarget.index(after: $0)...]) }
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()   // the empty one before the first "/"
-        return (segments.dropFirst(n).joined(separator: "/"), query)
+        let u = rawTarget.utf8
+        var slashes = 0
+        var tailStart = u.endIndex, queryMark: String.Index?
+        for i in u.indices {
+            let b = u[i]
+            if b == UInt8(ascii: "?") { queryMark = i; break }
+            if b == UInt8(ascii: "/"), tailStart == u.endIndex {
+                slashes += 1
+                if slashes == n + 1 { tailStart = u.index(after: i) }
+            }
+        }
+        let pathEnd = queryMark ?? u.endIndex
+        let tail = tailStart < pathEnd ? String(rawTarget[tailStart..<pathEnd]) : ""
+        return (tail, queryMark.map { String(rawTarget[rawTarget.index(after: $0)...]) })
     }
 }

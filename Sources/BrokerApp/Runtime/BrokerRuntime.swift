@@ -56,6 +56,8 @@ public final class BrokerRuntime: Sendable {
     /// The background loops' failures, logged once per outage (not once per pass).
     public let outages: OutageLog
     let migrator: Migrator
+    /// Clients' DPoP nonces at their authorization servers, forgotten as the change feed says.
+    let serverNonces: ServerNonces
 
     public init(config: BrokerConfig, logger: Logger, clock: any Clock = SystemClock()) throws {
         self.config = config
@@ -103,7 +105,10 @@ public final class BrokerRuntime: Sendable {
         let digest = OpenSSLDigest()
         let directory = IssuerMetadataCache(http: http)
         let assertionKeys = AssertionKeys(registry: registry, digest: digest, keys: OpenSSLPrivateKeys())
-        let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys) { client in
+        // One DPoP nonce per client at its authorization server, shared by the fleet.
+        let nonces = ServerNonces(store: PostgresDPoPNonceStore(pool: pool), feed: feed)
+        serverNonces = nonces
+        let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys, nonces: nonces) { client in
             try registry.clientSecret(tenant: client.tenant, id: client.id, now: clock.now())
         }
         jwks = JWKSCache(http: http, directory: directory)
@@ -117,10 +122,14 @@ public final class BrokerRuntime: Sendable {
                               refresher: refresher, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout)
         appTokens = AppTokenService(store: PostgresAppTokenStore(pool: pool, sealer: sealer), registry: registry, endpoint: endpoint,
                                     dpopKeys: dpopKeys, audit: audit, clock: clock, lockTimeout: config.lockTimeout)
-        // Upstream connections trust what provider connections do (TOKENBROKER_PROVIDER_CA_FILE).
+        // Upstream connections trust what provider connections do (TOKENBROKER_PROVIDER_CA_FILE),
+        // and keep as many idle connections to one upstream as calls may run at once: fewer
+        // would close and reopen connections under steady load.
+        var upstreams = config.providerConnections
+        upstreams.idlePerHost = max(upstreams.idlePerHost, config.proxy.workers)
+        upstreams.idleTotal = max(upstreams.idleTotal, config.proxy.workers)
         proxy = ProxyService(tokens: tokens, appTokens: appTokens, registry: registry,
-                             transport: CurlUpstreamTransport(settings: config.providerConnections), audit: audit, clock: clock,
-                             limits: config.proxy)
+                             transport: CurlUpstreamTransport(settings: upstreams), audit: audit, clock: clock, limits: config.proxy)
         actors = ActorTokens(store: PostgresBrokerKeyStore(pool: pool, sealer: sealer), keys: OpenSSLPrivateKeys(), digest: digest, clock: clock,
                              issuer: config.issuer)
         exchanges = ExchangeService(tokens: tokens, registry: registry, endpoint: endpoint, actors: actors, dpopKeys: dpopKeys, audit: audit,
@@ -192,8 +201,10 @@ public final class BrokerRuntime: Sendable {
     /// (a running pass finishes), queued work runs, the feed stops.
     func services(listeners: [ListenerService]) -> ServiceGroup {
         let tokens = self.tokens, registry = self.registry, auth = self.auth, engine = self.engine, circuits = self.refresher.circuits
+        let nonces = serverNonces
         let follower = ChangeFollower(feed: feed) { change in
             tokens.forget(change)
+            nonces.forget(change)
             registry.forget(change)
             circuits.forget(change)
             auth.forget(change)
@@ -230,7 +241,7 @@ public final class BrokerRuntime: Sendable {
                            passed: { if name != "flush" { outages.passed(name) } }, work: work)
         }
         let flush = rt.flushBuffers, logins = rt.logins, replays = rt.replays, clock = rt.clock, retention = rt.retention
-        let sealing = rt.sealing, revocations = rt.revocations, tokens = rt.tokens, signouts = rt.signouts, backlog = rt.backlog
+        let sealing = rt.sealing, revocations = rt.revocations, signouts = rt.signouts, backlog = rt.backlog
         let webhooks = rt.webhooks, refresher = rt.refresher, feed = rt.feed
         return [
             // The change feed's canary: this replica's own notice, sent and awaited (PostgresChangeFeed.probe).

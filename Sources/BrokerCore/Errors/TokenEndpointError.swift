@@ -27,7 +27,7 @@ public enum TokenEndpointError: Error, Sendable, Equatable {
     /// A generic description for logs and `last_error`: never a token, never an IdP body.
     public var reason: String {
         switch self {
-        case .oauth(let o): "\(o.code) (HTTP \(o.status))"
+        case .oauth(let o): "\(o.code) (HTTP \(o.status))" + (o.context.map { " " + $0.summary } ?? "")
         case .certificateRefused(let r): "TLS certificate refused: \(r)"
         case .transient(let r, _), .notSent(let r), .unanswered(let r), .invalidResponse(let r), .metadata(let r): r
         case .refused(let status, let r): "HTTP \(status): \(r)"
@@ -40,11 +40,25 @@ public struct OAuthError: Error, Sendable, Equatable {
     public let error: String
     public let description: String?
     public let status: Int
+    /// Which endpoint refused and what the request carried (proof, nonce), when the caller knows.
+    public var context: RefusalContext?
 
-    public init(error: String, description: String?, status: Int) {
+    public init(error: String, description: String?, status: Int, context: RefusalContext? = nil) {
         self.error = error
         self.description = description
         self.status = status
+        self.context = context
+    }
+
+    /// The refusal as the server said it, for the caller who made the request: its code, its
+    /// `error_description` when that is short plain text (quoted; anything else is left out, since
+    /// an IdP could put anything there), the HTTP status and `context`. Never for logs.
+    public var told: String {
+        var s = code
+        if let d = description, (1...300).contains(d.utf8.count), d.utf8.allSatisfy({ $0 >= 32 && $0 < 127 }) { s += ": \"\(d)\"" }
+        s += " (HTTP \(status))"
+        if let context { s += " " + context.summary }
+        return s
     }
 
     /// `error` when it is a plain RFC 6749 code (a short token of `a-z`, `0-9`, `_`), else

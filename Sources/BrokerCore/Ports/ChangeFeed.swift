@@ -22,6 +22,9 @@ public enum Change: Sendable, Equatable {
     case subject(tenant: String, client: String, subject: String)
     /// An end user's latest session may have changed (a new session was stored for them).
     case endUser(tenant: String, client: String, endUser: String)
+    /// The client learned a new DPoP nonce from its authorization server: replicas read it
+    /// again from the store (the notice carries no nonce, so that none reaches a log).
+    case dpopNonce(tenant: String, client: String)
     /// Changes may have been missed (the feed reconnected): drop everything cached.
     case resync
     /// The session was written at `version` (nil: unknown) and its next refresh is now at `at`

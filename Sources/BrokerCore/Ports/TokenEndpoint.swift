@@ -8,17 +8,18 @@ public protocol TokenEndpoint: Sendable {
     /// library on a connection found dead: a retry is a new decision of the refresh machine. Waits
     /// for the answer as long as the connection lives, at most `patience`; failures say whether
     /// the request may have reached the IdP (`unanswered`) or provably did not (`notSent`).
-    /// With `dpop` every request carries a proof made with the session's key (RFC 9449 §5); an
-    /// IdP that answers `use_dpop_nonce` (§8) processed nothing, so the request is made once
-    /// more with its nonce — the only case where the token is sent twice, and then it was not
+    /// With `dpop` every request carries a proof made with the session's key (RFC 9449 §5) and
+    /// the client's current nonce at its authorization server; an IdP that refuses the proof
+    /// (`use_dpop_nonce`, or `invalid_dpop_proof` while the broker now holds another nonce, §8)
+    /// processed nothing, so the request is made once more with the new nonce
+    /// (`DPoPNonceRetry`) — the only case where the token is sent twice, and then it was not
     /// accepted the first time.
     func refresh(client: ClientRegistration, refreshToken: String, patience: TimeInterval, dpop: DPoPProof?) throws(TokenEndpointError)
         -> TokenGrant
 
     /// The client-credentials grant (RFC 6749 §4.4) with the client's own authentication:
     /// the ask's `scope`, RFC 8707 `resource` and `audience` when given, a DPoP proof of `dpop`
-    /// when given (a `use_dpop_nonce` refusal answered once more with its nonce, as for
-    /// `refresh`). The answer is read as a refresh's (the descriptor's response shape). Nothing
+    /// when given (a proof refusal answered once more with a new nonce, as for `refresh`). The answer is read as a refresh's (the descriptor's response shape). Nothing
     /// is spent: a repeat is harmless, only wasteful.
     func clientCredentials(client: ClientRegistration, ask: AppTokenAsk, dpop: DPoPProof?) throws(TokenEndpointError) -> TokenGrant
 

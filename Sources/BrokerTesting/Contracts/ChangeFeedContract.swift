@@ -33,7 +33,8 @@ public enum ChangeFeedContract {
 
         static func tenant(of c: Change) -> String? {
             switch c {
-            case .session(let t, _), .client(let t, _), .tenant(let t), .subject(let t, _, _), .endUser(let t, _, _), .scheduled(let t, _, _, _, _): t
+            case .session(let t, _), .client(let t, _), .tenant(let t), .subject(let t, _, _), .endUser(let t, _, _), .scheduled(let t, _, _, _, _),
+                 .dpopNonce(let t, _): t
             case .apiKey, .resync: nil
             }
         }
@@ -46,7 +47,7 @@ public enum ChangeFeedContract {
          .subject(tenant: tenant, client: "app", subject: "alice|admin"),
          .endUser(tenant: tenant, client: "app", endUser: "user|7 — Zoë"),
          .scheduled(tenant: tenant, id: "ses_1", client: "app", at: Contract.t0.addingTimeInterval(0.25), version: 7),
-         .scheduled(tenant: tenant, id: "ses_2", client: "app", at: nil, version: nil)]
+         .scheduled(tenant: tenant, id: "ses_2", client: "app", at: nil, version: nil), .dpopNonce(tenant: tenant, client: "app")]
     }
 
     public static func run(_ feed: any ChangeFeed, replica: any ChangeFeed, tenants: (String, String), within: TimeInterval = 10) throws {

@@ -20,8 +20,9 @@ extension DevIdPServer {
 
     func settings(introspection: Bool? = nil, killOldAccessTokens: Bool? = nil, issParameter: Bool? = nil, par: String? = nil,
                   dpopNonce: Bool? = nil, resourceNonce: Bool? = nil, fapi2: Bool? = nil, idTokenAlgorithms: [String]? = nil,
-                  revocation: Bool? = nil) async throws {
+                  revocation: Bool? = nil, glewlwydNonce: Bool? = nil) async throws {
         var body: [String: Any] = [:]
+        if let glewlwydNonce { body["glewlwyd_nonce"] = glewlwydNonce }
         if let revocation { body["revocation"] = revocation }
         if let fapi2 { body["fapi2"] = fapi2 }
         if let idTokenAlgorithms { body["id_token_signing_alg_values_supported"] = idTokenAlgorithms }
@@ -32,6 +33,11 @@ extension DevIdPServer {
         if let introspection { body["introspection"] = introspection }
         if let killOldAccessTokens { body["kill_old_access_tokens"] = killOldAccessTokens }
         _ = try await call("POST", issuer + "/admin/settings", json: body)
+    }
+
+    /// glewlwyd nonce mode: the client's nonce changes (every client's without `client`).
+    func rotateDPoPNonce(client: String? = nil) async throws {
+        _ = try await call("POST", issuer + "/admin/dpop-nonce/rotate", json: client.map { ["client_id": $0] } ?? [:])
     }
 
     /// The failing answer carries exactly `body` (e.g. empty, or HTML).
