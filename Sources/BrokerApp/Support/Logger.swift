@@ -34,8 +34,36 @@ public struct Logger: Sendable {
         var line = "{\"timestamp\":\(JSONText.quote(RFC3339.format(Date(), fractional: true))),\"severity_text\":\"\(l.rawValue.uppercased())\","
             + "\"body\":\(JSONText.quote(msg))"
         for (k, v) in metadata + fields { line += ",\(JSONText.quote(k)):\(Self.value(k, v))" }
-        line += "}\n"
-        Self.lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+        line += "}"
+        let bytes = Self.oneLine(Array(line.utf8)) + [0x0A]
+        Self.lock.withLock { FileHandle.standardError.write(Data(bytes)) }
+    }
+
+    /// The line with every character that some readers take for a line break — the C1 controls
+    /// U+0080…U+009F (NEL among them), U+2028 and U+2029 — written as a `\u` escape. They can
+    /// only be inside JSON strings (a path a caller chose, say), where the escape means the same.
+    static func oneLine(_ u: [UInt8]) -> [UInt8] {
+        guard u.contains(where: { $0 == 0xC2 || $0 == 0xE2 }) else { return u }
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count + 16)
+        let hex = Array("0123456789abcdef".utf8)
+        func escape(_ scalar: Int) {
+            out += [0x5C, UInt8(ascii: "u")] + [12, 8, 4, 0].map { hex[(scalar >> $0) & 15] }
+        }
+        var i = 0
+        while i < u.count {
+            if u[i] == 0xC2, i + 1 < u.count, (0x80...0x9F).contains(u[i + 1]) {
+                escape(Int(u[i + 1]))
+                i += 2
+            } else if u[i] == 0xE2, i + 2 < u.count, u[i + 1] == 0x80, u[i + 2] == 0xA8 || u[i + 2] == 0xA9 {
+                escape(0x2000 | Int(u[i + 2] - 0x80))
+                i += 3
+            } else {
+                out.append(u[i])
+                i += 1
+            }
+        }
+        return out
     }
 
     /// Fields whose values are numbers (counts, durations, statuses, sizes).
