@@ -214,7 +214,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         guard let dpop else {
             let reply = try post(client, endpoint, fields, timeout: timeout, once: once, proof: nil)
             if let n = reply.dpopNonce { nonces.learn(n, from: kind, client: client, now: clock.now()) }
-            return (reply, RefusalContext(endpoint: kind, proof: false, nonceFrom: nil))
+            return (reply, RefusalContext(endpoint: kind, proof: false, nonceFrom: nil).presenting(client))
         }
         let target = endpoint.absoluteString
         func send(_ nonce: ServerNonce?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
@@ -233,9 +233,9 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         // A body that is not JSON carries no error code: it is returned, and its caller says what it is.
         let error = (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["error"] as? String
         guard DPoPNonceRetry.resend(status: reply.status, error: error, sent: sent?.value, held: held?.value, resent: false) != nil else {
-            return (reply, RefusalContext(endpoint: kind, proof: true, nonceFrom: sent?.learnedFrom))
+            return (reply, RefusalContext(endpoint: kind, proof: true, nonceFrom: sent?.learnedFrom).presenting(client))
         }
-        return (try send(held), RefusalContext(endpoint: kind, proof: true, nonceFrom: held?.learnedFrom, resent: true))
+        return (try send(held), RefusalContext(endpoint: kind, proof: true, nonceFrom: held?.learnedFrom, resent: true).presenting(client))
     }
 
     /// Runs `body` (reading an answer); a refusal it raises names `context`: the endpoint, and
@@ -314,5 +314,15 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         do { s = try secret(client) } catch { throw .metadata("client secret unavailable") }
         guard let s else { throw .metadata("client has no secret") }
         return s
+    }
+}
+
+extension RefusalContext {
+    /// The context naming the client certificate the request presented, for a client that
+    /// authenticates with one: a refusal then says which certificate the provider turned down.
+    func presenting(_ client: ClientRegistration) -> RefusalContext {
+        var c = self
+        c.certificate = client.authMethod.needsCertificate ? client.tlsClientCertificate?.thumbprint : nil
+        return c
     }
 }

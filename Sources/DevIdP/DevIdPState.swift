@@ -22,7 +22,11 @@ struct DevIdPState {
         var exchangeAudiences: [String] = []
         /// An app with token rotation on, at a personality where that is an app setting (Slack).
         var tokenRotation = false
-        var confidential: Bool { secret != nil || !jwks.isEmpty }
+        /// RFC 8705 §2: the SHA-256 (lowercase hex) of the certificate this client authenticates
+        /// with on a verified TLS connection (`tls_client_auth` through the listener's CA, or
+        /// `self_signed_tls_client_auth`); its tokens are bound to it (`cnf.x5t#S256`, §3.1).
+        var tlsCertificateSHA256: String?
+        var confidential: Bool { secret != nil || !jwks.isEmpty || tlsCertificateSHA256 != nil }
     }
 
     /// A misbehaviour switched on for a client's next `remaining` responses.
@@ -105,6 +109,13 @@ struct DevIdPState {
         var whoAmI = 0
         /// client_credentials grants answered with a token.
         var clientCredentialsGrants = 0
+        /// Requests authenticated by a client certificate (RFC 8705 §2), and those made at an
+        /// `mtls_endpoint_aliases` endpoint (§5).
+        var mtlsAuthentications = 0
+        var mtlsAliasCalls = 0
+        /// The certificates (SHA-256, hex) seen authenticating, and refused, for this client.
+        var certificatesSeen: Set<String> = []
+        var certificatesRefused = 0
     }
 
     /// A switch that makes an endpoint (`token` or `revoke`) fail — or, with status 0, answer
