@@ -198,6 +198,17 @@ struct MutualTLSTests {
         #expect(row.hasPrefix(a.x5t + "|CN=mtls-a|"), "\(row.prefix(80))")
         #expect(!row.contains("BEGIN") && !row.contains(a.key.split(separator: "\n")[1]) && !row.contains(a.chain.split(separator: "\n")[1]),
                 "the credential is stored in clear")
+
+        // Its expiry as a gauge, counted with the backlog (every 15 s): about two days ahead (TestCA's -days 2).
+        let series = "tokenbroker_client_certificate_expiry_seconds{tenant=\"\(s.w.tenant)\",client=\"mtls\"} "
+        var value: Double?
+        for _ in 0..<50 where value == nil {
+            let text = try await HTTP.get(s.w.brokers[0].url + "/metrics").text
+            value = text.split(separator: "\n").first { $0.hasPrefix(series) }.flatMap { Double($0.dropFirst(series.count)) }
+            if value == nil { try await Task.sleep(for: .milliseconds(500)) }
+        }
+        let seconds = value ?? -1
+        #expect(seconds > 86_400 * 1.9 && seconds <= 86_400 * 2, "gauge: \(seconds) (-1: absent)")
     }
 
     @Test("bad certificates are 400 naming the fault, and nothing is stored: no PEM, a key of another certificate, an expired certificate, a key alone, a method without certificates")
