@@ -74,7 +74,8 @@ extension DevIdP {
 
     /// `{"client_id", "redirect_uris", "client_secret"?, "jwks"? (private_key_jwt), "access_ttl"?,
     /// "id_token_alg"? (ES256, RS256, PS256), "dpop_required"?, "actor_jwks"?, "exchange_audiences"?,
-    /// "token_rotation"?, "tls_client_certificate_sha256"? (hex: mutual TLS, RFC 8705 §2)}`: registers or replaces a client (`token_rotation`: an app with token
+    /// "token_rotation"?, "tls_client_certificate_sha256"? (hex: mutual TLS, RFC 8705 §2.2),
+    /// "tls_client_auth_subject_dn"? (RFC 4514: mutual TLS by a certificate of the listener's CA, §2.1.2)}`: registers or replaces a client (`token_rotation`: an app with token
     /// rotation on, at a personality where it is an app setting).
     func registerClient(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let id = o["client_id"] as? String,
@@ -91,6 +92,7 @@ extension DevIdP {
         client.exchangeAudiences = o["exchange_audiences"] as? [String] ?? []
         client.tokenRotation = o["token_rotation"] as? Bool ?? false
         client.tlsCertificateSHA256 = (o["tls_client_certificate_sha256"] as? String)?.lowercased()
+        client.tlsSubjectDN = o["tls_client_auth_subject_dn"] as? String
         state.withLock { $0.clients[id] = client }
         return json(201, ["client_id": id])
     }

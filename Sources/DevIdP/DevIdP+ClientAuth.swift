@@ -21,10 +21,15 @@ extension DevIdP {
         }
         guard let id, let client = state.withLock({ $0.clients[id] }) else { return nil }
         let fapi2 = state.withLock { $0.settings.fapi2 }
-        if let expected = client.tlsCertificateSHA256 {
+        if client.mutualTLS {
+            // §2.2 by the registered thumbprint, or §2.1.2 by the subject DN of a certificate the
+            // listener verified against its CA.
             let presented = req.clientCertificateSHA256
-            let ok = secret == nil && form["client_assertion"] == nil && presented == expected
+            let matches = client.tlsCertificateSHA256.map { $0 == presented }
+                ?? (presented != nil && req.clientCertificateSubject == client.tlsSubjectDN)
+            let ok = secret == nil && form["client_assertion"] == nil && matches
             state.withLock { s in
+                if ok { s.clients[id]?.presentedCertificate = presented }
                 if let presented { s.stats[id, default: .init()].certificatesSeen.insert(presented) }
                 if ok { s.stats[id, default: .init()].mtlsAuthentications += 1 } else { s.stats[id, default: .init()].certificatesRefused += 1 }
                 if req.path.hasPrefix("/mtls/") { s.stats[id, default: .init()].mtlsAliasCalls += 1 }

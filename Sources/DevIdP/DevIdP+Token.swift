@@ -159,7 +159,7 @@ extension DevIdP {
                        jkt: String?, issuer: String) -> HTTPResponse {
         let (ttl, alg, secret, mode, keys, certificate) = state.withLock { s in
             (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.clients[clientID]?.idTokenAlg ?? .es256, s.clients[clientID]?.secret,
-             s.take(clientID, atAuthorize: false), s.keys, s.clients[clientID]?.tlsCertificateSHA256)
+             s.take(clientID, atAuthorize: false), s.keys, s.clients[clientID]?.presentedCertificate)
         }
         let now = Int(Date().timeIntervalSince1970)
         var rng = SystemRandomNumberGenerator()

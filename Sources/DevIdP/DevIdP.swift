@@ -12,7 +12,8 @@ import Synchronization
 /// RS256 or PS256 per client; refreshed ID tokens carry no nonce. Codes live 60 s and are single
 /// use. Clients authenticate with client_secret_basic/post, private_key_jwt, or not at all — and,
 /// in mutual-TLS mode (`mutualTLS`: its listener asks for optional client certificates), with
-/// their certificate (RFC 8705 §2), at the endpoints of `mtls_endpoint_aliases` (§5, below
+/// their certificate (RFC 8705 §2: by the subject DN of a certificate of the listener's CA, or by
+/// a registered thumbprint), at the endpoints of `mtls_endpoint_aliases` (§5, below
 /// `/mtls/`) as at the others; such a client's access tokens carry `cnf.x5t#S256` (§3.1).
 ///
 /// Token introspection (RFC 7662) at `/introspect`, unless switched off. DPoP (RFC 9449) at the

@@ -26,7 +26,14 @@ struct DevIdPState {
         /// with on a verified TLS connection (`tls_client_auth` through the listener's CA, or
         /// `self_signed_tls_client_auth`); its tokens are bound to it (`cnf.x5t#S256`, §3.1).
         var tlsCertificateSHA256: String?
-        var confidential: Bool { secret != nil || !jwks.isEmpty || tlsCertificateSHA256 != nil }
+        /// RFC 8705 §2.1.2: `tls_client_auth` by the subject DN of a certificate the listener's CA
+        /// issued (RFC 4514 text, compared as written).
+        var tlsSubjectDN: String?
+        /// The certificate (SHA-256, hex) this client last authenticated with: its tokens are bound
+        /// to it (one connection per client at a time, as a development IdP may assume).
+        var presentedCertificate: String?
+        var mutualTLS: Bool { tlsCertificateSHA256 != nil || tlsSubjectDN != nil }
+        var confidential: Bool { secret != nil || !jwks.isEmpty || mutualTLS }
     }
 
     /// A misbehaviour switched on for a client's next `remaining` responses.

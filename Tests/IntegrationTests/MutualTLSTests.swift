@@ -59,11 +59,14 @@ struct MutualTLSTests {
             try await HTTP.put(w.brokers[0].url + "/v1/tenants/\(w.tenant)/clients/\(client)", key: w.operatorKey, json: body)
         }
 
-        /// A client registered at the IdP by `c`'s certificate and at the broker with it.
-        func client(_ name: String, _ c: Credential) async throws -> String {
+        /// A client registered at the broker with `c`, and at the IdP by the subject DN of a
+        /// certificate of its client CA (`tls_client_auth`, RFC 8705 §2.1.2) or by the
+        /// certificate's thumbprint (`self_signed_tls_client_auth`, §2.2).
+        func client(_ name: String, _ c: Credential, bySubject subject: String? = nil) async throws -> String {
             let id = TestEnv.uniqueName(name)
-            try await provider.registerClient(id, secret: nil, redirectURI: w.redirectURI, accessTTL: 600, tlsCertificateSHA256: c.sha256Hex)
-            try expectStatus(try await put(name, registration(id, c)), 201)
+            try await provider.registerClient(id, secret: nil, redirectURI: w.redirectURI, accessTTL: 600,
+                                              tlsCertificateSHA256: subject == nil ? c.sha256Hex : nil, tlsSubjectDN: subject)
+            try expectStatus(try await put(name, registration(id, c, method: subject == nil ? "self_signed_tls_client_auth" : "tls_client_auth")), 201)
             return id
         }
 
@@ -91,7 +94,7 @@ struct MutualTLSTests {
         let s = try await Setup()
         defer { s.w.stop() }
         let a = s.a
-        let id = try await s.client("mtls", a)
+        let id = try await s.client("mtls", a, bySubject: "CN=mtls-a")
         let session = try await s.login(client: "mtls", subject: "ada")
 
         let opened = try await s.provider.counters(client: id)["connections_opened"] as? Int ?? -1
@@ -140,7 +143,7 @@ struct MutualTLSTests {
         let s = try await Setup()
         defer { s.w.stop() }
         let a = s.a
-        let id = try await s.client("mtls", a)
+        let id = try await s.client("mtls", a, bySubject: "CN=mtls-a")
         let session = try await s.login(client: "mtls", subject: "ada")
 
         // Another certificate of the trusted CA: the IdP refuses the client (invalid_client).
@@ -151,7 +154,8 @@ struct MutualTLSTests {
         // The log names the refusal and the certificate presented.
         #expect(s.w.brokers[0].process.output.contains("invalid_client (HTTP 401) at the token endpoint, without a DPoP proof, presenting the client certificate x5t#S256 \(other.x5t)"))
 
-        // A certificate of a CA the IdP does not trust: its listener refuses the request (401).
+        // A certificate of the same subject from a CA the IdP does not trust: its listener refuses
+        // the request (401).
         let rogue = try Self.credential(try TestCA(name: "rogue-pki"), "mtls-a")
         try expectStatus(try await s.put("mtls", s.registration(id, rogue)), 200)
         let untrusted = try await s.refresh(session)

@@ -58,12 +58,14 @@ final class DevIdPServer: @unchecked Sendable {
     }
 
     func registerClient(_ id: String, secret: String?, redirectURI: String, accessTTL: Int = 3600, idTokenAlg: String = "ES256",
-                        jwks: Any? = nil, dpopRequired: Bool = false, tlsCertificateSHA256: String? = nil) async throws {
+                        jwks: Any? = nil, dpopRequired: Bool = false, tlsCertificateSHA256: String? = nil,
+                        tlsSubjectDN: String? = nil) async throws {
         var body: [String: Any] = ["client_id": id, "redirect_uris": [redirectURI], "access_ttl": accessTTL, "id_token_alg": idTokenAlg,
                                    "dpop_required": dpopRequired]
         if let secret { body["client_secret"] = secret; TestEnv.secret(secret) }
         if let jwks { body["jwks"] = jwks }
         if let tlsCertificateSHA256 { body["tls_client_certificate_sha256"] = tlsCertificateSHA256 }
+        if let tlsSubjectDN { body["tls_client_auth_subject_dn"] = tlsSubjectDN }
         let r = try await call("POST", issuer + "/admin/clients", json: body)
         precondition(r.status == 201)
     }
