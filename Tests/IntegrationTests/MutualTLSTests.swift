@@ -111,6 +111,14 @@ struct MutualTLSTests {
         // No new connection for the refreshes: the one the code exchange opened was kept.
         // (+1: this stats request's own connection.)
         #expect(c["connections_opened"] as? Int == opened + 1, "refreshes opened connections: \(opened) → \(c["connections_opened"] ?? "?")")
+
+        // Revocation (RFC 7009) goes to the alias with the certificate too.
+        let revoked = try expectStatus(try await HTTP.request("DELETE", s.w.brokers[0].url + "/v1/tenants/\(s.w.tenant)/sessions/\(session)",
+                                                              key: s.w.workerKey), 200)
+        #expect(revoked["idp_revocation"] as? String == "confirmed")
+        let r = try await s.provider.counters(client: id)
+        let revocations = r["revocations"] as? Int ?? 0, authentications = r["mtls_authentications"] as? Int ?? 0
+        #expect(revocations >= 1 && authentications == 4 + revocations && r["mtls_alias_calls"] as? Int == authentications, "\(r)")
     }
 
     @Test("two clients with different certificates on one IdP never share a connection: each request shows its own client's certificate")
