@@ -32,3 +32,29 @@ struct MutualTLSAliasTests {
         #expect(Self.metadata(aliases: nil).mutualTLSAliased() == Self.metadata(aliases: nil))
     }
 }
+
+/// What else RFC 8705 changes in the core: FAPI 2.0 accepts mutual TLS as the client's
+/// authentication (§5.3.2.1), and a refusal names the certificate presented.
+@Suite("Mutual TLS in the core")
+struct MutualTLSCoreTests {
+    static func client(_ method: ClientAuthMethod) -> ClientRegistration {
+        ClientRegistration(tenant: "t", id: "c", issuer: "https://idp.example", clientID: "cid", authMethod: method,
+                           redirectURI: "https://broker.example/v1/callback", scopes: ["openid"], dpopAlgorithm: .es256, profile: .fapi2)
+    }
+
+    @Test("FAPI 2.0 takes tls_client_auth and self_signed_tls_client_auth as client authentication, not a secret")
+    func fapi2() {
+        #expect(FAPI2Profile.clientProblems(Self.client(.tlsClientAuth)).isEmpty)
+        #expect(FAPI2Profile.clientProblems(Self.client(.selfSignedTLSClientAuth)).isEmpty)
+        #expect(FAPI2Profile.clientProblems(Self.client(.clientSecretBasic)).first?.hasPrefix("FAPI 2.0 needs auth_method private_key_jwt, tls_client_auth") == true)
+        #expect(ClientAuthMethod.tlsClientAuth.needsCertificate && !ClientAuthMethod.tlsClientAuth.needsSecret)
+    }
+
+    @Test("a refusal's summary names the client certificate presented, by its x5t#S256")
+    func refusalNamesCertificate() {
+        var c = RefusalContext(endpoint: .token, proof: false, nonceFrom: nil)
+        #expect(!c.summary.contains("certificate"))
+        c.certificate = "u6QWgDyhWWQwbDdkweGXz2ozwNYRX_NX0jpZ3fpIjNo"
+        #expect(c.summary.hasSuffix(", presenting the client certificate x5t#S256 u6QWgDyhWWQwbDdkweGXz2ozwNYRX_NX0jpZ3fpIjNo"))
+    }
+}
