@@ -58,3 +58,15 @@ struct MutualTLSCoreTests {
         #expect(c.summary.hasSuffix(", presenting the client certificate x5t#S256 u6QWgDyhWWQwbDdkweGXz2ozwNYRX_NX0jpZ3fpIjNo"))
     }
 }
+
+@Suite("Client certificate material printed")
+struct ClientCertificatePrintingTests {
+    @Test("a credential or an input printed by mistake, alone or inside another value, shows no PEM")
+    func redacted() {
+        let c = ClientTLSCredential(certificatePEM: "-----BEGIN CERTIFICATE-----", keyPEM: "-----BEGIN PRIVATE KEY-----", thumbprint: "x5t")
+        let i = ClientCertificateInput(chain: "-----BEGIN CERTIFICATE-----", key: "-----BEGIN PRIVATE KEY-----")
+        for text in ["\(c)", String(reflecting: c), "\(Optional(c) as Any)", "\(i)", String(reflecting: i), "\([i])"] {
+            #expect(!text.contains("BEGIN"), "\(text)")
+        }
+    }
+}

@@ -21,7 +21,7 @@ public struct ClientCertificate: Sendable, Equatable {
 /// connection to its provider presents them. Equal and hashed by the leaf's thumbprint alone:
 /// the key belongs to the certificate (checked at registration), so the thumbprint is the
 /// identity a connection was made with, and no key material reaches a hash table.
-public struct ClientTLSCredential: Sendable, Hashable, CustomStringConvertible {
+public struct ClientTLSCredential: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     public let certificatePEM: String
     public let keyPEM: String
     public let thumbprint: String
@@ -34,4 +34,5 @@ public struct ClientTLSCredential: Sendable, Hashable, CustomStringConvertible {
     public func hash(into h: inout Hasher) { h.combine(thumbprint) }
     /// The thumbprint only: a credential printed by mistake shows no key.
     public var description: String { "ClientTLSCredential(x5t#S256: \(thumbprint))" }
+    public var debugDescription: String { description }
 }

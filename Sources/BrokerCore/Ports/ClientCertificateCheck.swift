@@ -42,7 +42,7 @@ public enum ClientCertificateRules {
 
 /// ClientCertificateInput is a TLS client certificate chain (leaf first) and its private key as
 /// a registration gives them, PEM, before any check. Printed, it shows neither.
-public struct ClientCertificateInput: Sendable, Equatable, CustomStringConvertible {
+public struct ClientCertificateInput: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public let chain: String
     public let key: String
 
@@ -52,4 +52,5 @@ public struct ClientCertificateInput: Sendable, Equatable, CustomStringConvertib
     }
 
     public var description: String { "ClientCertificateInput(redacted)" }
+    public var debugDescription: String { description }
 }
