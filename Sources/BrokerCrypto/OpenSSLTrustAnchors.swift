@@ -19,18 +19,26 @@ public struct OpenSSLTrustAnchors: TrustAnchorCheck {
 
     /// What is wrong with one certificate's PEM block, said after "certificate N".
     static func problem(_ block: String, now: Date) -> String? {
+        guard let cert = certificate(block) else { return "does not parse as an X.509 certificate" }
+        defer { X509_free(cert) }
+        guard X509_check_ca(cert) == 1 else { return "is not a CA (basicConstraints CA:TRUE, and keyCertSign when key usage is given)" }
+        return validityProblem(cert, now: now)
+    }
+
+    /// One PEM block parsed as X.509 (the caller frees it), or nil (OpenSSL's error queue cleared).
+    static func certificate(_ block: String) -> OpaquePointer? {
         let bytes = Array(block.utf8)
         let parsed: OpaquePointer? = bytes.withUnsafeBytes { buf in
             guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
             defer { BIO_free(bio) }
             return PEM_read_bio_X509(bio, nil, nil, nil)
         }
-        guard let cert = parsed else {
-            ERR_clear_error()
-            return "does not parse as an X.509 certificate"
-        }
-        defer { X509_free(cert) }
-        guard X509_check_ca(cert) == 1 else { return "is not a CA (basicConstraints CA:TRUE, and keyCertSign when key usage is given)" }
+        if parsed == nil { ERR_clear_error() }
+        return parsed
+    }
+
+    /// What is wrong with a certificate's validity period at `now`, said after "certificate N".
+    static func validityProblem(_ cert: OpaquePointer, now: Date) -> String? {
         guard let notBefore = date(X509_get0_notBefore(cert)), let notAfter = date(X509_get0_notAfter(cert)) else {
             ERR_clear_error()
             return "has a validity period that does not parse"

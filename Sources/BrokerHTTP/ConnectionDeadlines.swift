@@ -17,9 +17,9 @@ final class ConnectionDeadlines: @unchecked Sendable {
         let fd: Int32
         let deadline = Atomic<UInt64>(0)
         /// The connection's client certificate as checked on its first request (mTLS): the
-        /// verdict of `tb_mhd_client_certificate` and the fingerprint. Touched only on the
-        /// connection's own MHD thread.
-        var clientCertificate: (verdict: Int32, sha256: String?)?
+        /// verdict of `tb_mhd_client_certificate`, the fingerprint and the subject DN. Touched
+        /// only on the connection's own MHD thread.
+        var clientCertificate: (verdict: Int32, sha256: String?, subject: String?)?
         /// Its TLS handshake has been counted (full or resumed). Touched only on the
         /// connection's own MHD thread.
         var handshakeCounted = false

@@ -17,6 +17,7 @@ public struct HTTPRequest: Sendable {
         var bodyTooLarge = false
         var refusal: String?
         var clientCertificateSHA256: String?
+        var clientCertificateSubject: String?
         var certificateRefusal: String?
         var parameters = RouteParameters()
         var traceSeed: UInt64 = 0
@@ -39,6 +40,7 @@ public struct HTTPRequest: Sendable {
             c.bodyTooLarge = bodyTooLarge
             c.refusal = refusal
             c.clientCertificateSHA256 = clientCertificateSHA256
+            c.clientCertificateSubject = clientCertificateSubject
             c.certificateRefusal = certificateRefusal
             c.parameters = parameters
             c.traceSeed = traceSeed
@@ -81,6 +83,12 @@ public struct HTTPRequest: Sendable {
     public var clientCertificateSHA256: String? {
         get { storage.clientCertificateSHA256 }
         set { change { $0.clientCertificateSHA256 = newValue } }
+    }
+    /// On an mTLS listener: the verified client certificate's subject DN (RFC 4514 text, as
+    /// GnuTLS writes it). Nil: none presented, or plain HTTP.
+    public var clientCertificateSubject: String? {
+        get { storage.clientCertificateSubject }
+        set { change { $0.clientCertificateSubject = newValue } }
     }
     /// On an mTLS listener: why the connection's client certificate is refused (none where one
     /// is required, or one that does not verify): answered 401 whatever the route.

@@ -36,6 +36,7 @@ func dispatchStreamed(_ server: MHDServer, _ ctx: RequestContext, _ connection: 
     var request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
                               query: ctx.query, headers: ctx.headers, requestID: requestID)
     request.clientCertificateSHA256 = ctx.clientCertificate
+    request.clientCertificateSubject = ctx.clientCertificateSubject
     request.bodyStream = hasBody ? exchange : nil
     request.allHeaders = headers
     request.rawTarget = ctx.rawTarget ?? ""

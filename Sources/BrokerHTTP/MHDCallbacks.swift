@@ -45,11 +45,16 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, v
             let checked = w?.clientCertificate ?? {
                 var sha = [UInt8](repeating: 0, count: 32)
                 let verdict = tb_mhd_client_certificate(connection, &sha)
-                return (verdict, verdict == 1 ? sha.map { String(format: "%02x", $0) }.joined() : nil)
+                guard verdict == 1 else { return (verdict, nil, nil) }
+                var dn = [CChar](repeating: 0, count: 1024)
+                let subject = tb_mhd_client_certificate_subject(connection, &dn, dn.count) == 1 ? String(cString: dn) : nil
+                return (verdict, sha.map { String(format: "%02x", $0) }.joined(), subject)
             }()
             w?.clientCertificate = checked
             switch checked.verdict {
-            case 1: ctx.clientCertificate = checked.sha256
+            case 1:
+                ctx.clientCertificate = checked.sha256
+                ctx.clientCertificateSubject = checked.subject
             case 0 where !tls.clientCertificateRequired: break
             case 0: ctx.certificateRefusal = "this listener requires a client certificate"
             default: ctx.certificateRefusal = "the client certificate does not verify against this listener's CA"
@@ -155,6 +160,7 @@ private func respondNow(_ server: MHDServer, _ ctx: RequestContext, _ connection
     request.bodyTooLarge = ctx.tooLarge
     request.refusal = ctx.refusal
     request.clientCertificateSHA256 = ctx.clientCertificate
+    request.clientCertificateSubject = ctx.clientCertificateSubject
     request.certificateRefusal = ctx.certificateRefusal
     ctx.body = []
     switch server.handle(consume request) {

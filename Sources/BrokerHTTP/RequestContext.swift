@@ -16,6 +16,7 @@ final class RequestContext: @unchecked Sendable {
     /// Why the front door refuses the request (FrontDoor), or nil.
     var refusal: String?
     var clientCertificate: String?
+    var clientCertificateSubject: String?
     /// The request's id, answered in X-Request-Id (set before the handler runs).
     var requestID = ""
     var certificateRefusal: String?

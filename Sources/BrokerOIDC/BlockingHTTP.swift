@@ -81,7 +81,8 @@ public final class BlockingHTTP: Sendable {
     /// `unanswered` (see http.c), so these requests still use warm connections.
     /// `publicOnly`: connect only to public addresses (webhook receivers: no loopback, private,
     /// link-local or metadata address, whatever the DNS answers).
-    /// `trust`: whom the TLS connection trusts (the deployment's bundle, or a client's anchors).
+    /// `trust`: whom the TLS connection trusts (the deployment's bundle, or a client's anchors),
+    /// and the client certificate it presents, if any.
     public func send(_ method: String, _ url: URL, headers: [String], body: [UInt8]? = nil, timeout: TimeInterval? = nil,
                      once: Bool = false, publicOnly: Bool = false, trust: ProviderTrust = .deployment) throws(Failure) -> Reply {
         let ms = timeout.map { max(1, Int($0 * 1000)) } ?? timeoutMS
@@ -96,12 +97,17 @@ public final class BlockingHTTP: Sendable {
                 url.absoluteString.withCString { u in
                     method.withCString { m in
                         withOptionalCString(trust.anchorsPEM) { pem, pemLength in
-                            var q = tb_http_request(method: m, url: u, headers: hs, nheaders: Int32(headers.count),
-                                                    body: b.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
-                                                    body_len: b.count, timeout_ms: ms, max_bytes: maxResponseBytes,
-                                                    once: once ? 1 : 0, public_only: publicOnly ? 1 : 0, trust: trustStore.pointer,
-                                                    ca_pem: pem, ca_pem_len: pemLength, max_idle_s: Int(handle.maxIdle))
-                            return tb_http_perform(handle.pointer, &q)
+                            withOptionalCString(trust.clientCertificate?.certificatePEM) { cert, certLength in
+                                withOptionalCString(trust.clientCertificate?.keyPEM) { key, keyLength in
+                                    var q = tb_http_request(method: m, url: u, headers: hs, nheaders: Int32(headers.count),
+                                                            body: b.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
+                                                            body_len: b.count, timeout_ms: ms, max_bytes: maxResponseBytes,
+                                                            once: once ? 1 : 0, public_only: publicOnly ? 1 : 0, trust: trustStore.pointer,
+                                                            ca_pem: pem, ca_pem_len: pemLength, max_idle_s: Int(handle.maxIdle),
+                                                            client_cert: cert, client_cert_len: certLength, client_key: key, client_key_len: keyLength)
+                                    return tb_http_perform(handle.pointer, &q)
+                                }
+                            }
                         }
                     }
                 }

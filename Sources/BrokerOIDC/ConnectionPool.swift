@@ -7,8 +7,10 @@ import Synchronization
 /// TLS sessions (and DNS answers) are kept apart from them (`Sessions`), so that any new
 /// connection to it — from a new handle, after its connections were closed — resumes a session
 /// instead of a full handshake. A
-/// destination is (scheme, host, port, trust, address check): a connection verified under one
-/// client's trust anchors never serves a request made under other trust.
+/// destination is (scheme, host, port, trust, client certificate, address check): a connection
+/// verified under one client's trust anchors never serves a request made under other trust, and
+/// one that presented a client's certificate (RFC 8705) never serves another client's request —
+/// nor does its TLS session resume for one (sessions are kept per destination).
 ///
 /// Bounds: at most `idlePerHost` idle handles per destination and `idleTotal` in all; beyond
 /// either, the handle idle the longest is closed. Handles idle for longer than `maxIdle` are
@@ -20,6 +22,8 @@ final class ConnectionPool: Sendable {
         let host: String
         let port: Int
         let trust: ProviderTrust
+        /// The `x5t#S256` of the client certificate the connection presents; nil: none.
+        let clientCertificate: String?
         let publicOnly: Bool
 
         init(_ url: URL, trust: ProviderTrust, publicOnly: Bool) {
@@ -27,6 +31,7 @@ final class ConnectionPool: Sendable {
             host = url.host?.lowercased() ?? ""
             port = url.port ?? (scheme == "https" ? 443 : 80)
             self.trust = trust
+            clientCertificate = trust.clientCertificate?.thumbprint
             self.publicOnly = publicOnly
         }
     }

@@ -125,6 +125,10 @@ public final class IssuerMetadataCache: IssuerDirectory {
         m.tokenEndpointAuthSigningAlgorithms = doc["token_endpoint_auth_signing_alg_values_supported"] as? [String]
         m.dpopSigningAlgorithms = doc["dpop_signing_alg_values_supported"] as? [String]
         m.userinfoEndpoint = url("userinfo_endpoint")
+        // RFC 8705 §5: only https URLs are taken as aliases; anything else is ignored.
+        m.mtlsEndpointAliases = (doc["mtls_endpoint_aliases"] as? [String: Any]).map { a in
+            a.compactMapValues { ($0 as? String).flatMap(URL.init(string:)).flatMap { $0.scheme?.lowercased() == "https" ? $0 : nil } }
+        }
         return m
     }
 }

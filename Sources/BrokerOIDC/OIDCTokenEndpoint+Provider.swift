@@ -12,12 +12,12 @@ extension OIDCTokenEndpoint {
         let meta = try metadata.metadata(for: client, now: clock.now())
         let named = source.url.flatMap { URL(string: $0.replacingOccurrences(of: "{token}", with: Self.pathSegment(accessToken))) }
         guard let url = named ?? meta.userinfoEndpoint else { throw .metadata("the provider has no userinfo endpoint to learn the user's id from") }
-        let reply: BlockingHTTP.Reply
+        let reply: BlockingHTTP.Reply, trust = try trust(for: client)
         do {
             // A User-Agent: some APIs (GitHub's) refuse requests without one.
             reply = try http.send(source.method, url, headers: ["Authorization: Bearer " + accessToken, "Accept: application/json",
                                                                 "User-Agent: tokenbroker"] + client.descriptor.headerLines,
-                                  body: source.method == "GET" ? nil : [], trust: ProviderTrust(anchorsPEM: client.trustAnchors))
+                                  body: source.method == "GET" ? nil : [], trust: trust)
         } catch {
             throw Self.transport(error, "userinfo")
         }
@@ -76,8 +76,8 @@ extension OIDCTokenEndpoint {
             body = []
         }
         guard let url = components.url else { throw .metadata("the provider descriptor's revocation url is not a URL") }
-        let reply: BlockingHTTP.Reply
-        do { reply = try http.send(r.method, url, headers: headers, body: body, trust: ProviderTrust(anchorsPEM: client.trustAnchors)) } catch {
+        let reply: BlockingHTTP.Reply, trust = try trust(for: client)
+        do { reply = try http.send(r.method, url, headers: headers, body: body, trust: trust) } catch {
             throw Self.transport(error, "revocation")
         }
         if r.success.contains(reply.status) {

@@ -7,15 +7,20 @@ import Foundation
 /// §2.3, OIDC Core §9), each request and answer shaped as the descriptor says (extra parameters,
 /// a JSON body, form-encoded answers, tokens where its pointers say): `client_secret_basic` (form-encoded id
 /// and secret in HTTP Basic), `client_secret_post`, `private_key_jwt` (a signed assertion, with
-/// `client_id` in the form as XID requires), or `none` (client_id in the form, PKCE only).
+/// `client_id` in the form as XID requires), `tls_client_auth` and `self_signed_tls_client_auth`
+/// (RFC 8705 §2: `client_id` in the form, the client's certificate presented on the TLS
+/// connection), or `none` (client_id in the form, PKCE only).
 /// Every call for a client trusts what the client's registration trusts: its own anchors, or
 /// the deployment's CA file — for its discovery document as for its endpoints.
 public final class OIDCTokenEndpoint: TokenEndpoint {
     public typealias SecretSource = @Sendable (ClientRegistration) throws -> String?
+    /// The client's TLS client certificate and key, unsealed; nil when it has none.
+    public typealias CertificateSource = @Sendable (ClientRegistration) throws -> ClientTLSCredential?
 
     let http: BlockingHTTP
     let metadata: any IssuerDirectory
     private let secret: SecretSource
+    private let certificate: CertificateSource
     private let assertions: (any ClientAssertionSigner)?
     let clock: any Clock
     /// Each client's current DPoP nonce at its authorization server (RFC 9449 §8): the next
@@ -24,7 +29,9 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
     public let nonces: ServerNonces
 
     public init(http: BlockingHTTP, metadata: any IssuerDirectory, clock: any Clock, assertions: (any ClientAssertionSigner)? = nil,
-                nonces: ServerNonces = ServerNonces(), secret: @escaping SecretSource) {
+                nonces: ServerNonces = ServerNonces(), certificate: @escaping CertificateSource = { _ in nil },
+                secret: @escaping SecretSource) {
+        self.certificate = certificate
         self.nonces = nonces
         self.http = http
         self.metadata = metadata
@@ -207,7 +214,7 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         guard let dpop else {
             let reply = try post(client, endpoint, fields, timeout: timeout, once: once, proof: nil)
             if let n = reply.dpopNonce { nonces.learn(n, from: kind, client: client, now: clock.now()) }
-            return (reply, RefusalContext(endpoint: kind, proof: false, nonceFrom: nil))
+            return (reply, RefusalContext(endpoint: kind, proof: false, nonceFrom: nil).presenting(client))
         }
         let target = endpoint.absoluteString
         func send(_ nonce: ServerNonce?) throws(TokenEndpointError) -> BlockingHTTP.Reply {
@@ -226,9 +233,9 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         // A body that is not JSON carries no error code: it is returned, and its caller says what it is.
         let error = (try? JSONSerialization.jsonObject(with: reply.body) as? [String: Any])?["error"] as? String
         guard DPoPNonceRetry.resend(status: reply.status, error: error, sent: sent?.value, held: held?.value, resent: false) != nil else {
-            return (reply, RefusalContext(endpoint: kind, proof: true, nonceFrom: sent?.learnedFrom))
+            return (reply, RefusalContext(endpoint: kind, proof: true, nonceFrom: sent?.learnedFrom).presenting(client))
         }
-        return (try send(held), RefusalContext(endpoint: kind, proof: true, nonceFrom: held?.learnedFrom, resent: true))
+        return (try send(held), RefusalContext(endpoint: kind, proof: true, nonceFrom: held?.learnedFrom, resent: true).presenting(client))
     }
 
     /// Runs `body` (reading an answer); a refusal it raises names `context`: the endpoint, and
@@ -261,6 +268,10 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
             headers.append("Authorization: Basic " + Data(pair.utf8).base64EncodedString())
         case .clientSecretPost:
             form += [("client_id", client.clientID), ("client_secret", try clientSecret(client))]
+        case .tlsClientAuth, .selfSignedTLSClientAuth:
+            // RFC 8705 §2: the client is authenticated by its certificate (`trust(for:)`);
+            // `client_id` identifies it, with no secret and no assertion.
+            form.append(("client_id", client.clientID))
         case .privateKeyJWT:
             guard let assertions else { throw .metadata("no key to sign client assertions") }
             let jwt: String
@@ -274,9 +285,10 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         let json = client.descriptor.tokenRequest.encoding == .json
         if json { headers[0] = "Content-Type: application/json" }
         let body = Array((json ? ProviderDescriptor.canonical(Dictionary(form, uniquingKeysWith: { a, _ in a })) : FormEncoding.body(form)).utf8)
+        let trust = try trust(for: client)
         do {
             return try http.send("POST", endpoint, headers: headers, body: body, timeout: timeout, once: once,
-                                 trust: ProviderTrust(anchorsPEM: client.trustAnchors))
+                                 trust: trust)
         } catch {
             switch error {
             case .notSent(let why): throw .notSent("\(endpoint.path): \(why)")
@@ -287,10 +299,30 @@ public final class OIDCTokenEndpoint: TokenEndpoint {
         }
     }
 
+    /// Whom a connection to the client's provider trusts, and, for a client authenticating with
+    /// mutual TLS (RFC 8705 §2), the certificate it presents: on every call to the provider.
+    func trust(for client: ClientRegistration) throws(TokenEndpointError) -> ProviderTrust {
+        guard client.authMethod.needsCertificate else { return ProviderTrust(anchorsPEM: client.trustAnchors) }
+        let credential: ClientTLSCredential?
+        do { credential = try certificate(client) } catch { throw .metadata("client certificate unavailable") }
+        guard let credential else { throw .metadata("client has no TLS client certificate (tls_client_certificate)") }
+        return ProviderTrust(anchorsPEM: client.trustAnchors, clientCertificate: credential)
+    }
+
     func clientSecret(_ client: ClientRegistration) throws(TokenEndpointError) -> String {
         let s: String?
         do { s = try secret(client) } catch { throw .metadata("client secret unavailable") }
         guard let s else { throw .metadata("client has no secret") }
         return s
+    }
+}
+
+extension RefusalContext {
+    /// The context naming the client certificate the request presented, for a client that
+    /// authenticates with one: a refusal then says which certificate the provider turned down.
+    func presenting(_ client: ClientRegistration) -> RefusalContext {
+        var c = self
+        c.certificate = client.authMethod.needsCertificate ? client.tlsClientCertificate?.thumbprint : nil
+        return c
     }
 }

@@ -2,7 +2,8 @@ import BrokerCore
 import Foundation
 
 /// PostgresRegistryStore keeps tenants, client registrations (secret sealed with the context
-/// `clients/<tenant>/<id>/client_secret`) and API keys (SHA-256 of the secret only).
+/// `clients/<tenant>/<id>/client_secret`, the assertion key and TLS client certificate with
+/// their column names) and API keys (SHA-256 of the secret only).
 public final class PostgresRegistryStore: RegistryStore {
     let pool: PGPool
     let sealer: any Sealer
@@ -49,11 +50,12 @@ public final class PostgresRegistryStore: RegistryStore {
                 SELECT issuer, client_id, auth_method, redirect_uri, array_to_string(scopes, ' ') AS scopes,
                        array_to_string(redirect_after_allowed, ' ') AS redirect_after_allowed, refresh_policy::text AS refresh_policy,
                        max_concurrent_refreshes, assertion_alg, on_ambiguous_refresh, dpop_alg, profile, trust_anchors,
-                       provider, descriptor, disabled, upstream
+                       provider, descriptor, disabled, upstream, tls_client_certificate_sha256,
+                       tls_client_certificate_subject, extract(epoch from tls_client_certificate_not_after) AS tls_client_certificate_not_after
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """, plan: .generic).first { r in
                 let t = "clients"
-                return try ClientRegistration(
+                var c = try ClientRegistration(
                     tenant: tenant, id: id, issuer: r["issuer"], clientID: r["client_id"], authMethod: r.known("auth_method", table: t),
                     redirectURI: r["redirect_uri"], scopes: r.words("scopes"), redirectAfterAllowed: r.words("redirect_after_allowed"),
                     refreshPolicy: Self.policy(r), maxConcurrentRefreshes: r["max_concurrent_refreshes"],
@@ -62,8 +64,17 @@ public final class PostgresRegistryStore: RegistryStore {
                     dpopAlgorithm: r.known("dpop_alg", table: t), profile: r.known("profile", table: t),
                     trustAnchors: r["trust_anchors"], provider: r["provider"], descriptor: Self.descriptor(r), disabled: r["disabled"],
                     upstream: Self.upstream(r))
+                c.tlsClientCertificate = try Self.certificate(r)
+                return c
             }
         }
+    }
+
+    /// The view of the stored TLS client certificate (its clear columns), or nil.
+    static func certificate(_ r: PGRow) throws -> ClientCertificate? {
+        guard let sha: String = try r["tls_client_certificate_sha256"] else { return nil }
+        let subject: String? = try r["tls_client_certificate_subject"], notAfter: Date? = try r["tls_client_certificate_not_after"]
+        return ClientCertificate(thumbprint: sha, subject: subject ?? "", notAfter: notAfter ?? .distantPast)
     }
 
     /// The stored `refresh_policy`: JSON this release cannot read (a member of a newer release's
@@ -110,20 +121,45 @@ public final class PostgresRegistryStore: RegistryStore {
         }
     }
 
-    public func putClient(_ cl: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool) {
+    /// The chain and key are sealed as one text, the chain's PEM blocks then the key's; read
+    /// apart by their labels.
+    public func clientCertificate(tenant: String, id: String) throws -> ClientTLSCredential? {
+        try pool.run { c in
+            let r = try c.execute("""
+                SELECT tls_client_credential, tls_client_certificate_sha256 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
+                """, plan: .generic)
+            guard let found = try r.first({ (try $0.bytes("tls_client_credential"), try $0["tls_client_certificate_sha256"] as String?) }),
+                  let sealed = found.0, let sha = found.1 else { return nil }
+            let pem = try sealer.open(sealed, context: "clients/\(tenant)/\(id)/tls_client_credential")
+            let blocks = TrustAnchorRules.blocks(pem) ?? []
+            let chain = blocks.filter { $0.label == "CERTIFICATE" }.map(\.text).joined()
+            let key = blocks.filter { $0.label != "CERTIFICATE" }.map(\.text).joined()
+            guard !chain.isEmpty, !key.isEmpty else { throw BrokerError.storedValueUnknown(column: "clients.tls_client_credential", value: "") }
+            return ClientTLSCredential(certificatePEM: chain, keyPEM: key, thumbprint: sha)
+        }
+    }
+
+    public func putClient(_ cl: ClientRegistration, secret: String?, assertionKey: [UInt8]?, certificate: ClientTLSCredential?,
+                          now: Date) throws -> (ClientRegistration, created: Bool) {
         let policy = String(decoding: try JSONEncoder().encode(cl.refreshPolicy), as: UTF8.self)
+        let sealedCredential = try certificate.map {
+            try sealer.seal($0.certificatePEM + $0.keyPEM, context: "clients/\(cl.tenant)/\(cl.id)/tls_client_credential")
+        }
+        let info = cl.tlsClientCertificate
         let sealed = try secret.map { try sealer.seal($0, context: "clients/\(cl.tenant)/\(cl.id)/client_secret") }
         let sealedKey = try assertionKey.map { try sealer.seal(Data($0).base64EncodedString(), context: "clients/\(cl.tenant)/\(cl.id)/assertion_key") }
         return try pool.run { c in
             let r = try c.execute("""
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,
                     redirect_after_allowed, refresh_policy, max_concurrent_refreshes, assertion_alg, assertion_key, on_ambiguous_refresh,
-                    dpop_alg, profile, trust_anchors, provider, descriptor, disabled, upstream, created_at, updated_at)
+                    dpop_alg, profile, trust_anchors, provider, descriptor, disabled, upstream, tls_client_credential,
+                    tls_client_certificate_sha256, tls_client_certificate_subject, tls_client_certificate_not_after, created_at, updated_at)
                 VALUES (\(cl.tenant), \(cl.id), \(cl.issuer), \(cl.clientID), \(cl.authMethod.rawValue), \(sealed),
                     \(cl.redirectURI), \(cl.scopes), \(cl.redirectAfterAllowed), \(policy)::jsonb, \(cl.maxConcurrentRefreshes),
                     \(cl.assertionAlgorithm?.rawValue), \(sealedKey), \(cl.onAmbiguousRefresh.rawValue),
                     \(cl.dpopAlgorithm?.rawValue), \(cl.profile.rawValue), \(cl.trustAnchors), \(cl.provider),
-                    \(cl.descriptor == .openID ? nil : cl.descriptor.json), \(cl.disabled), \(cl.upstream?.json), \(now), \(now))
+                    \(cl.descriptor == .openID ? nil : cl.descriptor.json), \(cl.disabled), \(cl.upstream?.json), \(sealedCredential),
+                    \(info?.thumbprint), \(info?.subject), \(info?.notAfter), \(now), \(now))
                 ON CONFLICT (tenant_id, id) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id,
                     auth_method = excluded.auth_method, client_secret = coalesce(excluded.client_secret, clients.client_secret),
                     redirect_uri = excluded.redirect_uri, scopes = excluded.scopes,
@@ -133,6 +169,11 @@ public final class PostgresRegistryStore: RegistryStore {
                     on_ambiguous_refresh = excluded.on_ambiguous_refresh, dpop_alg = excluded.dpop_alg,
                     profile = excluded.profile, trust_anchors = excluded.trust_anchors, provider = excluded.provider,
                     descriptor = excluded.descriptor, disabled = excluded.disabled, upstream = excluded.upstream,
+                    tls_client_credential = CASE WHEN excluded.tls_client_certificate_sha256 IS NULL THEN NULL
+                        ELSE coalesce(excluded.tls_client_credential, clients.tls_client_credential) END,
+                    tls_client_certificate_sha256 = excluded.tls_client_certificate_sha256,
+                    tls_client_certificate_subject = excluded.tls_client_certificate_subject,
+                    tls_client_certificate_not_after = excluded.tls_client_certificate_not_after,
                     updated_at = excluded.updated_at
                 RETURNING (xmax = 0) AS created
                 """)

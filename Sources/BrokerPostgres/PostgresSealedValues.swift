@@ -22,6 +22,7 @@ public final class PostgresSealedValues: SealedValueStore {
         Column(table: "sessions", column: "dpop_key", key: ("tenant_id", "id"), context: "sessions"),
         Column(table: "clients", column: "client_secret", key: ("tenant_id", "id"), context: "clients"),
         Column(table: "clients", column: "assertion_key", key: ("tenant_id", "id"), context: "clients"),
+        Column(table: "clients", column: "tls_client_credential", key: ("tenant_id", "id"), context: "clients"),
         Column(table: "revocation_outbox", column: "token", key: ("id", "tenant_id"), context: "revocations"),
         Column(table: "webhook_endpoints", column: "secret", key: ("tenant_id", "id"), context: "webhooks"),
         Column(table: "broker_keys", column: "private_key", key: ("kid", "scope"), context: "broker_keys"),

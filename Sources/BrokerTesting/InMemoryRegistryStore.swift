@@ -11,6 +11,7 @@ public final class InMemoryRegistryStore: RegistryStore {
         var previous: [String: PreviousSecret] = [:]
         var keyTimes: [String: (created: Date, used: Date?)] = [:]
         var assertionKeys: [String: [UInt8]] = [:]
+        var certificates: [String: ClientTLSCredential] = [:]
     }
 
     private let state = Mutex(State())
@@ -54,10 +55,16 @@ public final class InMemoryRegistryStore: RegistryStore {
 
     public func assertionKey(tenant: String, id: String) throws -> [UInt8]? { state.withLock { $0.assertionKeys[tenant + "/" + id] } }
 
-    public func putClient(_ c: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool) {
+    public func clientCertificate(tenant: String, id: String) throws -> ClientTLSCredential? {
+        state.withLock { $0.certificates[tenant + "/" + id] }
+    }
+
+    public func putClient(_ c: ClientRegistration, secret: String?, assertionKey: [UInt8]?, certificate: ClientTLSCredential?,
+                          now: Date) throws -> (ClientRegistration, created: Bool) {
         state.withLock { s in
             let k = c.tenant + "/" + c.id
             if let assertionKey { s.assertionKeys[k] = assertionKey }
+            if c.tlsClientCertificate == nil { s.certificates[k] = nil } else if let certificate { s.certificates[k] = certificate }
             let old = s.clients[k]
             s.clients[k] = (c, secret ?? old?.1)
             return (c, old == nil)

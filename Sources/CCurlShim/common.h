@@ -21,6 +21,10 @@ void tb_set_common(CURL *h, const char *url, long connect_ms, long timeout_ms, l
                    const char *ca_pem, size_t ca_pem_len, connect_guard *guard, prereq_state *pre,
                    struct curl_slist *headers, curl_write_callback on_header, void *header_data,
                    curl_write_callback on_body, void *body_data);
+/* The client certificate chain and key (PEM) presented when the server asks (RFC 8705 mutual
+ * TLS); nothing when cert is NULL. Call after tb_set_common (its reset clears them). */
+__attribute__((visibility("hidden")))
+void tb_set_client_certificate(CURL *h, const char *cert, size_t cert_len, const char *key, size_t key_len);
 __attribute__((visibility("hidden")))
 int tb_after_perform(CURL *h, const prereq_state *pre);
 /* error 1 (not sent), 2 (unanswered) or 4 (certificate refused), and a static generic reason. */

@@ -295,6 +295,18 @@ void tb_set_common(CURL *h, const char *url, long connect_ms, long timeout_ms, l
     curl_easy_setopt(h, CURLOPT_WRITEDATA, body_data);
 }
 
+void tb_set_client_certificate(CURL *h, const char *cert, size_t cert_len, const char *key, size_t key_len) {
+    if (!cert || !key) return;
+    /* Copied by libcurl; part of the connection's TLS configuration, so a kept connection is
+     * reused only by a request presenting the same certificate (the pool keys them apart too). */
+    struct curl_blob c = { (void *)cert, cert_len, CURL_BLOB_COPY };
+    struct curl_blob k = { (void *)key, key_len, CURL_BLOB_COPY };
+    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &c);
+    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &k);
+}
+
 /* After a perform: whether it opened a new connection. A kept TLS connection would hold its
  * record buffers (about 34 KB) while idle: OpenSSL's SSL_MODE_RELEASE_BUFFERS frees them after
  * a read, but libcurl's last read, which meets EAGAIN, allocates them again. Freed here when the
@@ -322,6 +334,7 @@ tb_http_result tb_http_perform(void *handle, const tb_http_request *q) {
 
     tb_set_common(h, q->url, q->timeout_ms, q->timeout_ms, q->max_idle_s, q->trust, q->ca_pem, q->ca_pem_len, &guard, &pre,
                   list, on_header, &hs, on_body, &b);
+    tb_set_client_certificate(h, q->client_cert, q->client_cert_len, q->client_key, q->client_key_len);
     /* Every kept handle holds its receive buffer (16 KB by default) between requests; provider
      * answers are a few KB, and a thousand hosts mean a thousand kept handles. */
     curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 4096L);

@@ -3,6 +3,7 @@
 #include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct MHD_Daemon *tb_mhd_start(const struct tb_mhd_options *o) {
     /* No listening socket: the Acceptor (BrokerHTTP) accepts and hands connections over; ITC
@@ -58,6 +59,25 @@ int tb_mhd_client_certificate(struct MHD_Connection *connection, unsigned char s
     unsigned int status = 0;
     if (gnutls_certificate_verify_peers(session, &purpose, 1, &status) < 0 || status != 0) return -1;
     if (gnutls_hash_fast(GNUTLS_DIG_SHA256, peers[0].data, peers[0].size, sha256) < 0) return -1;
+    return 1;
+}
+
+int tb_mhd_client_certificate_subject(struct MHD_Connection *connection, char *buf, size_t len) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (info == NULL || info->tls_session == NULL || len == 0) return -1;
+    unsigned int count = 0;
+    const gnutls_datum_t *peers = gnutls_certificate_get_peers((gnutls_session_t)info->tls_session, &count);
+    if (peers == NULL || count == 0) return -1;
+    gnutls_x509_crt_t crt;
+    if (gnutls_x509_crt_init(&crt) < 0) return -1;
+    gnutls_datum_t dn = {NULL, 0};
+    int ok = gnutls_x509_crt_import(crt, &peers[0], GNUTLS_X509_FMT_DER) >= 0 && gnutls_x509_crt_get_dn3(crt, &dn, 0) >= 0;
+    gnutls_x509_crt_deinit(crt);
+    if (!ok) return -1;
+    size_t n = dn.size < len - 1 ? dn.size : len - 1;
+    memcpy(buf, dn.data, n);
+    buf[n] = 0;
+    gnutls_free(dn.data);
     return 1;
 }
 

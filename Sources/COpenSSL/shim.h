@@ -21,3 +21,5 @@ static const int tb_RSA_PKCS1_PSS_PADDING = RSA_PKCS1_PSS_PADDING;
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+/* RFC 4514 text of a distinguished name (a macro of macros). */
+static const unsigned long tb_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;

@@ -16,6 +16,7 @@ extension DevIdP {
         var ok = 0, reuse = 0, revoked = 0, revocations = 0, assertions = 0, endSessions = 0, userinfo = 0
         var presentations = 0, introspections = 0, dpopRefusals = 0, exchanges = 0, repeats = 0, whoAmI = 0, clientCredentials = 0
         var styles: [String: Int] = [:], revokedTokens: [String: Int] = [:]
+        var mtls = 0, aliasCalls = 0, certificatesRefused = 0, certificates: Set<String> = []
         var traceparents: [String] = []
         var times: [String: [Double]] = [:]
         for st in all.values {
@@ -35,6 +36,10 @@ extension DevIdP {
             repeats += st.refreshRepeats
             whoAmI += st.whoAmI
             clientCredentials += st.clientCredentialsGrants
+            mtls += st.mtlsAuthentications
+            aliasCalls += st.mtlsAliasCalls
+            certificatesRefused += st.certificatesRefused
+            certificates.formUnion(st.certificatesSeen)
             for (k, v) in st.revocationStyles { styles[k, default: 0] += v }
             for (k, v) in st.revokedTokens { revokedTokens[k, default: 0] += v }
             traceparents += st.traceparents
@@ -52,6 +57,10 @@ extension DevIdP {
             body["revoked_tokens"] = revokedTokens
             body["whoami_calls"] = whoAmI
             body["client_credentials_grants"] = clientCredentials
+            body["mtls_authentications"] = mtls
+            body["mtls_alias_calls"] = aliasCalls
+            body["client_certificates_refused"] = certificatesRefused
+            body["client_certificates_seen"] = certificates.sorted()
             body["dpop_nonce_challenges"] = s.dpopNonceChallenges
         }
         body.merge(resourceStats(clientID)) { _, new in new }
@@ -65,7 +74,8 @@ extension DevIdP {
 
     /// `{"client_id", "redirect_uris", "client_secret"?, "jwks"? (private_key_jwt), "access_ttl"?,
     /// "id_token_alg"? (ES256, RS256, PS256), "dpop_required"?, "actor_jwks"?, "exchange_audiences"?,
-    /// "token_rotation"?}`: registers or replaces a client (`token_rotation`: an app with token
+    /// "token_rotation"?, "tls_client_certificate_sha256"? (hex: mutual TLS, RFC 8705 §2.2),
+    /// "tls_client_auth_subject_dn"? (RFC 4514: mutual TLS by a certificate of the listener's CA, §2.1.2)}`: registers or replaces a client (`token_rotation`: an app with token
     /// rotation on, at a personality where it is an app setting).
     func registerClient(_ req: HTTPRequest) -> HTTPResponse {
         guard let o = try? JSONSerialization.jsonObject(with: Data(req.body)) as? [String: Any], let id = o["client_id"] as? String,
@@ -81,6 +91,8 @@ extension DevIdP {
         client.actorJWKS = ((o["actor_jwks"] as? [String: Any])?["keys"] as? [[String: Any]] ?? []).compactMap(JSONWebKey.init(json:))
         client.exchangeAudiences = o["exchange_audiences"] as? [String] ?? []
         client.tokenRotation = o["token_rotation"] as? Bool ?? false
+        client.tlsCertificateSHA256 = (o["tls_client_certificate_sha256"] as? String)?.lowercased()
+        client.tlsSubjectDN = o["tls_client_auth_subject_dn"] as? String
         state.withLock { $0.clients[id] = client }
         return json(201, ["client_id": id])
     }

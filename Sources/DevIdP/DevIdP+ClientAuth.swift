@@ -5,7 +5,8 @@ import Foundation
 
 /// Client authentication at the token and revocation endpoints (RFC 6749 §2.3, OIDC Core §9):
 /// client_secret_basic, client_secret_post, private_key_jwt (RFC 7523 §3), or a public client
-/// sending only its client_id.
+/// sending only its client_id, or mutual TLS (RFC 8705 §2): the certificate the listener verified
+/// on the connection is the one registered for the client, and no secret or assertion comes.
 extension DevIdP {
     static let jwtBearer = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
@@ -20,6 +21,21 @@ extension DevIdP {
         }
         guard let id, let client = state.withLock({ $0.clients[id] }) else { return nil }
         let fapi2 = state.withLock { $0.settings.fapi2 }
+        if client.mutualTLS {
+            // §2.2 by the registered thumbprint, or §2.1.2 by the subject DN of a certificate the
+            // listener verified against its CA.
+            let presented = req.clientCertificateSHA256
+            let matches = client.tlsCertificateSHA256.map { $0 == presented }
+                ?? (presented != nil && req.clientCertificateSubject == client.tlsSubjectDN)
+            let ok = secret == nil && form["client_assertion"] == nil && matches
+            state.withLock { s in
+                if ok { s.clients[id]?.presentedCertificate = presented }
+                if let presented { s.stats[id, default: .init()].certificatesSeen.insert(presented) }
+                if ok { s.stats[id, default: .init()].mtlsAuthentications += 1 } else { s.stats[id, default: .init()].certificatesRefused += 1 }
+                if req.path.hasPrefix("/mtls/") { s.stats[id, default: .init()].mtlsAliasCalls += 1 }
+            }
+            return ok ? id : nil
+        }
         if !client.jwks.isEmpty {
             guard secret == nil, form["client_assertion_type"] == Self.jwtBearer, let jwt = form["client_assertion"],
                   verifyAssertion(jwt, clientID: id, keys: client.jwks, issuer: issuer(for: req), endpoint: req.path, issuerOnly: fapi2) else { return nil }

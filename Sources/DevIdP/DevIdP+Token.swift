@@ -157,16 +157,20 @@ extension DevIdP {
     /// tokens name `issuer` as their `iss`.
     private func issue(clientID: String, subject: String, scope: String, nonce: String?, refresh: String?, family: String?,
                        jkt: String?, issuer: String) -> HTTPResponse {
-        let (ttl, alg, secret, mode, keys) = state.withLock { s in
+        let (ttl, alg, secret, mode, keys, certificate) = state.withLock { s in
             (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.clients[clientID]?.idTokenAlg ?? .es256, s.clients[clientID]?.secret,
-             s.take(clientID, atAuthorize: false), s.keys)
+             s.take(clientID, atAuthorize: false), s.keys, s.clients[clientID]?.presentedCertificate)
         }
         let now = Int(Date().timeIntervalSince1970)
         var rng = SystemRandomNumberGenerator()
         let jti = Identifiers.token(bytes: 16, using: &rng)
         var atClaims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "client_id": clientID, "scope": scope,
                                        "iat": now, "exp": now + ttl, "jti": jti]
-        if let jkt { atClaims["cnf"] = ["jkt": jkt] }
+        var cnf: [String: Any] = [:]
+        if let jkt { cnf["jkt"] = jkt }
+        // RFC 8705 §3.1: bound to the client's certificate, by its SHA-256 thumbprint (base64url).
+        if let certificate { cnf["x5t#S256"] = Base64URL.encode(Self.bytes(hex: certificate)) }
+        if !cnf.isEmpty { atClaims["cnf"] = cnf }
         let access = keys.sign(atClaims, alg: .es256, type: "at+jwt")
         let issued = IssuedAccessToken(digest: DevIdPCrypto.sha256(access), client: clientID, subject: subject, scope: scope,
                                        expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family, jkt: jkt)
@@ -234,5 +238,11 @@ extension DevIdP {
         default:
             return keys.sign(c, alg: alg, type: "JWT")
         }
+    }
+
+    /// Bytes of lowercase hex (a certificate's SHA-256 as the listener reports it).
+    static func bytes(hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16) }
     }
 }

@@ -10,7 +10,11 @@ import Synchronization
 /// rotated token presented again revokes its whole family, including the tokens just issued to
 /// the winner of a race. Access tokens are ES256 JWTs (`typ: at+jwt`); ID tokens are ES256,
 /// RS256 or PS256 per client; refreshed ID tokens carry no nonce. Codes live 60 s and are single
-/// use. Clients authenticate with client_secret_basic/post, private_key_jwt, or not at all.
+/// use. Clients authenticate with client_secret_basic/post, private_key_jwt, or not at all — and,
+/// in mutual-TLS mode (`mutualTLS`: its listener asks for optional client certificates), with
+/// their certificate (RFC 8705 §2: by the subject DN of a certificate of the listener's CA, or by
+/// a registered thumbprint), at the endpoints of `mtls_endpoint_aliases` (§5, below
+/// `/mtls/`) as at the others; such a client's access tokens carry `cnf.x5t#S256` (§3.1).
 ///
 /// Token introspection (RFC 7662) at `/introspect`, unless switched off. DPoP (RFC 9449) at the
 /// token endpoint (DevIdP+DPoP), and a protected resource below `/resource` (DevIdP+Resource)
@@ -35,6 +39,8 @@ public final class DevIdP: Sendable {
     public let issuerHosts: String?
     /// `http` or `https`, the default issuer's: the scheme of every issuer served.
     let scheme: String
+    /// Client certificates are asked for on the listener: the metadata advertises RFC 8705.
+    public let mutualTLS: Bool
     let state: Mutex<DevIdPState>
     /// The server's counts of its connections (`connections_opened`, `tls_handshakes_full`,
     /// `tls_handshakes_resumed` in `/stats`): tests and benchmarks see from them whether a client
@@ -51,8 +57,9 @@ public final class DevIdP: Sendable {
         }
     }
 
-    public init(issuer: String, accessTTL: Int, issuerHosts: String? = nil) {
+    public init(issuer: String, accessTTL: Int, issuerHosts: String? = nil, mutualTLS: Bool = false) {
         self.issuer = issuer
+        self.mutualTLS = mutualTLS
         self.issuerHosts = issuerHosts
         scheme = issuer.hasPrefix("https://") ? "https" : "http"
         state = Mutex(DevIdPState(defaultAccessTTL: accessTTL))
@@ -68,6 +75,13 @@ public final class DevIdP: Sendable {
         r.add("POST", "/revoke") { [self] req in revoke(req) }
         r.add("POST", "/introspect") { [self] req in .now(introspect(req)) }
         r.add("GET", "/userinfo") { [self] req in .now(userinfo(req)) }
+        if mutualTLS {
+            // RFC 8705 §5: the aliases a client doing mutual TLS uses; the same endpoints.
+            r.add("POST", "/mtls/token") { [self] req in token(req) }
+            r.add("POST", "/mtls/par") { [self] req in .now(pushAuthorizationRequest(req)) }
+            r.add("POST", "/mtls/revoke") { [self] req in revoke(req) }
+            r.add("POST", "/mtls/introspect") { [self] req in .now(introspect(req)) }
+        }
         addResource(to: &r)
         r.add("GET", "/end_session") { [self] req in .now(endSession(req)) }
         r.add("GET", "/stats") { [self] req in .now(stats(req.queryValue("client_id"), times: req.queryValue("times") == "1")) }
@@ -127,6 +141,17 @@ public final class DevIdP: Sendable {
             d["token_endpoint_auth_signing_alg_values_supported"] = ["ES256", "PS256"]
         }
         if let algs = settings.idTokenAlgorithms { d["id_token_signing_alg_values_supported"] = algs }
+        if mutualTLS {
+            // RFC 8705 §2.1, §2.2, §3.3, §5.
+            d["token_endpoint_auth_methods_supported"] = (d["token_endpoint_auth_methods_supported"] as? [String] ?? [])
+                + ["tls_client_auth", "self_signed_tls_client_auth"]
+            d["tls_client_certificate_bound_access_tokens"] = true
+            var aliases = ["token_endpoint": issuer + "/mtls/token"]
+            if d["revocation_endpoint"] != nil { aliases["revocation_endpoint"] = issuer + "/mtls/revoke" }
+            if d["pushed_authorization_request_endpoint"] != nil { aliases["pushed_authorization_request_endpoint"] = issuer + "/mtls/par" }
+            if settings.introspection { aliases["introspection_endpoint"] = issuer + "/mtls/introspect" }
+            d["mtls_endpoint_aliases"] = aliases
+        }
         if settings.par == "required" { d["require_pushed_authorization_requests"] = true }
         if settings.introspection {
             d["introspection_endpoint"] = issuer + "/introspect"

@@ -22,7 +22,18 @@ struct DevIdPState {
         var exchangeAudiences: [String] = []
         /// An app with token rotation on, at a personality where that is an app setting (Slack).
         var tokenRotation = false
-        var confidential: Bool { secret != nil || !jwks.isEmpty }
+        /// RFC 8705 §2: the SHA-256 (lowercase hex) of the certificate this client authenticates
+        /// with on a verified TLS connection (`tls_client_auth` through the listener's CA, or
+        /// `self_signed_tls_client_auth`); its tokens are bound to it (`cnf.x5t#S256`, §3.1).
+        var tlsCertificateSHA256: String?
+        /// RFC 8705 §2.1.2: `tls_client_auth` by the subject DN of a certificate the listener's CA
+        /// issued (RFC 4514 text, compared as written).
+        var tlsSubjectDN: String?
+        /// The certificate (SHA-256, hex) this client last authenticated with: its tokens are bound
+        /// to it (one connection per client at a time, as a development IdP may assume).
+        var presentedCertificate: String?
+        var mutualTLS: Bool { tlsCertificateSHA256 != nil || tlsSubjectDN != nil }
+        var confidential: Bool { secret != nil || !jwks.isEmpty || mutualTLS }
     }
 
     /// A misbehaviour switched on for a client's next `remaining` responses.
@@ -105,6 +116,13 @@ struct DevIdPState {
         var whoAmI = 0
         /// client_credentials grants answered with a token.
         var clientCredentialsGrants = 0
+        /// Requests authenticated by a client certificate (RFC 8705 §2), and those made at an
+        /// `mtls_endpoint_aliases` endpoint (§5).
+        var mtlsAuthentications = 0
+        var mtlsAliasCalls = 0
+        /// The certificates (SHA-256, hex) seen authenticating, and refused, for this client.
+        var certificatesSeen: Set<String> = []
+        var certificatesRefused = 0
     }
 
     /// A switch that makes an endpoint (`token` or `revoke`) fail — or, with status 0, answer

@@ -3,8 +3,11 @@ import DevIdP
 import Foundation
 
 // dev-idp --listen 127.0.0.1:9000 [--issuer URL] [--access-ttl SECONDS] [--tls-cert FILE --tls-key FILE]
-//         [--issuer-hosts SUFFIX]
+//         [--tls-client-ca FILE] [--issuer-hosts SUFFIX]
+// --tls-client-ca: mutual TLS (RFC 8705): client certificates are asked for (optional) and
+// verified against FILE; a self-signed client certificate is verified by being in FILE too.
 var listen = "127.0.0.1:9000", issuer: String?, accessTTL = 3600, tlsCert: String?, tlsKey: String?, issuerHosts: String?
+var clientCA: String?
 var args = Array(CommandLine.arguments.dropFirst())
 while !args.isEmpty {
     let a = args.removeFirst()
@@ -17,6 +20,7 @@ while !args.isEmpty {
     case "--tls-cert": tlsCert = v
     case "--tls-key": tlsKey = v
     case "--issuer-hosts": issuerHosts = v
+    case "--tls-client-ca": clientCA = v
     default: FileHandle.standardError.write(Data("dev-idp: unknown option \(a)\n".utf8)); exit(2)
     }
 }
@@ -30,7 +34,11 @@ guard (tlsCert == nil) == (tlsKey == nil) else {
 }
 let host = String(listen[..<colon])
 let scheme = tlsCert == nil ? "http" : "https"
-let idp = DevIdP(issuer: issuer ?? "\(scheme)://\(host):\(port)", accessTTL: accessTTL, issuerHosts: issuerHosts)
+guard clientCA == nil || tlsCert != nil else {
+    FileHandle.standardError.write(Data("dev-idp: --tls-client-ca needs --tls-cert and --tls-key\n".utf8))
+    exit(2)
+}
+let idp = DevIdP(issuer: issuer ?? "\(scheme)://\(host):\(port)", accessTTL: accessTTL, issuerHosts: issuerHosts, mutualTLS: clientCA != nil)
 let router = idp.router()
 var config = HTTPServerConfig(host: host, port: port, threads: 2)
 // No cap per client address: a broker keeps a connection to each issuer host it talks to, and
@@ -41,7 +49,8 @@ config.headers += DevIdP.issuerHeaders
 config.headers += DevIdP.personalityHeaders
 if let tlsCert, let tlsKey {
     // Session tickets on: a provider's clients resume their TLS sessions (counted in /stats).
-    config.tls = TLSConfig(certificateFile: tlsCert, keyFile: tlsKey, clientCAFile: nil, clientCertificateRequired: false, sessionTickets: true)
+    config.tls = TLSConfig(certificateFile: tlsCert, keyFile: tlsKey, clientCAFile: clientCA, clientCertificateRequired: false,
+                           sessionTickets: true)
 }
 // The protected resource's routes are streamed (bodies of any size, never held whole).
 let server = MHDServer(config: config, streams: router) { req in

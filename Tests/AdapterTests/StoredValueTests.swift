@@ -36,7 +36,7 @@ struct StoredValueTests {
     }
 
     @Test("an unknown clients.profile or auth_method refuses the client, naming the column and the value: never served as standard, nor as none",
-          arguments: [("profile", "fapi3"), ("auth_method", "tls_client_auth")])
+          arguments: [("profile", "fapi3"), ("auth_method", "attest_jwt_client_auth")])
     func unknownClientValue(_ column: String, _ value: String) throws {
         let pool = try TestDatabase.migrated()
         let (t, _) = try TestDatabase.tenants(pool)

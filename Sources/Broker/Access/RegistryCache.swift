@@ -36,6 +36,7 @@ public final class RegistryCache: Sendable {
     private let clients = ReadMostly<[ClientKey: Timed<ClientRegistration?>]>([:])
     private let secrets = ReadMostly<[ClientKey: Timed<String?>]>([:])
     private let assertionKeys = ReadMostly<[ClientKey: Timed<[UInt8]?>]>([:])
+    private let certificates = ReadMostly<[ClientKey: Timed<ClientTLSCredential?>]>([:])
 
     public init(store: any RegistryStore, maxAge: TimeInterval, trust: CacheTrust = CacheTrust()) {
         self.store = store
@@ -90,6 +91,13 @@ public final class RegistryCache: Sendable {
         try cached(assertionKeys, ClientKey(tenant: tenant, id: id), now: now) { try store.assertionKey(tenant: tenant, id: id) }
     }
 
+    /// The client's TLS client certificate and key (RFC 8705), unsealed, cached like the secret:
+    /// a refresh costs no unsealing and presents the same certificate, so its kept connection
+    /// is reused.
+    public func clientCertificate(tenant: String, id: String, now: Date) throws -> ClientTLSCredential? {
+        try cached(certificates, ClientKey(tenant: tenant, id: id), now: now) { try store.clientCertificate(tenant: tenant, id: id) }
+    }
+
     /// The entry of `map` younger than maxAge, else loaded (outside the lock) and kept.
     private func cached<K: Hashable & Sendable, V: Sendable>(_ map: ReadMostly<[K: Timed<V>]>, _ key: K, now: Date,
                                                    load: () throws -> V) rethrows -> V {
@@ -107,15 +115,18 @@ public final class RegistryCache: Sendable {
             clients.write { c in c = c.filter { $0.key.tenant != id } }
             secrets.write { c in c = c.filter { $0.key.tenant != id } }
             assertionKeys.write { c in c = c.filter { $0.key.tenant != id } }
+            certificates.write { c in c = c.filter { $0.key.tenant != id } }
         case .client(let tenant, let id):
             _ = clients.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
             _ = secrets.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
             _ = assertionKeys.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
+            _ = certificates.write { $0.removeValue(forKey: ClientKey(tenant: tenant, id: id)) }
         case .resync:
             tenants.write { $0.removeAll() }
             clients.write { $0.removeAll() }
             secrets.write { $0.removeAll() }
             assertionKeys.write { $0.removeAll() }
+            certificates.write { $0.removeAll() }
         default:
             break
         }

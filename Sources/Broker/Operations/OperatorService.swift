@@ -18,10 +18,13 @@ public struct OperatorService: Sendable {
     let auth: Authenticator
     /// The provider descriptors registrations may name.
     let catalogue: ProviderCatalogue
+    /// Reads a registration's TLS client certificate and key (RFC 8705); nil: none accepted.
+    let certificates: (any ClientCertificateCheck)?
 
     public init(store: any RegistryStore, hasher: any SecretHasher, feed: any ChangeFeed, audit: any AuditSink, clock: any Clock,
                 assertionKeys: AssertionKeys, directory: any IssuerDirectory, anchors: any TrustAnchorCheck, auth: Authenticator,
-                catalogue: ProviderCatalogue = ProviderCatalogue()) {
+                catalogue: ProviderCatalogue = ProviderCatalogue(), certificates: (any ClientCertificateCheck)? = nil) {
+        self.certificates = certificates
         self.store = store
         self.hasher = hasher
         self.feed = feed
@@ -61,8 +64,12 @@ public struct OperatorService: Sendable {
     /// (RFC 9449 §5.1); without `verify` nothing is known, and the client stays bearer.
     /// `provider`: the catalogue entry and descriptor the registration names (ProviderCatalogue);
     /// a provider that publishes no metadata is checked against nothing but its descriptor.
+    /// `certificate`: the TLS client certificate chain and key (PEM) of a `tls_client_auth` or
+    /// `self_signed_tls_client_auth` client, checked here (a 400 `invalid_tls_client_certificate`
+    /// names the fault) and sealed; nil keeps the stored one, which such a client must have.
     public func putClient(_ reg: ClientRegistration, secret: String?, verify: Bool = true, dpopAuto: Bool = false,
-                          provider: ProviderChoice = ProviderChoice(), actor: String) throws -> (ClientView, created: Bool) {
+                          provider: ProviderChoice = ProviderChoice(), certificate: ClientCertificateInput? = nil,
+                          actor: String) throws -> (ClientView, created: Bool) {
         var c = try catalogue.resolve(reg, provider)
         func bad(_ m: String) -> BrokerError { .badRequest(code: "invalid_request", message: m) }
         guard Slug.isValid(c.id) else { throw bad("client id must match [a-z0-9][a-z0-9-]{0,62}") }
@@ -82,6 +89,7 @@ public struct OperatorService: Sendable {
             throw BrokerError.badRequest(code: "invalid_trust_anchors", message: "trust_anchors: \(p)")
         }
         if c.authMethod == .privateKeyJWT { c.assertionAlgorithm = c.assertionAlgorithm ?? .es256 }
+        let credential = try clientCertificate(&c, certificate)
         if dpopAuto, !verify { c.dpopAlgorithm = nil }
         if c.profile == .fapi2, !verify {
             throw bad("a FAPI 2.0 client is registered only after its issuer's metadata is read (no ?verify=false)")
@@ -117,10 +125,44 @@ public struct OperatorService: Sendable {
         } else {
             c.assertionAlgorithm = nil
         }
-        let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, assertionKey: newKey, now: clock.now())
+        let r = try store.putClient(c, secret: c.authMethod.needsSecret ? secret : nil, assertionKey: newKey, certificate: credential,
+                                    now: clock.now())
         feed.publish(.client(tenant: c.tenant, id: c.id))
         audit.record(AuditEvent(at: clock.now(), actor: actor, action: r.created ? .clientCreate : .clientUpdate, tenant: c.tenant, session: nil, outcome: "ok"))
         return (ClientView(client: c, publicKey: key), r.created)
+    }
+
+    /// The certificate a registration brings, checked (nil: none new), with its view set on `c`:
+    /// the new one's, or the stored one's when none is given. A client of another method keeps
+    /// none (its stored one is dropped on the write).
+    private func clientCertificate(_ c: inout ClientRegistration, _ given: ClientCertificateInput?) throws -> ClientTLSCredential? {
+        guard c.authMethod.needsCertificate else {
+            if given != nil {
+                throw BrokerError.badRequest(code: "invalid_request",
+                                             message: "'tls_client_certificate' is only for auth_method tls_client_auth or self_signed_tls_client_auth")
+            }
+            c.tlsClientCertificate = nil
+            return nil
+        }
+        guard let given else {
+            guard let stored = try store.client(tenant: c.tenant, id: c.id)?.tlsClientCertificate,
+                  try store.clientCertificate(tenant: c.tenant, id: c.id) != nil else {
+                throw BrokerError.badRequest(code: "invalid_request",
+                                             message: "auth_method \(c.authMethod.rawValue) needs a tls_client_certificate and its tls_client_key")
+            }
+            c.tlsClientCertificate = stored
+            return nil
+        }
+        guard let certificates else { throw BrokerError.internalError }
+        switch certificates.inspect(chain: given.chain, key: given.key, now: clock.now()) {
+        case .failure(let p): throw BrokerError.badRequest(code: "invalid_tls_client_certificate", message: p.message)
+        case .success(let info):
+            c.tlsClientCertificate = info
+            // Only the PEM blocks are kept (text around them is dropped).
+            let chain = (TrustAnchorRules.blocks(given.chain) ?? []).map(\.text).joined()
+            let key = (TrustAnchorRules.blocks(given.key) ?? []).map(\.text).joined()
+            return ClientTLSCredential(certificatePEM: chain, keyPEM: key, thumbprint: info.thumbprint)
+        }
     }
 
     /// Reads the provider's metadata (OpenID Connect Discovery §4, or RFC 8414 §3) over a

@@ -46,6 +46,14 @@ enum Commands {
             guard let pem = try? String(contentsOfFile: f, encoding: .utf8) else { throw Arguments.Invalid(description: "cannot read --trust-anchors-file") }
             return pem
         }
+        // Mutual TLS (RFC 8705): the certificate chain and its key, both or neither.
+        let certificate = try a.value("tls-client-certificate-file").map { f -> ClientCertificateInput in
+            guard let chain = try? String(contentsOfFile: f, encoding: .utf8) else { throw Arguments.Invalid(description: "cannot read --tls-client-certificate-file") }
+            guard let k = a.value("tls-client-key-file"), let key = try? String(contentsOfFile: k, encoding: .utf8) else {
+                throw Arguments.Invalid(description: "--tls-client-certificate-file needs a readable --tls-client-key-file")
+            }
+            return ClientCertificateInput(chain: chain, key: key)
+        }
         let reg = ClientRegistration(
             tenant: try a.required("tenant"), id: try a.required("id"), issuer: a.value("issuer") ?? "", clientID: try a.required("client-id"),
             authMethod: method, redirectURI: try a.required("redirect-uri"), scopes: Scopes.parse(try a.required("scopes")),
@@ -62,7 +70,8 @@ enum Commands {
             }
             provider.patch = ProviderDescriptor.canonical(d)
         }
-        let (c, created) = try rt.operators.putClient(reg, secret: secret, verify: !a.flag("no-verify"), provider: provider, actor: "cli")
+        let (c, created) = try rt.operators.putClient(reg, secret: secret, verify: !a.flag("no-verify"), provider: provider,
+                                                     certificate: certificate, actor: "cli")
         print(Render.client(c))
         FileHandle.standardError.write(Data("client \(c.client.tenant)/\(c.client.id) \(created ? "created" : "updated")\n".utf8))
         rt.flush()

@@ -174,6 +174,11 @@ enum Render {
             ("descriptor", c.descriptor == .openID ? "null" : c.descriptor.json),
             // The outbound proxy's upstream: as registered, and in force (the descriptor's filling what is unset).
             ("upstream", c.upstream?.json ?? "null"), ("upstream_in_force", c.effectiveUpstream?.json ?? "null"),
+            // The TLS client certificate (RFC 8705): what identifies it, never the chain or key.
+            ("tls_client_certificate", c.tlsClientCertificate.map { t in
+                JSONText.object([("x5t#S256", JSONText.quote(t.thumbprint)), ("subject", JSONText.quote(t.subject)),
+                                 ("not_after", RFC3339.optional(t.notAfter))])
+            } ?? "null"),
         ] + assertion)
     }
 }

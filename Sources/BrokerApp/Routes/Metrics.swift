@@ -93,6 +93,13 @@ enum Metrics {
         backlogGauge("tokenbroker_revocation_outbox_oldest_seconds", "Age of the oldest unconfirmed revocation (0 when none).",
                      backlog.map { $0.outboxOldest.map { max(0, runtime.clock.now().timeIntervalSince($0)) } ?? 0 })
         backlogGauge("tokenbroker_signout_jobs_running", "Bulk sign-out jobs not finished, all replicas.", backlog.map { Double($0.signoutJobsRunning) })
+        // Written even without a series, so that its alert names an exposed metric.
+        out += "# HELP tokenbroker_client_certificate_expiry_seconds Seconds until the client's TLS client certificate expires (negative after; counted every 15 s).\n"
+            + "# TYPE tokenbroker_client_certificate_expiry_seconds gauge\n"
+        let now = runtime.clock.now()
+        for e in backlog?.clientCertificates ?? [] {
+            out += "tokenbroker_client_certificate_expiry_seconds{tenant=\"\(label(e.tenant))\",client=\"\(label(e.client))\"} \(Int(e.notAfter.timeIntervalSince(now)))\n"
+        }
         backlogGauge("tokenbroker_signout_items_pending", "Sessions of running sign-out jobs not yet revoked.", backlog.map { Double($0.signoutItemsPending) })
         func gauge(_ name: String, _ help: String, _ v: Int) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(v)\n"

@@ -70,6 +70,17 @@ struct OperatorRoutes {
         return (reg, try b.string("client_secret"), dpopAuto)
     }
 
+    /// A PUT body's TLS client certificate chain and key (PEM, RFC 8705 §2): both or neither.
+    static func certificate(_ b: JSONObject) throws -> ClientCertificateInput? {
+        let chain = try b.string("tls_client_certificate"), key = try b.string("tls_client_key")
+        switch (chain, key) {
+        case (nil, nil): return nil
+        case (let c?, let k?): return ClientCertificateInput(chain: c, key: k)
+        case (_?, nil): throw BrokerError.badRequest(code: "invalid_request", message: "'tls_client_certificate' needs its 'tls_client_key'")
+        case (nil, _?): throw BrokerError.badRequest(code: "invalid_request", message: "'tls_client_key' needs its 'tls_client_certificate'")
+        }
+    }
+
     /// The provider a PUT body names: `provider` (a catalogue entry), `protocol` (`oidc` or
     /// `oauth2`), and `descriptor`, a JSON object kept as compact text for the catalogue to merge.
     static func providerChoice(_ b: JSONObject, body: [UInt8]) throws -> ProviderChoice {
@@ -115,8 +126,9 @@ struct OperatorRoutes {
                 let asked = reg
                 let provider = try Self.providerChoice(body, body: req.body)
                 return gate.later(req) {
-                    let (c, created) = try operators.putClient(asked, secret: secret, verify: verify, dpopAuto: dpopAuto, provider: provider,
-                                                               actor: p.id)
+                    let certificate = try Self.certificate(body)
+                let (c, created) = try operators.putClient(asked, secret: secret, verify: verify, dpopAuto: dpopAuto, provider: provider,
+                                                               certificate: certificate, actor: p.id)
                     return .json(created ? 201 : 200, Render.client(c))
                 }
             }

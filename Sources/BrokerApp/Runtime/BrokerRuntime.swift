@@ -108,7 +108,8 @@ public final class BrokerRuntime: Sendable {
         // One DPoP nonce per client at its authorization server, shared by the fleet.
         let nonces = ServerNonces(store: PostgresDPoPNonceStore(pool: pool), feed: feed)
         serverNonces = nonces
-        let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys, nonces: nonces) { client in
+        let endpoint = OIDCTokenEndpoint(http: http, metadata: directory, clock: clock, assertions: assertionKeys, nonces: nonces,
+                                         certificate: { try registry.clientCertificate(tenant: $0.tenant, id: $0.id, now: clock.now()) }) { client in
             try registry.clientSecret(tenant: client.tenant, id: client.id, now: clock.now())
         }
         jwks = JWKSCache(http: http, directory: directory)
@@ -140,7 +141,8 @@ public final class BrokerRuntime: Sendable {
             FileManager.default.fileExists(atPath: $0.path)
         } + (config.providersDirectory.map { [$0] } ?? []))
         operators = OperatorService(store: registryStore, hasher: hasher, feed: feed, audit: audit, clock: clock, assertionKeys: assertionKeys,
-                                    directory: directory, anchors: OpenSSLTrustAnchors(), auth: auth, catalogue: catalogue)
+                                    directory: directory, anchors: OpenSSLTrustAnchors(), auth: auth, catalogue: catalogue,
+                                    certificates: OpenSSLClientCertificates())
         revocations = RevocationService(store: sessions, registry: registry, endpoint: endpoint, tokens: tokens, audit: audit, clock: clock,
                                         lockTimeout: config.lockTimeout, events: Self.eventLog(logger))
         let flushBuffers = Self.flusher(audit: audit, tokens: tokens, appTokens: appTokens, sessions: sessions, auth: auth,

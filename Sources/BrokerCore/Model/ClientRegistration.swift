@@ -39,6 +39,9 @@ public struct ClientRegistration: Sendable, Equatable {
     /// Where the outbound proxy sends this client's calls, and how (nil: set nowhere here; the
     /// descriptor's may still apply: `effectiveUpstream`).
     public var upstream: UpstreamSettings?
+    /// With `tls_client_auth` or `self_signed_tls_client_auth`: what may be shown of the
+    /// certificate presented to the provider (RFC 8705 §2); the chain and key are sealed apart.
+    public var tlsClientCertificate: ClientCertificate?
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],

@@ -27,6 +27,9 @@ public struct IssuerMetadata: Sendable, Equatable {
     public var dpopSigningAlgorithms: [String]? = nil
     /// OpenID Connect Core §5.3 (or a descriptor's "who am I" endpoint).
     public var userinfoEndpoint: URL? = nil
+    /// RFC 8705 §5 `mtls_endpoint_aliases`: the endpoints (by metadata name) a client doing
+    /// mutual TLS uses instead of the top-level ones; nil when not advertised.
+    public var mtlsEndpointAliases: [String: URL]? = nil
 
     public init(issuer: String, tokenEndpoint: URL, authorizationEndpoint: URL?, jwksURI: URL?, revocationEndpoint: URL?,
                 endSessionEndpoint: URL?, issParameterSupported: Bool, introspectionEndpoint: URL? = nil,
@@ -57,6 +60,28 @@ extension IssuerMetadata {
         m.tokenEndpointAuthSigningAlgorithms = tokenEndpointAuthSigningAlgorithms
         m.dpopSigningAlgorithms = dpopSigningAlgorithms
         m.userinfoEndpoint = e.userinfo ?? userinfoEndpoint
+        m.mtlsEndpointAliases = mtlsEndpointAliases
+        return m
+    }
+
+    /// The metadata as a client doing mutual TLS uses it (RFC 8705 §5): each endpoint it calls
+    /// directly replaced by its alias in `mtls_endpoint_aliases` when there is one; an endpoint
+    /// without an alias stays the top-level one. The authorization and end-session endpoints are
+    /// the browser's, never aliased.
+    public func mutualTLSAliased() -> IssuerMetadata {
+        guard let a = mtlsEndpointAliases, !a.isEmpty else { return self }
+        var m = IssuerMetadata(issuer: issuer, tokenEndpoint: a["token_endpoint"] ?? tokenEndpoint, authorizationEndpoint: authorizationEndpoint,
+                               jwksURI: jwksURI, revocationEndpoint: a["revocation_endpoint"] ?? revocationEndpoint,
+                               endSessionEndpoint: endSessionEndpoint, issParameterSupported: issParameterSupported,
+                               introspectionEndpoint: a["introspection_endpoint"] ?? introspectionEndpoint,
+                               pushedAuthorizationRequestEndpoint: a["pushed_authorization_request_endpoint"] ?? pushedAuthorizationRequestEndpoint,
+                               requirePushedAuthorizationRequests: requirePushedAuthorizationRequests)
+        m.idTokenSigningAlgorithms = idTokenSigningAlgorithms
+        m.tokenEndpointAuthMethods = tokenEndpointAuthMethods
+        m.tokenEndpointAuthSigningAlgorithms = tokenEndpointAuthSigningAlgorithms
+        m.dpopSigningAlgorithms = dpopSigningAlgorithms
+        m.userinfoEndpoint = a["userinfo_endpoint"] ?? userinfoEndpoint
+        m.mtlsEndpointAliases = mtlsEndpointAliases
         return m
     }
 

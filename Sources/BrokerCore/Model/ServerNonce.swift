@@ -57,6 +57,8 @@ public struct RefusalContext: Sendable, Equatable {
     public let nonceFrom: IdPEndpoint?
     /// Whether this was the one resend a nonce refusal allows (RFC 9449 §8).
     public let resent: Bool
+    /// The `x5t#S256` of the client certificate the request presented (RFC 8705 §2); nil: none.
+    public var certificate: String? = nil
 
     public init(endpoint: IdPEndpoint, proof: Bool, nonceFrom: IdPEndpoint?, resent: Bool = false) {
         self.endpoint = endpoint
@@ -75,6 +77,7 @@ public struct RefusalContext: Sendable, Equatable {
             s += "with a DPoP proof without a nonce (none known for this client)"
         }
         if resent { s += " (sent again with a new nonce)" }
+        if let c = certificate { s += ", presenting the client certificate x5t#S256 \(c)" }
         return s
     }
 }

@@ -1,10 +1,11 @@
 /// FAPI2Profile is the checklist of the FAPI 2.0 Security Profile (Final, §5.3.2 and §5.4) that
 /// a `profile: fapi2` client is held to, as the broker can enforce it as the client:
 ///
-/// 1. Sender-constrained tokens: DPoP (RFC 9449) with ES256 or PS256 (the broker has no mTLS
-///    client certificate toward IdPs, so mTLS binding is not offered).
-/// 2. Confidential client authentication: `private_key_jwt` with ES256 or PS256, the assertion's
-///    `aud` the issuer identifier as a single string (§5.3.2.1).
+/// 1. Sender-constrained tokens: DPoP (RFC 9449) with ES256 or PS256 (certificate-bound tokens
+///    are not yet handed out, so mTLS binding is not offered as the constraint).
+/// 2. Confidential client authentication (§5.3.2.1): mutual TLS (`tls_client_auth`,
+///    `self_signed_tls_client_auth`, RFC 8705 §2), or `private_key_jwt` with ES256 or PS256,
+///    the assertion's `aud` the issuer identifier as a single string.
 /// 3. Pushed authorization requests (RFC 9126): the issuer must advertise its endpoint; every
 ///    login pushes.
 /// 4. PKCE with S256 (always, for every client).
@@ -20,8 +21,10 @@ public enum FAPI2Profile {
     /// What the registration itself breaks, whatever the issuer says.
     public static func clientProblems(_ c: ClientRegistration) -> [String] {
         var out: [String] = []
-        if c.authMethod != .privateKeyJWT {
-            out.append("FAPI 2.0 needs auth_method private_key_jwt (\(c.authMethod.rawValue) is not a FAPI 2.0 client authentication)")
+        if c.authMethod.needsCertificate {
+            // RFC 8705 §2: the certificate authenticates the client.
+        } else if c.authMethod != .privateKeyJWT {
+            out.append("FAPI 2.0 needs auth_method private_key_jwt, tls_client_auth or self_signed_tls_client_auth (\(c.authMethod.rawValue) is not a FAPI 2.0 client authentication)")
         } else if let alg = c.assertionAlgorithm, !algorithms.contains(alg) {
             out.append("FAPI 2.0 allows only ES256 and PS256 client assertions, not \(alg.rawValue)")
         }

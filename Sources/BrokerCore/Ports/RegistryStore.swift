@@ -13,8 +13,13 @@ public protocol RegistryStore: Sendable {
     func clientSecret(tenant: String, id: String) throws -> String?
     /// The client's private_key_jwt signing key (DER), unsealed; nil when it has none.
     func assertionKey(tenant: String, id: String) throws -> [UInt8]?
-    /// Creates or replaces the registration. A nil `secret` or `assertionKey` keeps the stored one.
-    func putClient(_ client: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool)
+    /// The client's TLS client certificate chain and key (RFC 8705), unsealed; nil when it has none.
+    func clientCertificate(tenant: String, id: String) throws -> ClientTLSCredential?
+    /// Creates or replaces the registration. A nil `secret`, `assertionKey` or `certificate`
+    /// keeps the stored one — except that a registration without `tlsClientCertificate` keeps
+    /// no certificate: the stored one is dropped with it.
+    func putClient(_ client: ClientRegistration, secret: String?, assertionKey: [UInt8]?, certificate: ClientTLSCredential?,
+                   now: Date) throws -> (ClientRegistration, created: Bool)
 
     /// The key with this id, the SHA-256 of its secret, and its previous secret after a rotation.
     func apiKey(id: String) throws -> (Principal, secretHash: [UInt8], previous: PreviousSecret?)?
@@ -31,4 +36,11 @@ public protocol RegistryStore: Sendable {
     func touchAPIKeys(_ ids: [String], at: Date) throws
     /// Every API key, newest first (revoked and expired ones too).
     func apiKeys() throws -> [APIKeyRecord]
+}
+
+extension RegistryStore {
+    /// Creates or replaces a registration that brings no new TLS client certificate.
+    public func putClient(_ client: ClientRegistration, secret: String?, assertionKey: [UInt8]?, now: Date) throws -> (ClientRegistration, created: Bool) {
+        try putClient(client, secret: secret, assertionKey: assertionKey, certificate: nil, now: now)
+    }
 }

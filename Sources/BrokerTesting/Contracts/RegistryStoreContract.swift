@@ -5,6 +5,7 @@ import Foundation
 /// client id in another tenant is another registration); keys name the tenants they reach.
 public enum RegistryStoreContract: String, CaseIterable, Sendable {
     case clientsStayInTheirTenant, trustAnchorsStayWithTheirClient, upstreamsStayWithTheirClient, apiKeysRevoke, certificatePrincipals
+    case clientCertificatesStayWithTheirClient
 
     public func run(_ store: any RegistryStore) throws {
         switch self {
@@ -13,6 +14,7 @@ public enum RegistryStoreContract: String, CaseIterable, Sendable {
         case .upstreamsStayWithTheirClient: try Self.upstreamsStayWithTheirClient(store)
         case .apiKeysRevoke: try Self.apiKeysRevoke(store)
         case .certificatePrincipals: try Self.certificatePrincipals(store)
+        case .clientCertificatesStayWithTheirClient: try Self.clientCertificatesStayWithTheirClient(store)
         }
     }
 
@@ -62,6 +64,35 @@ public enum RegistryStoreContract: String, CaseIterable, Sendable {
         ra.upstream = nil
         _ = try store.putClient(ra, secret: nil, assertionKey: nil, now: Contract.t0)
         try Contract.expect(try store.client(tenant: a, id: "app")?.upstream == nil, "a replacement without an upstream kept the old one")
+    }
+
+    /// A client's TLS client certificate and key (RFC 8705) read back as stored, for that client
+    /// only; a replacement without a new one keeps it, and one of another method drops it.
+    static func clientCertificatesStayWithTheirClient(_ store: any RegistryStore) throws {
+        let a = Contract.unique("ca"), b = Contract.unique("cb")
+        _ = try store.putTenant(id: a, name: "A", now: Contract.t0)
+        _ = try store.putTenant(id: b, name: "B", now: Contract.t0)
+        let credential = ClientTLSCredential(certificatePEM: "-----BEGIN CERTIFICATE-----\nQUFB\n-----END CERTIFICATE-----\n",
+                                             keyPEM: "-----BEGIN PRIVATE KEY-----\nS0VZ\n-----END PRIVATE KEY-----\n", thumbprint: "x5t-a")
+        var ra = registration(a, issuer: "https://a.example")
+        ra.authMethod = .tlsClientAuth
+        ra.tlsClientCertificate = ClientCertificate(thumbprint: "x5t-a", subject: "CN=a", notAfter: Contract.t0.addingTimeInterval(86_400))
+        _ = try store.putClient(ra, secret: nil, assertionKey: nil, certificate: credential, now: Contract.t0)
+        _ = try store.putClient(registration(b, issuer: "https://a.example"), secret: "s", assertionKey: nil, now: Contract.t0)
+        let back = try store.clientCertificate(tenant: a, id: "app")
+        try Contract.expect(back?.certificatePEM == credential.certificatePEM && back?.keyPEM == credential.keyPEM && back?.thumbprint == "x5t-a",
+                            "a client certificate did not read back as stored")
+        try Contract.expect(try store.client(tenant: a, id: "app")?.tlsClientCertificate == ra.tlsClientCertificate,
+                            "the certificate's view did not read back")
+        try Contract.expect(try store.clientCertificate(tenant: b, id: "app") == nil, "another tenant's client of the same id got the certificate")
+        _ = try store.putClient(ra, secret: nil, assertionKey: nil, now: Contract.t0)
+        try Contract.expect(try store.clientCertificate(tenant: a, id: "app")?.keyPEM == credential.keyPEM, "a replacement without a certificate dropped it")
+        var secretBased = ra
+        secretBased.authMethod = .clientSecretBasic
+        secretBased.tlsClientCertificate = nil
+        _ = try store.putClient(secretBased, secret: "s", assertionKey: nil, now: Contract.t0)
+        try Contract.expect(try store.clientCertificate(tenant: a, id: "app") == nil && store.client(tenant: a, id: "app")?.tlsClientCertificate == nil,
+                            "a client of another method kept its certificate")
     }
 
     /// A client's own trust anchors are its alone: the same client id in another tenant keeps

@@ -41,6 +41,10 @@ typedef struct tb_http_request {
     const char *ca_pem;     /* a client's own trust anchors (PEM), replacing the shared store */
     size_t ca_pem_len;
     long max_idle_s;        /* a kept connection idle longer than this is not reused */
+    const char *client_cert;   /* the client certificate chain presented (PEM, leaf first), NULL: none (RFC 8705) */
+    size_t client_cert_len;
+    const char *client_key;    /* its private key (PEM), with client_cert */
+    size_t client_key_len;
 } tb_http_request;
 
 void tb_http_global_init(void);

@@ -44,6 +44,11 @@ void *tb_mhd_socket_context(struct MHD_Connection *connection);
  * one was presented that does not verify (or the connection is not TLS). */
 int tb_mhd_client_certificate(struct MHD_Connection *connection, unsigned char sha256[32]);
 
+/* The subject DN of the connection's client certificate as RFC 4514 text (gnutls_x509_crt_get_dn3),
+ * NUL-terminated in `buf` (cut at `len` - 1 bytes): 1 on success, -1 without one. Call after
+ * tb_mhd_client_certificate answered 1. */
+int tb_mhd_client_certificate_subject(struct MHD_Connection *connection, char *buf, size_t len);
+
 /* A new random key for TLS session tickets (gnutls_session_ticket_key_generate), NULL when
  * GnuTLS cannot make one; freed (and wiped) by tb_tls_ticket_key_free. */
 void *tb_tls_ticket_key_new(void);

@@ -21,7 +21,9 @@ final class DevIdPServer: @unchecked Sendable {
     /// The issuer of requests to 127.0.0.1 (and of the test controls).
     var issuer: String { "\(ca == nil ? "http" : "https")://127.0.0.1:\(port)" }
 
-    init(accessTTL: Int = 3600, tls ca: TestCA? = nil, issuerHosts: String? = nil) async throws {
+    /// `clientCA`: mutual-TLS mode (RFC 8705): client certificates are asked for (optional) and
+    /// verified against that CA; needs `tls`.
+    init(accessTTL: Int = 3600, tls ca: TestCA? = nil, issuerHosts: String? = nil, clientCA: TestCA? = nil) async throws {
         port = TestEnv.freePort()
         self.ca = ca
         self.issuerHosts = issuerHosts
@@ -32,6 +34,7 @@ final class DevIdPServer: @unchecked Sendable {
             args += ["--tls-cert", cert.cert, "--tls-key", cert.key]
         }
         if let issuerHosts { args += ["--issuer-hosts", issuerHosts] }
+        if let clientCA { args += ["--tls-client-ca", clientCA.certificate] }
         process = try ManagedProcess("dev-idp", args, env: [:], logName: TestEnv.uniqueName("dev-idp"))
         let curl = ca.map { CurlHTTP(ca: $0.certificate) }
         try await waitReady(issuer + "/.well-known/openid-configuration", process, get: { url in
@@ -55,11 +58,14 @@ final class DevIdPServer: @unchecked Sendable {
     }
 
     func registerClient(_ id: String, secret: String?, redirectURI: String, accessTTL: Int = 3600, idTokenAlg: String = "ES256",
-                        jwks: Any? = nil, dpopRequired: Bool = false) async throws {
+                        jwks: Any? = nil, dpopRequired: Bool = false, tlsCertificateSHA256: String? = nil,
+                        tlsSubjectDN: String? = nil) async throws {
         var body: [String: Any] = ["client_id": id, "redirect_uris": [redirectURI], "access_ttl": accessTTL, "id_token_alg": idTokenAlg,
                                    "dpop_required": dpopRequired]
         if let secret { body["client_secret"] = secret; TestEnv.secret(secret) }
         if let jwks { body["jwks"] = jwks }
+        if let tlsCertificateSHA256 { body["tls_client_certificate_sha256"] = tlsCertificateSHA256 }
+        if let tlsSubjectDN { body["tls_client_auth_subject_dn"] = tlsSubjectDN }
         let r = try await call("POST", issuer + "/admin/clients", json: body)
         precondition(r.status == 201)
     }
