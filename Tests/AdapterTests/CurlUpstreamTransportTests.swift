@@ -214,6 +214,16 @@ struct CurlUpstreamTransportTests {
         #expect(sink.finishes == [false])
     }
 
+    @Test("an upstream that breaks off mid-body: the sink is finished incomplete, the head was delivered, nothing thrown")
+    func upstreamBreaksOff() throws {
+        let server = WireServer { _ in .closing("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this") }
+        let t = CurlUpstreamTransport()
+        let (head, sink) = try Self.exchange(t, Self.request(server, totalTimeout: 2))
+        #expect(head?.status == 200)
+        #expect(sink.text == "only this" && sink.finishes == [false])
+        #expect(t.idleConnections == 0)
+    }
+
     @Test("a sink whose reader is gone stops the download at once")
     func readerGone() throws {
         let server = WireServer { _ in .stream(head: "HTTP/1.1 200 OK\r\nContent-Length: 200000000\r\n\r\n", count: 200_000_000) }
