@@ -288,6 +288,16 @@ struct CurlUpstreamTransportTests {
         }
     }
 
+    @Test("a connection idle past the server's Keep-Alive timeout (less a second) is not reused")
+    func keepAliveHeeded() throws {
+        let server = WireServer { _ in .bytes("HTTP/1.1 200 OK\r\nKeep-Alive: timeout=2, max=100\r\nContent-Length: 2\r\n\r\nok") }
+        let t = CurlUpstreamTransport()
+        _ = try Self.exchange(t, Self.request(server))
+        Thread.sleep(forTimeInterval: 2.1)   // libcurl counts idle time in whole seconds
+        _ = try Self.exchange(t, Self.request(server))
+        #expect(server.seen.map(\.connection) == [1, 2])
+    }
+
     /// The process's resident memory (VmRSS of /proc/self/status), in bytes.
     static func rss() -> Int {
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
