@@ -129,15 +129,13 @@ public final class BlockingHTTP: Sendable {
                      contentType: result.content_type.map { String(cString: $0) })
     }
 
-    /// Counts the exchange, and learns how long the server keeps an idle connection: a second
-    /// less than its `Keep-Alive: timeout=`, so that a connection it is about to close is not
-    /// reused (a request sent as it closes would be unanswered), within the configured keep-alive.
+    /// Counts the exchange, and learns how long the server keeps an idle connection.
     private func count(_ r: tb_http_result, _ handle: ConnectionPool.Handle) {
         guard r.error == 0 || r.error == 2 else { return }
         if r.connected != 0 { opened.add(1, ordering: .relaxed) } else { reused.add(1, ordering: .relaxed) }
         if r.tls == 1 { full.add(1, ordering: .relaxed) }
         if r.tls == 2 { resumed.add(1, ordering: .relaxed) }
-        if r.keep_alive >= 0 { handle.maxIdle = max(1, min(settings.keepAlive, TimeInterval(r.keep_alive - 1))) }
+        if r.keep_alive >= 0 { handle.learn(keepAliveTimeout: r.keep_alive, within: settings.keepAlive) }
     }
 
     /// `strings` as C strings for the duration of `body` (libcurl copies header lines it is given).

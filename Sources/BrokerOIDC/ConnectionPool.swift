@@ -57,6 +57,13 @@ final class ConnectionPool: Sendable {
             self.maxIdle = maxIdle
         }
         deinit { tb_http_handle_free(pointer) }   // before `sessions` is released
+
+        /// Learns how long the server keeps an idle connection: a second less than its
+        /// `Keep-Alive: timeout=`, so that a connection it is about to close is not reused (a
+        /// request sent as it closes would be unanswered), within `limit`.
+        func learn(keepAliveTimeout seconds: Int, within limit: TimeInterval) {
+            maxIdle = max(1, min(limit, TimeInterval(seconds - 1)))
+        }
     }
 
     private struct Idle {

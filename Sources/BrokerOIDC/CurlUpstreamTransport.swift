@@ -31,10 +31,12 @@ import Foundation
 public final class CurlUpstreamTransport: UpstreamTransport {
     private let pool: ConnectionPool
     private let trustStore: TrustStore
+    private let keepAlive: TimeInterval
 
     /// `settings`: the CA bundle (nil: the system's) and the bounds of kept connections.
     public init(settings: HTTPConnectionSettings = .init()) {
         tb_http_global_init()
+        keepAlive = settings.keepAlive
         pool = ConnectionPool(settings: settings)
         trustStore = TrustStore(path: settings.caFile ?? TrustStore.systemBundle)
     }
@@ -55,6 +57,7 @@ public final class CurlUpstreamTransport: UpstreamTransport {
         let handle = pool.take(destination)
         // An empty value goes as `Name;`: libcurl reads `Name:` alone as "remove this header".
         let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
+        var keepAliveTimeout: Int?
         let result = withoutActuallyEscaping(head) { head in
             let exchange = Exchange(source: request.body, head: head)
             let outcome = BlockingHTTP.withCStrings(lines) { headers in
@@ -73,9 +76,13 @@ public final class CurlUpstreamTransport: UpstreamTransport {
                 }
             }
             if outcome.head_delivered != 0 { exchange.sink?.finish(complete: outcome.error == 0) }
+            keepAliveTimeout = exchange.keepAliveTimeout
             return outcome
         }
-        if result.error == 0 { pool.give(handle, to: destination) }   // else closed as `handle` goes
+        if result.error == 0 {
+            if let seconds = keepAliveTimeout { handle.learn(keepAliveTimeout: seconds, within: keepAlive) }
+            pool.give(handle, to: destination)
+        }   // else closed as `handle` goes
         if result.head_delivered != 0 { return }
         let reason = result.reason.map { String(cString: $0) } ?? "exchange failed"
         switch result.error {
@@ -108,6 +115,9 @@ private final class Exchange {
     let source: (any ByteSource)?
     let head: (UpstreamHead) -> (any ByteSink)?
     var sink: (any ByteSink)?
+    /// The server's `Keep-Alive: timeout=` in seconds, when it sent one (RFC 9112 leaves the
+    /// header out, but servers that close idle connections early often say when).
+    var keepAliveTimeout: Int?
 
     init(source: (any ByteSource)?, head: @escaping (UpstreamHead) -> (any ByteSink)?) {
         self.source = source
@@ -132,11 +142,22 @@ private let takeHead: @convention(c) (UnsafeMutableRawPointer?, Int, UnsafePoint
         fields.append((String(decoding: UnsafeRawBufferPointer(start: h.name, count: h.name_len), as: UTF8.self),
                        String(decoding: UnsafeRawBufferPointer(start: h.value, count: h.value_len), as: UTF8.self)))
     }
-    exchange.sink = exchange.head(UpstreamHead(status: status, headers: fields))
+    let head = UpstreamHead(status: status, headers: fields)
+    exchange.keepAliveTimeout = head.header("Keep-Alive").flatMap(keepAliveTimeout)
+    exchange.sink = exchange.head(head)
     return exchange.sink == nil ? 0 : 1
 }
 
 private let writeBody: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, Int) -> Int32 = { context, data, count in
     guard let sink = Exchange.from(context).sink else { return 0 }
     return sink.write(UnsafeRawBufferPointer(start: data, count: count)) ? 1 : 0
+}
+
+/// `timeout=N` of a Keep-Alive header value (`timeout=5, max=100`).
+private func keepAliveTimeout(_ value: String) -> Int? {
+    value.split(separator: ",").lazy.compactMap { part -> Int? in
+        let kv = part.split(separator: "=", maxSplits: 1)
+        guard kv.count == 2, kv[0].trimmingCharacters(in: .whitespaces).lowercased() == "timeout" else { return nil }
+        return Int(kv[1].trimmingCharacters(in: .whitespaces))
+    }.first
 }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// HTTPConnectionSettings bound the connections BlockingHTTP keeps to providers: idle
+/// HTTPConnectionSettings bound the connections BlockingHTTP keeps to providers (and, apart,
+/// those CurlUpstreamTransport keeps to APIs): idle
 /// connections are kept per (scheme, host, port, trust, client TLS identity), at most
 /// `idlePerHost` for each and `idleTotal` in all, each for at most `keepAlive` seconds (less
 /// when the server's `Keep-Alive: timeout=` says so).

@@ -20,6 +20,8 @@ final class WireServer: @unchecked Sendable {
 
     enum Answer: Sendable {
         case bytes(String)
+        /// These bytes, then the connection is closed.
+        case closing(String)
         /// Never answers; the connection stays open until the client closes it.
         case silent
         /// `head` then `count` bytes of "x", written as fast as the client reads them.
@@ -78,6 +80,9 @@ final class WireServer: @unchecked Sendable {
             switch answer(seen) {
             case .bytes(let text):
                 guard sendAll(r.fd, Array(text.utf8)) else { return }
+            case .closing(let text):
+                _ = sendAll(r.fd, Array(text.utf8))
+                return
             case .silent:
                 continue
             case .stream(let head, let count):
