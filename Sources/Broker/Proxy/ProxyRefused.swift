@@ -3,7 +3,7 @@ import BrokerCore
 /// Why a call is refused before it reaches the upstream, with what it is counted under.
 struct ProxyRefused: Error {
     let error: BrokerError
-    var client: String
+    let client: String
     var host: String = ""
     var session: String? = nil
 }

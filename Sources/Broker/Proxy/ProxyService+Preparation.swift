@@ -10,10 +10,8 @@ extension ProxyService {
         case .success(let c): credential = c
         case .failure(let e): return .failure(ProxyRefused(error: e, client: call.target.client ?? ""))
         }
-        var refused = ProxyRefused(error: .internalError, client: credential.client, session: credential.session)
         func refuse(_ e: BrokerError, host: String = "") -> Result<ProxyExchange, ProxyRefused> {
-            refused = ProxyRefused(error: e, client: refused.client, host: host, session: refused.session)
-            return .failure(refused)
+            .failure(ProxyRefused(error: e, client: credential.client, host: host, session: credential.session))
         }
         let settings: UpstreamSettings
         do {
