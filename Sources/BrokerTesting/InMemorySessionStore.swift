@@ -72,7 +72,7 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         guard let locked = rows.withLock({ $0[k] }) else { throw BrokerError.notFound("session") }
         let (write, revoke, result) = try body(locked)
         if let w = write {
-            precondition(w.version == locked.version + 1, "a session write must bump the version by one")
+            precondition(w.version > locked.version, "a session write must move the version forward")
             rows.withLock { $0[k] = Self.landing(w, over: $0[k]) }
         }
         revoked.withLock { $0 += revoke }
