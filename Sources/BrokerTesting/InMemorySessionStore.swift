@@ -95,6 +95,10 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         return written
     }
 
+    /// Puts `s` in place of the row, whatever its version: a test's stand-in for a database
+    /// server that lacks writes (a failover under asynchronous replication).
+    public func replace(_ s: Session) { rows.withLock { $0[Self.key(s.tenant, s.id)] = s } }
+
     /// A write as it lands over the row as it is: as PostgreSQL's `greatest`, a use marked
     /// meanwhile (touch moves no version) is kept.
     static func landing(_ write: Session, over current: Session?) -> Session {

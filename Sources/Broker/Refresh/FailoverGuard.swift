@@ -45,9 +45,12 @@ public final class FailoverGuard: @unchecked Sendable {
     /// Committed refresh tokens revoked because the session ended on the new server meanwhile.
     public let revokedAfterChange = Counter()
 
-    public init(sealer: any Sealer, limits: RotationJournalLimits = .init(), hold: TimeInterval = 5,
+    private let clock: any Clock
+
+    public init(sealer: any Sealer, clock: any Clock, limits: RotationJournalLimits = .init(), hold: TimeInterval = 5,
                 events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.sealer = sealer
+        self.clock = clock
         fence = Mutex(FailoverFence(hold: hold))
         journal = Mutex(RotationJournal(limits: limits))
         self.events = events
@@ -65,7 +68,8 @@ public final class FailoverGuard: @unchecked Sendable {
 
     /// An identity read on a connection (pooled, or the change feed's), before the connection
     /// is used. A change is logged once, counted, and handed to the driver.
-    public func observed(_ identity: ServerIdentity, now: Date = Date()) {
+    public func observed(_ identity: ServerIdentity) {
+        let now = clock.now()
         let (o, epoch) = fence.withLock { f in (f.observe(identity, now: now), f.epoch) }
         guard case .changed(let was) = o else { return }
         serverChanges.add()
@@ -75,16 +79,17 @@ public final class FailoverGuard: @unchecked Sendable {
     }
 
     /// Until when refreshes are held at `now`, nil when they may go.
-    func heldUntil(now: Date) -> Date? { fence.withLock { $0.heldUntil(now: now) } }
+    public func heldUntil(now: Date) -> Date? { fence.withLock { $0.heldUntil(now: now) } }
 
-    /// Blocks until the fence opens or `until`, whichever first.
+    /// Blocks until the fence opens or `until` (on `clock`), whichever first.
     func waitOpen(until: Date, clock: any Clock) {
+        let end = Date().addingTimeInterval(until.timeIntervalSince(clock.now()))
         opened.lock()
         defer { opened.unlock() }
         while let held = heldUntil(now: clock.now()) {
-            let end = min(held, until)
-            guard end > clock.now() else { return }
-            _ = opened.wait(until: Date().addingTimeInterval(end.timeIntervalSince(clock.now())))
+            let wake = min(end, Date().addingTimeInterval(held.timeIntervalSince(clock.now())))
+            guard wake > Date() else { return }
+            _ = opened.wait(until: wake)
         }
     }
 
