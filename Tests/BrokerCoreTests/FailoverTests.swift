@@ -51,6 +51,29 @@ struct FailoverTests {
         #expect(f.heldUntil(now: t0 + 3) == nil)
     }
 
+    @Test("after a change, a token is introspected before it is presented unless this replica committed it or the session was refreshed since; never past the window")
+    func fenceProof() {
+        var f = FailoverFence(hold: 5, proofWindow: 3600)
+        #expect(!f.mustProve(lastRefreshedAt: nil, tokenKnown: false, now: t0))   // no change seen
+        _ = f.observe(primary, now: t0)
+        _ = f.observe(ServerIdentity(systemID: primary.systemID, timeline: 2), now: t0 + 10)
+        #expect(f.mustProve(lastRefreshedAt: t0 - 600, tokenKnown: false, now: t0 + 20))
+        #expect(!f.mustProve(lastRefreshedAt: t0 - 600, tokenKnown: true, now: t0 + 20))
+        #expect(!f.mustProve(lastRefreshedAt: t0 + 16, tokenKnown: false, now: t0 + 20))
+        #expect(!f.mustProve(lastRefreshedAt: t0 - 600, tokenKnown: false, now: t0 + 3611))
+        #expect(!FailoverFence(hold: 5).mustProve(lastRefreshedAt: nil, tokenKnown: false, now: t0))   // window 0: never
+    }
+
+    @Test("a recorded attempt whose token introspection found replaced ends the session without presenting it; the attempt is cleared")
+    func superseded() {
+        let a = RefreshAttempt(id: "a1", startedAt: t0)
+        let f = RefreshMachine.superseded(row(version: 8, attempt: a), attempt: a)
+        #expect(f.write?.state == .needsReauth && f.write?.reason == "refresh_token_superseded" && f.write?.attempt == nil && f.write?.version == 9)
+        #expect(f.result == .failure(.sessionNotActive(.needsReauth)) && f.revoke.isEmpty && f.event?.code == "refresh_token_superseded")
+        // Somebody else's attempt meanwhile: left alone.
+        #expect(RefreshMachine.superseded(row(version: 9, attempt: RefreshAttempt(id: "b", startedAt: t0)), attempt: a).write == nil)
+    }
+
     // MARK: journal
 
     @Test("the journal keeps a session's latest write, and a rotation survives a later write over the rolled-back token")
@@ -67,7 +90,12 @@ struct FailoverTests {
         // Later writes on rt-2 (a backoff, an attempt) replace it; the next rotation too.
         let replaced = j.record(k, version: 10, tokenHash: 2, rotation: false, bytes: 10, payload: "attempt on rt-2", now: t0 + 5)
         #expect(replaced && j.entry(k, now: t0 + 5)?.payload == "attempt on rt-2")
+        #expect(j.received(k, tokenHash: 2, now: t0 + 5) && !j.received(k, tokenHash: 1, now: t0 + 5))
         #expect(j.entry(k, now: t0 + 400) == nil)   // older than maxAge
+        // An attempt recorded on a token this replica did not receive does not make it "received".
+        var other = RotationJournal<String>(limits: .init())
+        other.record(k, version: 3, tokenHash: 7, rotation: false, bytes: 1, payload: "attempt", now: t0)
+        #expect(!other.received(k, tokenHash: 7, now: t0))
     }
 
     @Test("the journal is bounded by age, entries and bytes, the oldest dropped first")

@@ -47,11 +47,13 @@ public final class FailoverGuard: @unchecked Sendable {
 
     private let clock: any Clock
 
+    /// `proofWindow`: how long after a change a refresh token this replica cannot prove current
+    /// is checked by introspection before it is presented (FailoverFence.mustProve; 0: never).
     public init(sealer: any Sealer, clock: any Clock, limits: RotationJournalLimits = .init(), hold: TimeInterval = 5,
-                events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
+                proofWindow: TimeInterval = 0, events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.sealer = sealer
         self.clock = clock
-        fence = Mutex(FailoverFence(hold: hold))
+        fence = Mutex(FailoverFence(hold: hold, proofWindow: proofWindow))
         journal = Mutex(RotationJournal(limits: limits))
         self.events = events
     }
@@ -91,6 +93,16 @@ public final class FailoverGuard: @unchecked Sendable {
             guard wake > Date() else { return }
             _ = opened.wait(until: wake)
         }
+    }
+
+    /// Whether `row`'s refresh token, about to be presented, must be checked by introspection
+    /// first (FailoverFence.mustProve).
+    func mustProve(_ row: Session, now: Date) -> Bool {
+        // Without a recent change (almost always) the journal is not even looked at.
+        guard fence.withLock({ $0.mustProve(lastRefreshedAt: row.lastRefreshedAt, tokenKnown: false, now: now) }) else { return false }
+        // A token this replica received itself (not merely found in the row, as an attempt it
+        // just recorded does) is proven.
+        return !journal.withLock { $0.received(.init(tenant: row.tenant, id: row.id), tokenHash: Self.hash(row.refreshToken), now: now) }
     }
 
     /// The re-application for `epoch` is done.

@@ -14,6 +14,8 @@ extension RefreshDriver {
         public var ended = 0
         /// Sessions gone from the new server, or whose entry no longer opens.
         public var gone = 0
+        /// Sessions whose re-application failed for a cause that trying again does not mend.
+        public var failed = 0
     }
 
     func reapplyInBackground(epoch: Int) {
@@ -41,10 +43,12 @@ extension RefreshDriver {
                 do {
                     try reapply(key, &tally)
                 } catch {
-                    if case .notFound = brokerError(error, key, doing: "a re-application after a change of database server") {
-                        tally.gone += 1
-                    } else {
-                        again.append(key)
+                    switch brokerError(error, key, doing: "a re-application after a change of database server") {
+                    case .notFound: tally.gone += 1
+                    // The new server not reachable yet, or the session's lock held: again shortly.
+                    case .storeUnavailable, .refreshBusy: again.append(key)
+                    // Anything else will not mend by trying again (logged as unexpected).
+                    default: tally.failed += 1
                     }
                 }
             }
@@ -56,12 +60,29 @@ extension RefreshDriver {
         failover.rotationsReapplied.add(tally.rotations)
         failover.revokedAfterChange.add(tally.ended)
         let ms = Int(clock.now().timeIntervalSince(began) * 1000)
-        events(LogLine(tenant: "", client: "", session: nil, event: RefreshEvent(tally.reapplied + tally.ended > 0 ? .warn : .info, "failover_reapplied",
+        events(LogLine(tenant: "", client: "", session: nil, event: RefreshEvent(tally.failed > 0 ? .error : tally.reapplied + tally.ended > 0 ? .warn : .info, "failover_reapplied",
             "after the change of database server, \(tally.reapplied) of the \(tally.checked) writes this replica committed lately were missing "
                 + "and were re-applied (\(tally.rotations) refresh-token rotations); \(tally.current) were there, \(tally.movedOn) superseded, "
-                + "\(tally.ended) on sessions that ended meanwhile (their refresh tokens revoked), \(tally.gone) on sessions gone; \(ms) ms")))
+                + "\(tally.ended) on sessions that ended meanwhile (their refresh tokens revoked), \(tally.gone) on sessions gone, \(tally.failed) failed; \(ms) ms")))
         failover.reconciled(epoch: epoch)
         return tally
+    }
+
+    /// Ends the session whose recorded attempt's token introspection found replaced
+    /// (RefreshMachine.superseded), under its lock.
+    func superseded(_ key: SessionKey, _ client: ClientRegistration, _ attempt: RefreshAttempt) -> RefreshFinish {
+        do {
+            let f = try journaled(key) {
+                try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: lockTimeout) { row in
+                    let f = RefreshMachine.superseded(row, attempt: attempt)
+                    return (f.write, f.revoke, (f, f.write, row))
+                }
+            }
+            if let e = f.event { log(key, client, e) }
+            return f
+        } catch {
+            return RefreshFinish(result: .failure(brokerError(error, key)))
+        }
     }
 
     private func reapply(_ key: SessionKey, _ tally: inout FailoverTally) throws {

@@ -76,6 +76,13 @@ extension RefreshDriver {
                 // a row the new server rolled back, over a token already spent. Not presented;
                 // the attempt is cleared as one that never reached the IdP.
                 let moved = (failover?.epoch ?? 0) != epoch
+                // After a change, a token this replica cannot prove current is introspected first
+                // where the provider allows: one the IdP already replaced is never presented.
+                if !moved, failover?.mustProve(written, now: clock.now()) == true,
+                   (try? endpoint.introspect(client: client, token: token, hint: "refresh_token")) == .some(.some(false)) {
+                    action = flight.resolved(superseded(key, client, attempt))
+                    continue
+                }
                 let outcome = moved ? .failed(.notSent("the database server changed before the refresh token was presented"))
                     : present(token, row: row ?? written, client: client)
                 let f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, presented: token,

@@ -39,6 +39,9 @@ public struct BrokerConfig: Sendable {
     /// a change of database server (TOKENBROKER_FAILOVER_HOLD_SECONDS).
     public var failoverJournal = RotationJournalLimits()
     public var failoverHold: TimeInterval = 5
+    /// How long after a change of server a refresh token a replica cannot prove current is
+    /// checked by introspection before it is presented (TOKENBROKER_FAILOVER_PROOF_SECONDS).
+    public var failoverProofWindow: TimeInterval = 3600
     public var refreshConcurrency: Int
     /// Bulk sign-out: sessions revoked per second and client, per replica (0: unlimited).
     public var signoutRatePerClient: Int
@@ -174,6 +177,7 @@ public struct BrokerConfig: Sendable {
             maxEntries: try int("TOKENBROKER_FAILOVER_JOURNAL_MAX_ENTRIES", 50_000, 0...10_000_000),
             maxBytes: try int("TOKENBROKER_FAILOVER_JOURNAL_MAX_BYTES", 64 << 20, 0...(1 << 40)))
         config.failoverHold = TimeInterval(try int("TOKENBROKER_FAILOVER_HOLD_SECONDS", 5, 0...600))
+        config.failoverProofWindow = TimeInterval(try int("TOKENBROKER_FAILOVER_PROOF_SECONDS", 3600, 0...604_800))
         config.proxy.workers = try int("TOKENBROKER_PROXY_WORKERS", 64, 1...4096)
         config.proxy.queue = try int("TOKENBROKER_PROXY_QUEUE", 256, 0...1_000_000)
         config.proxy.connectTimeout = Double(try int("TOKENBROKER_PROXY_CONNECT_TIMEOUT_SECONDS", 5, 1...120))

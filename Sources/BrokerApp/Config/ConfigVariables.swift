@@ -40,6 +40,7 @@ enum ConfigVariables {
         ("TOKENBROKER_FAILOVER_JOURNAL_MAX_ENTRIES", "sessions kept in that journal at most (default 50000)"),
         ("TOKENBROKER_FAILOVER_JOURNAL_MAX_BYTES", "bytes that journal holds at most (default 67108864)"),
         ("TOKENBROKER_FAILOVER_HOLD_SECONDS", "refreshes held after a change of database server (default 5)"),
+        ("TOKENBROKER_FAILOVER_PROOF_SECONDS", "after it, tokens not known current are introspected first (default 3600)"),
         ("TOKENBROKER_REFRESH_HORIZON_SECONDS", "how far ahead the wheel holds due sessions (default 120)"),
         ("TOKENBROKER_REFRESH_LOAD_SECONDS", "how often it reloads them (default 30)"),
         ("TOKENBROKER_REFRESH_TICK_MS", "the wheel's tick (default 100)"),

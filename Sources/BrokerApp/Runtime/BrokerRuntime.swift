@@ -71,7 +71,8 @@ public final class BrokerRuntime: Sendable {
         let sealer: any Sealer = config.sealingKeys.map { AESGCMSealer(keys: $0) } ?? MissingSealer()
         // Every connection reads which server it is on before it is used: a change of server
         // holds refreshes until this replica re-applied what the old one may have lost.
-        let failover = FailoverGuard(sealer: sealer, clock: clock, limits: config.failoverJournal, hold: config.failoverHold, events: Self.eventLog(logger))
+        let failover = FailoverGuard(sealer: sealer, clock: clock, limits: config.failoverJournal, hold: config.failoverHold,
+                                     proofWindow: config.failoverProofWindow, events: Self.eventLog(logger))
         self.failover = failover
         pool = PGPool(url: config.databaseURL, size: config.databasePoolSize, prepares: config.databasePreparedStatements, notices: { notice in
             // libpq's "WARNING:  …" / "NOTICE:  …" lines, as JSON log lines instead of raw stderr.

@@ -32,6 +32,9 @@ public struct FailoverFence: Sendable, Equatable {
     }
 
     public let hold: TimeInterval
+    /// How long after a change a refresh token this replica cannot prove current is checked by
+    /// introspection before it is presented (0: never).
+    public let proofWindow: TimeInterval
     public private(set) var server: ServerIdentity?
     public private(set) var epoch = 0
     /// When the last change was noticed (nil: none since start).
@@ -39,7 +42,10 @@ public struct FailoverFence: Sendable, Equatable {
     /// The epoch whose re-application is done.
     private var reconciledEpoch = 0
 
-    public init(hold: TimeInterval) { self.hold = hold }
+    public init(hold: TimeInterval, proofWindow: TimeInterval = 0) {
+        self.hold = hold
+        self.proofWindow = proofWindow
+    }
 
     /// An identity read on a connection at `now`.
     public mutating func observe(_ identity: ServerIdentity, now: Date) -> Observation {
@@ -65,6 +71,18 @@ public struct FailoverFence: Sendable, Equatable {
 
     /// Whether the re-application for the current epoch is done.
     public var isReconciled: Bool { reconciledEpoch == epoch }
+
+    /// Whether a refresh token about to be presented at `now` must first be checked by
+    /// introspection (where the provider offers it): within `proofWindow` of a change, unless
+    /// this replica received that very token (`tokenKnown`: its journal holds it) or the
+    /// session was refreshed since the change (by anyone: the token came from the IdP after
+    /// the fences opened). What is left are sessions whose last rotation may have been lost
+    /// with a replica that died with the old primary: their row holds a token the IdP already
+    /// replaced, and presenting it would be a replay.
+    public func mustProve(lastRefreshedAt: Date?, tokenKnown: Bool, now: Date) -> Bool {
+        guard proofWindow > 0, let changedAt, now < changedAt.addingTimeInterval(proofWindow), !tokenKnown else { return false }
+        return (lastRefreshedAt ?? .distantPast) < changedAt
+    }
 
     /// Until when refreshes are held at `now`: nil when they may go; `.distantFuture` while the
     /// re-application is still running (its end opens the fence, if the hold has passed).

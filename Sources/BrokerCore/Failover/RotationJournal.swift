@@ -31,6 +31,9 @@ public struct RotationJournal<Payload: Sendable>: Sendable {
         public let key: Key
         public let version: Int64
         public let tokenHash: Int
+        /// Whether this replica received that refresh token (wrote it in a rotation), rather
+        /// than found it in the row it wrote over.
+        public let received: Bool
         public let at: Date
         public let bytes: Int
         public let payload: Payload
@@ -66,14 +69,23 @@ public struct RotationJournal<Payload: Sendable>: Sendable {
         if let old = entries[key], !rotation, old.tokenHash != tokenHash, now.timeIntervalSince(old.at) <= limits.maxAge {
             return false
         }
-        if let old = entries.removeValue(forKey: key) { bytes -= old.bytes }
-        let e = Entry(key: key, version: version, tokenHash: tokenHash, at: now, bytes: size, payload: payload, sequence: nextSequence)
+        let old = entries.removeValue(forKey: key)
+        if let old { bytes -= old.bytes }
+        let received = rotation || (old.map { $0.tokenHash == tokenHash && $0.received } ?? false)
+        let e = Entry(key: key, version: version, tokenHash: tokenHash, received: received, at: now, bytes: size, payload: payload,
+                      sequence: nextSequence)
         nextSequence += 1
         entries[key] = e
         bytes += size
         order.append((key, e.sequence))
         evict(now: now)
         return true
+    }
+
+    /// Whether this replica received the refresh token hashed as `tokenHash` for `key`, and
+    /// still keeps it.
+    public func received(_ key: Key, tokenHash: Int, now: Date) -> Bool {
+        entry(key, now: now).map { $0.received && $0.tokenHash == tokenHash } ?? false
     }
 
     /// Drops what is older than `maxAge`, then the oldest past the bounds.

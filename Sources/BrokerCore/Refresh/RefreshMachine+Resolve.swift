@@ -32,6 +32,22 @@ extension RefreshMachine {
         }
     }
 
+    /// After a change of database server, introspection said the refresh token of `attempt`,
+    /// recorded and not presented, is no longer active: the IdP rotated it and the new server
+    /// lacks the rotation (its replica died with the old primary). Presenting it would be a
+    /// replay; the session needs a new sign-in, and the attempt is cleared (nothing was sent).
+    public static func superseded(_ row: Session, attempt: RefreshAttempt) -> RefreshFinish {
+        guard row.attempt?.id == attempt.id, row.state == .active else {
+            return RefreshFinish(result: row.state == .active ? .failure(.refreshBusy) : .failure(.sessionNotActive(row.state)))
+        }
+        var s = row.ended(.needsReauth, reason: "refresh_token_superseded",
+                          lastError: "after a change of database server the stored refresh token was no longer active")
+        s.attempt = nil
+        return RefreshFinish(write: s, result: .failure(.sessionNotActive(.needsReauth)),
+                             event: RefreshEvent(.error, "refresh_token_superseded",
+                                 "after a change of database server, introspection says the session's refresh token is no longer active (a rotation was lost with the old primary); it was not presented; the user must sign in again"))
+    }
+
     /// The attempt did not reach the IdP: clear it and make the session due at once.
     static func retried(_ row: Session, _ why: String) -> RefreshFinish {
         var s = row
