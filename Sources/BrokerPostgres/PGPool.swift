@@ -73,9 +73,12 @@ public final class PGPool: @unchecked Sendable {
     /// Reads the server identity on a pooled connection and reports it as a new connection's
     /// is: behind a pooler that keeps client connections across a failover, this is how a
     /// replica finds the new server (called every few seconds).
+    /// A failure is the database being unreachable (`storeUnavailable`): a connection cut by a
+    /// dying primary answers no SQLSTATE of its own.
     public func probeIdentity() throws {
         guard let identities else { return }
-        let id = try withConnection { c in try c.serverIdentity() }
+        let id: ServerIdentity
+        do { id = try withConnection { c in try c.serverIdentity() } } catch is PGError { throw BrokerError.storeUnavailable }
         identities(id)
     }
 

@@ -38,10 +38,11 @@ struct FailoverReapplyTests {
         try await reapplied(f, h)
         #expect(try h.store.session(tenant: "t1", id: s.id)?.refreshToken == "rt-1")
         #expect(f.reapplied.count == 1 && f.rotationsReapplied.count == 1)
-        // Within the hold: a caller waits for its deadline and is told to come back, the timer when to look again.
+        // Within the hold: the timer is told when to look again, a caller waits for its deadline and is told to come back.
+        #expect(h.refresher.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app") == .next(h.clock.now() + 30))
         let held = await h.token(.session(s.id), TokenRequest(forceRefresh: true))
         #expect(held == .failure(.refreshBusy) || held == .failure(.storeUnavailable))
-        #expect(h.refresher.refreshDue(SessionKey(tenant: "t1", id: s.id), client: "app") == .next(h.clock.now() + 30))
+        try await Task.sleep(for: .milliseconds(100))   // the held flight's own deadline (the caller's, 0.3 s) passes too
         #expect(h.endpoint.spentTokens == ["rt-0"])
         h.clock.advance(by: 31)
         _ = try await h.token(.session(s.id), TokenRequest(forceRefresh: true)).get()
@@ -82,11 +83,39 @@ struct FailoverReapplyTests {
     }
 }
 
-/// A SessionStore that runs `before` ahead of every write under the lock.
+/// A finished refresh whose attempt record the database lost: written, never revoked, while the
+/// row holds the token it presented.
+@Suite("Failover: an answer whose attempt record was lost")
+struct LostAttemptTests {
+    @Test("an answer kept in memory whose attempt the new server lacks is written when the row still holds the token presented; nothing is revoked")
+    func pendingAnswerOverLostAttempt() async throws {
+        let tripping = Mutex<TrippingStore?>(nil)
+        let h = try TokenServiceHarness { store in
+            let t = TrippingStore(store)
+            tripping.withLock { $0 = t }
+            return t
+        }
+        let store = try #require(tripping.withLock { $0 })
+        let s = try h.addSession(ttl: 10)
+        store.failUnlocked.store(true, ordering: .relaxed)      // the answer's write does not commit
+        _ = await h.token(.session(s.id))
+        #expect(h.endpoint.spentTokens == ["rt-0"] && h.refresher.pendingAnswers == 1)
+        h.store.replace(s)                                       // and the new server lacks the attempt
+        store.failUnlocked.store(false, ordering: .relaxed)
+        #expect(h.refresher.retryPendingAnswers() == 0)
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        #expect(row.refreshToken == "rt-1" && row.attempt == nil && row.state == .active)
+        #expect(h.store.revoked.withLock { $0 }.isEmpty)
+    }
+}
+
+/// A SessionStore that runs `before` ahead of every write (under the lock, or compared and set),
+/// and fails the compared-and-set ones while `failUnlocked` is set.
 final class TrippingStore: SessionStore, @unchecked Sendable {
     let inner: InMemorySessionStore
     let before: @Sendable () -> Void
-    init(_ inner: InMemorySessionStore, before: @escaping @Sendable () -> Void) {
+    let failUnlocked = Atomic<Bool>(false)
+    init(_ inner: InMemorySessionStore, before: @escaping @Sendable () -> Void = {}) {
         self.inner = inner
         self.before = before
     }
@@ -106,6 +135,7 @@ final class TrippingStore: SessionStore, @unchecked Sendable {
     }
     func writeIfUnchanged(_ write: Session, over seen: Session) throws -> Bool {
         before()
+        if failUnlocked.load(ordering: .relaxed) { throw BrokerError.storeUnavailable }
         return try inner.writeIfUnchanged(write, over: seen)
     }
     func touch(_ uses: [SessionUse]) throws { try inner.touch(uses) }
