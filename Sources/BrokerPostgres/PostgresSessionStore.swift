@@ -79,7 +79,7 @@ public final class PostgresSessionStore: SessionStore {
         }
     }
 
-    public func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+    public func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval, reapplying: Bool,
                                           _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
         try pool.transact { c in
             let key = LockKey.session(tenant: tenant, id: id)
@@ -101,7 +101,7 @@ public final class PostgresSessionStore: SessionStore {
             let (write, revoke, result) = try body(locked)
             // The write and the revocations travel with COMMIT: one round trip.
             let now = Date()
-            var last = try write.map { [try update($0, over: locked, now: now)] } ?? []
+            var last = try write.map { [try update($0, over: locked, now: now, reapplying: reapplying)] } ?? []
             if let q = try revocationQueue(tenant: tenant, revoke.map { (id, locked.client, $0, "refresh_token") }, now: now) {
                 last.append((q.statement, .custom))
             }
@@ -183,13 +183,13 @@ public final class PostgresSessionStore: SessionStore {
     /// for, so a column unchanged from `locked` is left alone: a refresh's attempt sets five
     /// columns, not twenty-two, and a token equal to the locked row's is not sealed and sent
     /// again. `last_used_at`, which marks move without a version, only ever moves forward.
-    /// A write bumps the version by one, except a re-application after a change of database
-    /// server (FailoverReapply), which restores the version it committed; a write that does not
-    /// move the version forward is a caller's bug: it is refused (internal error, logged by the
-    /// caller's request), never written and never a crash.
-    func update(_ s: Session, over locked: Session, now: Date) throws -> (sql: SQL, plan: PGConnection.Plan) {
+    /// A write that does not bump the version by exactly one is a caller's bug: it is refused
+    /// (internal error, logged by the caller's request), never written and never a crash — but
+    /// for a re-application after a change of database server (`reapplying`, FailoverReapply),
+    /// which restores the version it committed, above the row's.
+    func update(_ s: Session, over locked: Session, now: Date, reapplying: Bool = false) throws -> (sql: SQL, plan: PGConnection.Plan) {
         let expectedVersion = locked.version
-        guard s.version > expectedVersion else { throw BrokerError.internalError }
+        guard reapplying ? s.version > expectedVersion : s.version == expectedVersion + 1 else { throw BrokerError.internalError }
         var q = SQL.Interpolation(literalCapacity: 1_024, interpolationCount: 24)
         q.appendLiteral("WITH updated AS (UPDATE sessions SET ")
         func set(_ column: String, _ changed: Bool, _ value: (inout SQL.Interpolation) throws -> Void) rethrows {

@@ -49,7 +49,7 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         }
     }
 
-    public func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+    public func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval, reapplying: Bool,
                                           _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
         let k = Self.key(tenant, id)
         locks.lock()
@@ -72,7 +72,8 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         guard let locked = rows.withLock({ $0[k] }) else { throw BrokerError.notFound("session") }
         let (write, revoke, result) = try body(locked)
         if let w = write {
-            precondition(w.version > locked.version, "a session write must move the version forward")
+            precondition(reapplying ? w.version > locked.version : w.version == locked.version + 1,
+                         "a session write must bump the version by one (a re-application: move it forward)")
             rows.withLock { $0[k] = Self.landing(w, over: $0[k]) }
         }
         revoked.withLock { $0 += revoke }

@@ -148,9 +148,9 @@ final class InterferingStore: SessionStore, @unchecked Sendable {
         try inner.latestSession(tenant: tenant, client: client, endUser: endUser)
     }
     func insert(_ session: Session) throws { try inner.insert(session) }
-    func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+    func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval, reapplying: Bool,
                                    _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
-        try inner.withRefreshLockQueuing(tenant: tenant, id: id, timeout: timeout, body)
+        try inner.withRefreshLockQueuing(tenant: tenant, id: id, timeout: timeout, reapplying: reapplying, body)
     }
     func touch(_ uses: [SessionUse]) throws { try inner.touch(uses) }
     func dueSessions(before: Date, limit: Int) throws -> [DueSession] { try inner.dueSessions(before: before, limit: limit) }

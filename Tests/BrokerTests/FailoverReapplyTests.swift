@@ -128,10 +128,10 @@ final class TrippingStore: SessionStore, @unchecked Sendable {
         try inner.latestSession(tenant: tenant, client: client, endUser: endUser)
     }
     func insert(_ session: Session) throws { try inner.insert(session) }
-    func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+    func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval, reapplying: Bool,
                                    _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
         before()
-        return try inner.withRefreshLockQueuing(tenant: tenant, id: id, timeout: timeout, body)
+        return try inner.withRefreshLockQueuing(tenant: tenant, id: id, timeout: timeout, reapplying: reapplying, body)
     }
     func writeIfUnchanged(_ write: Session, over seen: Session) throws -> Bool {
         before()

@@ -92,7 +92,7 @@ extension RefreshDriver {
                 tally.gone += 1
                 return
             }
-            let (d, over) = try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: lockTimeout) { row in
+            let (d, over) = try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: lockTimeout, reapplying: true) { row in
                 let d = FailoverReapply.decide(row, committed: committed, replaced: replaced)
                 return (d.write, d.revoke, (d, row))
             }

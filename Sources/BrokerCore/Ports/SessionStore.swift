@@ -29,12 +29,14 @@ public protocol SessionStore: Sendable {
     /// announces a written session's schedule (`Change.scheduled`) atomically with the write,
     /// so that a write rolled back is never announced.
     ///
-    /// The written version is the locked row's plus one, or more for a write re-applied after a
-    /// change of database server (FailoverReapply).
+    /// The written version is the locked row's plus one; a write that does not move it so is a
+    /// caller's bug and is refused. With `reapplying` — a write this replica committed before a
+    /// change of database server, re-applied because the new server lacks it (FailoverReapply) —
+    /// it may be more: the version that write was committed at.
     ///
     /// `revoke` lists refresh tokens to queue for revocation at the session's IdP (the durable
     /// outbox), in the same transaction: a token received and not kept is never dropped.
-    func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+    func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval, reapplying: Bool,
                                    _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T
 
     /// Writes `write` over the row as `seen` — one the caller read or wrote, with no lock taken
@@ -61,6 +63,12 @@ public protocol SessionStore: Sendable {
 }
 
 extension SessionStore {
+    /// `withRefreshLockQueuing` for a write of a refresh's own (its version the locked row's plus one).
+    public func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,
+                                          _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
+        try withRefreshLockQueuing(tenant: tenant, id: id, timeout: timeout, reapplying: false, body)
+    }
+
     /// `withRefreshLockQueuing` with nothing to revoke.
     public func withRefreshLock<T>(tenant: String, id: String, timeout: TimeInterval,
                                    _ body: (Session) throws -> (write: Session?, result: T)) throws -> T {
