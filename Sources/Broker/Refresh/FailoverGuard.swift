@@ -46,6 +46,8 @@ public final class FailoverGuard: @unchecked Sendable {
     public let revokedAfterChange = Counter()
 
     private let clock: any Clock
+    /// Whether anything is kept at all (TOKENBROKER_FAILOVER_JOURNAL_SECONDS or a bound at 0: no).
+    private let journalOn: Bool
 
     /// `proofWindow`: how long after a change a refresh token this replica cannot prove current
     /// is checked by introspection before it is presented (FailoverFence.mustProve; 0: never).
@@ -55,6 +57,7 @@ public final class FailoverGuard: @unchecked Sendable {
         self.clock = clock
         fence = Mutex(FailoverFence(hold: hold, proofWindow: proofWindow))
         journal = Mutex(RotationJournal(limits: limits))
+        journalOn = limits.maxAge > 0 && limits.maxEntries > 0 && limits.maxBytes > 0
         self.events = events
     }
 
@@ -132,6 +135,7 @@ public final class FailoverGuard: @unchecked Sendable {
     /// Keeps `written`, committed over `before`, in the journal (sealed). A row that cannot be
     /// sealed is not kept: the journal is a safety net, never a reason to fail a refresh.
     func record(_ written: Session, over before: Session, now: Date) {
+        guard journalOn else { return }
         let rotation = written.refreshToken != before.refreshToken
         let k = RotationJournal<SealedRow>.Key(tenant: written.tenant, id: written.id)
         let previous = rotation ? nil : journal.withLock { $0.entry(k, now: now) }
