@@ -49,6 +49,25 @@ struct FailoverReapplyTests {
         #expect(h.endpoint.spentTokens == ["rt-0", "rt-1"])
     }
 
+    @Test("only the sessions the new server lacks are locked and written again; the others are read in one batch")
+    func onlyLackingLocked() async throws {
+        let (h, f) = try harness(hold: 0)
+        let lost = try h.addSession(subject: "lost", ttl: 10, refreshToken: "rt-a")
+        let kept = try h.addSession(subject: "kept", ttl: 10, refreshToken: "rt-b")
+        _ = try await h.token(.session(lost.id)).get()
+        _ = try await h.token(.session(kept.id)).get()
+        h.store.replace(lost)
+        let before = h.store.lockings.load(ordering: .relaxed)
+        f.observed(Self.promoted)
+        try await reapplied(f, h)
+        #expect(h.store.lockings.load(ordering: .relaxed) == before + 1)
+        #expect(f.reapplied.count == 1 && f.rotationsReapplied.count == 1)
+        let spent = Set(h.endpoint.spentTokens)
+        #expect(spent == ["rt-a", "rt-b"])
+        let rows = try [lost.id, kept.id].map { try #require(try h.store.session(tenant: "t1", id: $0)) }
+        #expect(rows.allSatisfy { $0.refreshToken.map { !spent.contains($0) } ?? false })   // both hold the token their rotation gave
+    }
+
     @Test("a restart of the same server holds nothing and re-applies nothing")
     func sameServer() async throws {
         let (h, f) = try harness(hold: 30)
