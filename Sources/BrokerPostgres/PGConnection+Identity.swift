@@ -13,13 +13,21 @@ extension PGConnection {
     /// flush). A standby cannot call `pg_current_wal_lsn()` ("recovery is in progress"): there it
     /// is the last restartpoint's timeline, which is as good as it gets and never used for a
     /// write. Both functions are open to any role.
+    ///
+    /// A role that may not read the control functions (insufficient privilege, on some managed
+    /// services) still reads the timeline, and the system identifier is not compared.
     public func serverIdentity() throws(PGError) -> ServerIdentity {
-        let rows = try execute("""
-            SELECT s.system_identifier::text AS system,
-                   CASE WHEN pg_is_in_recovery() THEN (SELECT timeline_id FROM pg_control_checkpoint())
-                        ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END AS timeline
-            FROM pg_control_system() s
-            """)
+        let rows: PGRows
+        do {
+            rows = try execute("""
+                SELECT s.system_identifier::text AS system,
+                       CASE WHEN pg_is_in_recovery() THEN (SELECT timeline_id FROM pg_control_checkpoint())
+                            ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END AS timeline
+                FROM pg_control_system() s
+                """)
+        } catch where error.sqlstate == "42501" {
+            rows = try execute("SELECT NULL::text AS system, ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int AS timeline")
+        }
         guard rows.count == 1, let timeline = rows.string(0, rows.column("timeline") ?? 1).flatMap({ Int($0) }) else {
             throw PGError(sqlstate: "XX000", message: "the server's identity could not be read")
         }

@@ -25,4 +25,17 @@ struct ServerIdentityTests {
         // one pooled), and the probe once more.
         #expect(seen.withLock { $0 }.count == 4 && seen.withLock { $0 }.allSatisfy { !$0.isOtherServer(than: id) })
     }
+
+    @Test("a role that may not read pg_control_system() still reads the timeline; the system identifier is then not compared")
+    func withoutControlFunctions() throws {
+        let url = try TestDatabase.url()
+        let admin = try PGConnection(url: url)
+        let full = try admin.serverIdentity()
+        try admin.execute("DO $$ BEGIN CREATE ROLE tb_no_control LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+        try admin.execute("REVOKE EXECUTE ON FUNCTION pg_control_system() FROM PUBLIC")
+        defer { _ = try? admin.execute("GRANT EXECUTE ON FUNCTION pg_control_system() TO PUBLIC") }
+        let c = try PGConnection(url: url.replacingOccurrences(of: "postgres@", with: "tb_no_control@"))
+        let id = try c.serverIdentity()
+        #expect(id.systemID == nil && id.timeline == full.timeline && !id.isOtherServer(than: full))
+    }
 }
