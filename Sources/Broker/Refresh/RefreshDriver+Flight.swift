@@ -80,6 +80,7 @@ extension RefreshDriver {
                 // where the provider allows: one the IdP already replaced is never presented.
                 if !moved, failover?.mustProve(written, now: clock.now()) == true,
                    (try? endpoint.introspect(client: client, token: token, hint: "refresh_token")) == .some(.some(false)) {
+                    circuits.release(circuit)   // a probe of the client's circuit that presented nothing
                     action = flight.resolved(superseded(key, client, attempt))
                     continue
                 }
@@ -87,7 +88,7 @@ extension RefreshDriver {
                     : present(token, row: row ?? written, client: client)
                 let f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, presented: token,
                                                        sentAt: attempt.startedAt, outcome: outcome), seen: written)
-                if !moved { circuits.report(circuit, f.health, now: clock.now()) }
+                circuits.report(circuit, moved ? .unchanged : f.health, now: clock.now())
                 action = flight.answered(f)
             case .resolve(let attempt, let presented):
                 action = flight.resolved(resolve(key, client, attempt, token: presented))
