@@ -117,9 +117,11 @@ public struct RefreshFlight: Sendable {
     }
 
     /// The failover fence (FailoverFence) holds refreshes until `until`: the flight ends
-    /// without starting, and the timer looks again then.
+    /// without starting, and the timer looks again then. Callers are told to come back
+    /// (`refreshBusy`, 503 with Retry-After), the cached row stays, nothing is audited: the
+    /// session is not at fault.
     public mutating func held(until: Date) -> Action {
-        .end(Ending(result: .failure(.storeUnavailable), retryAt: until))
+        .end(Ending(result: .failure(.refreshBusy), retryAt: until))
     }
 
     /// The refresh machine's start, decided on `row` and written.
