@@ -49,6 +49,26 @@ struct FailoverReapplyTests {
         #expect(h.endpoint.spentTokens == ["rt-0", "rt-1"])
     }
 
+    @Test("an attempt recorded, then lost with the old server before its token was presented, is not restored: nobody waits out its patience")
+    func abandonedAttemptNotRestored() async throws {
+        let failover = Mutex<FailoverGuard?>(nil)
+        let lose = Mutex<(@Sendable () -> Void)?>(nil)
+        let (h, f) = try harness(hold: 0) { store in
+            // Right after the start's write: the server fails over to one that never received it.
+            TrippingStore(store, after: { lose.withLock { l in defer { l = nil }; l?() } })
+        }
+        failover.withLock { $0 = f }
+        let s = try h.addSession(ttl: 10)
+        lose.withLock { $0 = { h.store.replace(s); failover.withLock { $0 }?.observed(Self.promoted) } }
+        _ = await h.token(.session(s.id))   // not presented by this flight; the caller's retry may present rt-0, never presented before
+        try await reapplied(f, h)
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        #expect(row.attempt == nil)          // the abandoned attempt was not restored
+        _ = try await h.token(.session(s.id), TokenRequest(forceRefresh: true)).get()
+        let spent = h.endpoint.spentTokens
+        #expect(spent.first == "rt-0" && Set(spent).count == spent.count)   // each token presented once
+    }
+
     @Test("only the sessions the new server lacks are locked and written again; the others are read in one batch")
     func onlyLackingLocked() async throws {
         let (h, f) = try harness(hold: 0)
@@ -133,10 +153,12 @@ struct LostAttemptTests {
 final class TrippingStore: SessionStore, @unchecked Sendable {
     let inner: InMemorySessionStore
     let before: @Sendable () -> Void
+    let after: @Sendable () -> Void
     let failUnlocked = Atomic<Bool>(false)
-    init(_ inner: InMemorySessionStore, before: @escaping @Sendable () -> Void = {}) {
+    init(_ inner: InMemorySessionStore, before: @escaping @Sendable () -> Void = {}, after: @escaping @Sendable () -> Void = {}) {
         self.inner = inner
         self.before = before
+        self.after = after
     }
     func session(tenant: String, id: String) throws -> Session? { try inner.session(tenant: tenant, id: id) }
     func sessions(tenant: String, ids: [String]) throws -> [Session] { try inner.sessions(tenant: tenant, ids: ids) }
@@ -150,6 +172,7 @@ final class TrippingStore: SessionStore, @unchecked Sendable {
     func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval, reapplying: Bool,
                                    _ body: (Session) throws -> (write: Session?, revoke: [String], result: T)) throws -> T {
         before()
+        defer { after() }
         return try inner.withRefreshLockQueuing(tenant: tenant, id: id, timeout: timeout, reapplying: reapplying, body)
     }
     func writeIfUnchanged(_ write: Session, over seen: Session) throws -> Bool {

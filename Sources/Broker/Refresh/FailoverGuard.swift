@@ -148,6 +148,20 @@ public final class FailoverGuard: @unchecked Sendable {
         }
     }
 
+    /// `attempt` was recorded but its token never presented (the server changed first): the
+    /// journal keeps the row without it, so that a re-application does not restore an attempt
+    /// nobody is waiting for (the session would wait out its patience for nothing).
+    func abandoned(_ key: SessionKey, attempt: RefreshAttempt) {
+        journal.withLock {
+            $0.amend(.init(tenant: key.tenant, id: key.id)) { p in
+                guard p.row.attempt?.id == attempt.id else { return p }
+                var row = p.row
+                row.attempt = nil
+                return SealedRow(row: row, accessToken: p.accessToken, refreshToken: p.refreshToken, idToken: p.idToken, replaced: p.replaced)
+            }
+        }
+    }
+
     /// The journal's entries at `now`, oldest first (still sealed).
     func entries(now: Date) -> [SessionKey] {
         journal.withLock { $0.current(now: now).map { SessionKey(tenant: $0.key.tenant, id: $0.key.id) } }

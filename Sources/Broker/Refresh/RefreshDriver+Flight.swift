@@ -84,6 +84,7 @@ extension RefreshDriver {
                     action = flight.resolved(superseded(key, client, attempt))
                     continue
                 }
+                if moved { failover?.abandoned(key, attempt: attempt) }
                 let outcome = moved ? .failed(.notSent("the database server changed before the refresh token was presented"))
                     : present(token, row: row ?? written, client: client)
                 let f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, presented: token,

@@ -82,6 +82,13 @@ public struct RotationJournal<Payload: Sendable>: Sendable {
         return true
     }
 
+    /// Changes the payload of `key`'s entry in place (same version, token and age), if kept.
+    public mutating func amend(_ key: Key, _ body: (Payload) -> Payload) {
+        guard let e = entries[key] else { return }
+        entries[key] = Entry(key: key, version: e.version, tokenHash: e.tokenHash, received: e.received, at: e.at, bytes: e.bytes,
+                             payload: body(e.payload), sequence: e.sequence)
+    }
+
     /// Whether this replica received the refresh token hashed as `tokenHash` for `key`, and
     /// still keeps it.
     public func received(_ key: Key, tokenHash: Int, now: Date) -> Bool {
