@@ -63,9 +63,10 @@ public final class PGPool: @unchecked Sendable {
         let c = try PGConnection(url: url, statements: statements)
         c.noticeHandler = notices
         if let identities {
-            // Unreadable (a pooler that refuses the functions): not compared; the next
-            // statement on a broken connection fails on its own.
-            if let id = try? c.serverIdentity() { identities(id) }
+            // A connection whose identity cannot be read is not used: it could be on another
+            // server than the one refreshes are fenced for, unreported. One in recovery (a
+            // standby) reports none and is used as it is (nothing is written there).
+            if let id = try c.serverIdentity() { identities(id) }
         }
         return c
     }
@@ -77,9 +78,9 @@ public final class PGPool: @unchecked Sendable {
     /// dying primary answers no SQLSTATE of its own.
     public func probeIdentity() throws {
         guard let identities else { return }
-        let id: ServerIdentity
+        let id: ServerIdentity?
         do { id = try withConnection { c in try c.serverIdentity() } } catch is PGError { throw BrokerError.storeUnavailable }
-        identities(id)
+        if let id { identities(id) }
     }
 
     /// Runs `body` with a connection. Connection errors discard the connection.

@@ -138,7 +138,8 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         while !isStopping {
             do {
                 let c = try PGConnection(url: listenURL)
-                if let identities, let id = try? c.serverIdentity() { identities(id) }
+                // Unreadable: this connection is not used (reconnected like any failure).
+                if let identities, let id = try c.serverIdentity() { identities(id) }
                 try c.execute("LISTEN \(raw: Self.channel)")
                 canaries.withLock { $0.listening() }
                 if !first { handler(.resync) }

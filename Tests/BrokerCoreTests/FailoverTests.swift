@@ -156,4 +156,54 @@ struct FailoverTests {
                                            replaced: "rt-1")
         #expect(ended.write == nil && ended.revoke == ["rt-2"])
     }
+
+    @Test("a row that moved on to another token on the new server is never written over, whatever its version (versions do not compare across servers)")
+    func reapplyNeverOverAnotherToken() {
+        // Committed here: backoffs on rt-0 up to version 7. On the new server another replica
+        // rotated rt-0 -> rt-2 at version 6: writing rt-0 back would bring back a spent token.
+        let committed = row(version: 7, refreshToken: "rt-0")
+        #expect(FailoverReapply.decide(row(version: 6, refreshToken: "rt-2"), committed: committed, replaced: nil)
+                == .init(verdict: .movedOn, write: nil, revoke: []))
+        // Likewise a lost rotation rt-1 -> rt-3 over a row rotated elsewhere to rt-2.
+        #expect(FailoverReapply.decide(row(version: 5, refreshToken: "rt-2"), committed: row(version: 9, refreshToken: "rt-3"), replaced: "rt-1")
+                == .init(verdict: .movedOn, write: nil, revoke: []))
+        // A row on the same token recording another replica's attempt: a refresh is in flight there.
+        let b = RefreshAttempt(id: "b", startedAt: t0)
+        #expect(FailoverReapply.decide(row(version: 5, refreshToken: "rt-0", attempt: b), committed: committed, replaced: nil).write == nil)
+        // The same token at an older version is still re-applied.
+        #expect(FailoverReapply.decide(row(version: 5, refreshToken: "rt-0"), committed: committed, replaced: nil).verdict == .reapplied)
+    }
+
+    @Test("a start reads the fence and the epoch together, and presents only while the fence is open for that epoch")
+    func fenceAdmission() {
+        var f = FailoverFence(hold: 5)
+        _ = f.observe(primary, now: t0)
+        let start = f.admission(now: t0)
+        #expect(start.held == nil && start.epoch == 0 && f.admits(epoch: 0, now: t0))
+        // The server changes after the start was admitted: its presentation is refused, and a
+        // start admitted now is held, in the new epoch.
+        _ = f.observe(ServerIdentity(systemID: primary.systemID, timeline: 2), now: t0 + 1)
+        #expect(!f.admits(epoch: 0, now: t0 + 1))
+        let after = f.admission(now: t0 + 1)
+        #expect(after.held == .distantFuture && after.epoch == 1 && !f.admits(epoch: 1, now: t0 + 1))
+        f.reconciled(epoch: 1)
+        #expect(!f.admits(epoch: 1, now: t0 + 2) && f.admits(epoch: 1, now: t0 + 7) && !f.admits(epoch: 0, now: t0 + 7))
+    }
+
+    @Test("a server in recovery (a standby) reports no identity: its restartpoint's timeline lags a promotion")
+    func noIdentityInRecovery() {
+        #expect(ServerIdentity.reported(systemID: primary.systemID, timeline: 1, inRecovery: true) == nil)
+        #expect(ServerIdentity.reported(systemID: primary.systemID, timeline: 2, inRecovery: false) == ServerIdentity(systemID: primary.systemID, timeline: 2))
+    }
+
+    @Test("the journal's clock stops while this replica is out of touch with its server: a long failover does not age out what it must re-apply")
+    func journalTimeStopsOutOfTouch() {
+        var f = FailoverFence(hold: 5)
+        _ = f.observe(primary, now: t0)
+        _ = f.observe(primary, now: t0 + 2)
+        #expect(f.journalTime(t0 + 3) == t0 + 3)
+        // Last read on the old server at t0+2; the new one found ten minutes later.
+        _ = f.observe(ServerIdentity(systemID: primary.systemID, timeline: 2), now: t0 + 602)
+        #expect(f.journalTime(t0 + 603) == t0 + 3)
+    }
 }

@@ -224,10 +224,15 @@ struct RefreshMachineTests {
         let s = try f.result.get()
         #expect(f.revoke.isEmpty && f.write == s && s.refreshToken == "rt-1" && s.attempt == nil && s.version == 8)
         #expect(f.event?.code == "refresh_attempt_lost")
-        // Another attempt recorded since on the same token: the answer that consumed it is still the truth.
+        // Another attempt recorded since on the same token: not adopted (that attempt is live),
+        // and what came back is not revoked either (it may be the only live token).
         let other = row(attempt: RefreshAttempt(id: "other", startedAt: t0))
         let g = RefreshMachine.finish(other, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), presented: "rt-0", ctx)
-        #expect(g.revoke.isEmpty && g.write?.refreshToken == "rt-1" && g.write?.attempt == nil)
+        #expect(g.revoke.isEmpty && g.write == nil && g.result == .failure(.refreshBusy))
+        // A provider that returns no refresh token on refresh: a late answer never overwrites the row.
+        let noRotation = TokenGrant(accessToken: "at-1", tokenType: .bearer, expiresIn: 60, refreshToken: nil, scope: nil, idToken: nil)
+        let n = RefreshMachine.finish(lost, attempt: a, sentAt: t0, outcome: .granted(noRotation, idToken: .valid), presented: "rt-0", ctx)
+        #expect(n.write == nil && n.revoke.isEmpty)
         // A failure of a lost attempt writes nothing: the row keeps the token, nothing was received.
         let h = RefreshMachine.finish(lost, attempt: a, sentAt: t0, outcome: .failed(.notSent("x")), presented: "rt-0", ctx)
         #expect(h.write == nil && h.revoke.isEmpty)

@@ -88,6 +88,19 @@ struct FailoverReapplyTests {
         #expect(rows.allSatisfy { $0.refreshToken.map { !spent.contains($0) } ?? false })   // both hold the token their rotation gave
     }
 
+    @Test("a rotation committed just before a failover longer than the journal's age is still re-applied: age stops while out of touch")
+    func longFailover() async throws {
+        let (h, f) = try harness(hold: 0)
+        let s = try h.addSession(ttl: 1_000)
+        _ = try await h.token(.session(s.id), TokenRequest(forceRefresh: true)).get()   // rt-0 -> rt-1 committed
+        h.store.replace(s)
+        h.clock.advance(by: 600)                                         // a 10-minute failover (the journal keeps 300 s)
+        f.observed(Self.promoted)
+        try await reapplied(f, h)
+        #expect(try h.store.session(tenant: "t1", id: s.id)?.refreshToken == "rt-1")
+        #expect(f.rotationsReapplied.count == 1)
+    }
+
     @Test("a restart of the same server holds nothing and re-applies nothing")
     func sameServer() async throws {
         let (h, f) = try harness(hold: 30)
@@ -148,6 +161,41 @@ struct LostAttemptTests {
     }
 }
 
+/// An IdP answer written after a change of server and before its session was re-applied.
+@Suite("Failover: an answer arriving before its session is re-applied")
+struct AnswerBeforeReapplyTests {
+    @Test("an answer whose attempt and rotation the new server lacks, written while the re-application is still running, re-applies that session first: its token is kept, never revoked")
+    func answerBeforeReapply() async throws {
+        let tripping = Mutex<TrippingStore?>(nil)
+        let clock = ManualClock()
+        let f = FailoverGuard(sealer: TaggingSealer(), clock: clock, hold: 0)
+        let h = try TokenServiceHarness(clock: clock, failover: f) { store in
+            let t = TrippingStore(store)
+            tripping.withLock { $0 = t }
+            return t
+        }
+        f.observed(FailoverReapplyTests.old)
+        let store = try #require(tripping.withLock { $0 })
+        let s = try h.addSession(ttl: 10)
+        _ = try await h.token(.session(s.id)).get()                    // rt-0 -> rt-1 committed
+        store.failUnlocked.store(true, ordering: .relaxed)             // the next answer's write does not commit
+        _ = await h.token(.session(s.id), TokenRequest(forceRefresh: true))
+        #expect(h.endpoint.spentTokens == ["rt-0", "rt-1"] && h.refresher.pendingAnswers == 1)
+        // The new server has neither the rotation to rt-1 nor the attempt presenting it; its
+        // re-application is held at its first read.
+        store.holdBatch.store(true, ordering: .relaxed)
+        h.store.replace(s)
+        f.observed(FailoverReapplyTests.promoted)
+        store.failUnlocked.store(false, ordering: .relaxed)
+        #expect(h.refresher.retryPendingAnswers() == 0)
+        store.holdBatch.store(false, ordering: .relaxed)
+        for _ in 0..<200 where f.heldUntil(now: clock.now()) == .distantFuture { try await Task.sleep(for: .milliseconds(5)) }
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        #expect(row.refreshToken == "rt-2" && row.attempt == nil && row.state == .active)
+        #expect(h.store.revoked.withLock { $0 }.isEmpty)
+    }
+}
+
 /// A SessionStore that runs `before` ahead of every write (under the lock, or compared and set),
 /// and fails the compared-and-set ones while `failUnlocked` is set.
 final class TrippingStore: SessionStore, @unchecked Sendable {
@@ -161,7 +209,12 @@ final class TrippingStore: SessionStore, @unchecked Sendable {
         self.after = after
     }
     func session(tenant: String, id: String) throws -> Session? { try inner.session(tenant: tenant, id: id) }
-    func sessions(tenant: String, ids: [String]) throws -> [Session] { try inner.sessions(tenant: tenant, ids: ids) }
+    /// While set, batched reads wait (a re-application held at its first read).
+    let holdBatch = Atomic<Bool>(false)
+    func sessions(tenant: String, ids: [String]) throws -> [Session] {
+        while holdBatch.load(ordering: .relaxed) { usleep(1_000) }
+        return try inner.sessions(tenant: tenant, ids: ids)
+    }
     func latestSession(tenant: String, client: String, subject: String) throws -> Session? {
         try inner.latestSession(tenant: tenant, client: client, subject: subject)
     }

@@ -86,6 +86,15 @@ public final class FailoverGuard: @unchecked Sendable {
     /// Until when refreshes are held at `now`, nil when they may go.
     public func heldUntil(now: Date) -> Date? { fence.withLock { $0.heldUntil(now: now) } }
 
+    /// Until when refreshes are held at `now`, and the epoch, in one read (FailoverFence.admission).
+    func admission(now: Date) -> (held: Date?, epoch: Int) { fence.withLock { $0.admission(now: now) } }
+
+    /// Whether a refresh started in `epoch` may present its token at `now` (FailoverFence.admits).
+    func admits(epoch: Int, now: Date) -> Bool { fence.withLock { $0.admits(epoch: epoch, now: now) } }
+
+    /// Whether the re-application for the current epoch is done.
+    var isReconciled: Bool { fence.withLock { $0.isReconciled } }
+
     /// Blocks until the fence opens or `until` (on `clock`), whichever first.
     func waitOpen(until: Date, clock: any Clock) {
         let end = Date().addingTimeInterval(until.timeIntervalSince(clock.now()))
@@ -105,8 +114,12 @@ public final class FailoverGuard: @unchecked Sendable {
         guard fence.withLock({ $0.mustProve(lastRefreshedAt: row.lastRefreshedAt, tokenKnown: false, now: now) }) else { return false }
         // A token this replica received itself (not merely found in the row, as an attempt it
         // just recorded does) is proven.
-        return !journal.withLock { $0.received(.init(tenant: row.tenant, id: row.id), tokenHash: Self.hash(row.refreshToken), now: now) }
+        let at = journalTime(now)
+        return !journal.withLock { $0.received(.init(tenant: row.tenant, id: row.id), tokenHash: Self.hash(row.refreshToken), now: at) }
     }
+
+    /// The journal's clock at `now` (FailoverFence.journalTime: stopped while out of touch).
+    private func journalTime(_ now: Date) -> Date { fence.withLock { $0.journalTime(now) } }
 
     /// The re-application for `epoch` is done.
     func reconciled(epoch: Int) {
@@ -134,8 +147,9 @@ public final class FailoverGuard: @unchecked Sendable {
 
     /// Keeps `written`, committed over `before`, in the journal (sealed). A row that cannot be
     /// sealed is not kept: the journal is a safety net, never a reason to fail a refresh.
-    func record(_ written: Session, over before: Session, now: Date) {
+    func record(_ written: Session, over before: Session, now real: Date) {
         guard journalOn else { return }
+        let now = journalTime(real)
         let rotation = written.refreshToken != before.refreshToken
         let k = RotationJournal<SealedRow>.Key(tenant: written.tenant, id: written.id)
         let previous = rotation ? nil : journal.withLock { $0.entry(k, now: now) }
@@ -163,13 +177,15 @@ public final class FailoverGuard: @unchecked Sendable {
     }
 
     /// The journal's entries at `now`, oldest first (still sealed).
-    func entries(now: Date) -> [SessionKey] {
-        journal.withLock { $0.current(now: now).map { SessionKey(tenant: $0.key.tenant, id: $0.key.id) } }
+    func entries(now real: Date) -> [SessionKey] {
+        let now = journalTime(real)
+        return journal.withLock { $0.current(now: now).map { SessionKey(tenant: $0.key.tenant, id: $0.key.id) } }
     }
 
     /// `key`'s committed row unsealed, with the refresh token its rotation replaced; nil when
     /// the journal no longer holds it, or it does not open.
-    func committed(_ key: SessionKey, now: Date) -> (row: Session, replaced: String?)? {
+    func committed(_ key: SessionKey, now real: Date) -> (row: Session, replaced: String?)? {
+        let now = journalTime(real)
         guard let e = journal.withLock({ $0.entry(.init(tenant: key.tenant, id: key.id), now: now) }) else { return nil }
         let p = e.payload
         do {

@@ -116,6 +116,17 @@ extension RefreshDriver {
         return lacking
     }
 
+    /// Re-applies `key` alone, when this replica's re-application of the current epoch is not
+    /// done yet (an IdP answer about to be written for it). Throws as the store does.
+    func reapplyFirst(_ key: SessionKey) throws {
+        guard let failover, !failover.isReconciled else { return }
+        var tally = FailoverTally()
+        try reapply(key, &tally)
+        failover.reapplied.add(tally.reapplied)
+        failover.rotationsReapplied.add(tally.rotations)
+        failover.revokedAfterChange.add(tally.ended)
+    }
+
     private func reapply(_ key: SessionKey, _ tally: inout FailoverTally) throws {
         guard let failover else { return }
         try failover.serialized(key) {

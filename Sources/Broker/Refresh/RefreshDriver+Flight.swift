@@ -37,16 +37,20 @@ extension RefreshDriver {
                 held = nil
                 action = flight.heldAnswerWritten(stored: stored)
             case .start(let how):
-                if let held = failover?.heldUntil(now: clock.now()) {
+                // The fence and the epoch are read together: a change between the two would let
+                // this start capture the new epoch without having been held.
+                var gate = failover?.admission(now: clock.now())
+                if gate?.held != nil {
                     // After a change of database server: nothing is started before this replica
                     // re-applied what it committed, and the others had time to (FailoverFence).
                     if case .demand = flight.trigger { failover?.waitOpen(until: flight.deadline, clock: clock) }
-                    if let still = failover?.heldUntil(now: clock.now()) {
+                    gate = failover?.admission(now: clock.now())
+                    if let still = gate?.held {
                         action = flight.held(until: still == .distantFuture ? clock.now().addingTimeInterval(1) : still)
                         continue
                     }
                 }
-                epoch = failover?.epoch ?? 0
+                epoch = gate?.epoch ?? 0
                 let now = clock.now()
                 let (blocked, probe, refusal) = circuits.admit(circuit, now: now)
                 var ctx = context(client, now: now, blockedUntil: blocked)
@@ -75,7 +79,8 @@ extension RefreshDriver {
                 // The database server changed since the start was decided: the attempt may sit on
                 // a row the new server rolled back, over a token already spent. Not presented;
                 // the attempt is cleared as one that never reached the IdP.
-                let moved = (failover?.epoch ?? 0) != epoch
+                // Presented only while the fence is open for the epoch the start was decided in.
+                let moved = failover.map { !$0.admits(epoch: epoch, now: clock.now()) } ?? false
                 // After a change, a token this replica cannot prove current is introspected first
                 // where the provider allows: one the IdP already replaced is never presented.
                 if !moved, failover?.mustProve(written, now: clock.now()) == true,

@@ -41,6 +41,11 @@ public struct FailoverFence: Sendable, Equatable {
     public private(set) var changedAt: Date?
     /// The epoch whose re-application is done.
     private var reconciledEpoch = 0
+    /// When an identity was last read on the server this replica is on.
+    private var lastSeen: Date?
+    /// How long, in all, this replica was out of touch with its server before each change
+    /// (from the last identity read on the old server to the first on the new one).
+    public private(set) var outOfTouch: TimeInterval = 0
 
     public init(hold: TimeInterval, proofWindow: TimeInterval = 0) {
         self.hold = hold
@@ -49,6 +54,7 @@ public struct FailoverFence: Sendable, Equatable {
 
     /// An identity read on a connection at `now`.
     public mutating func observe(_ identity: ServerIdentity, now: Date) -> Observation {
+        defer { lastSeen = now }
         guard let was = server else {
             server = identity
             return .first
@@ -61,8 +67,15 @@ public struct FailoverFence: Sendable, Equatable {
         server = identity
         epoch += 1
         changedAt = now
+        if let lastSeen { outOfTouch += max(0, now.timeIntervalSince(lastSeen)) }
         return .changed(from: was)
     }
+
+    /// The time the journal (RotationJournal) ages by at `now`: the clock, less the time this
+    /// replica spent out of touch with its server before a change. A write committed just
+    /// before a long failover (a manual promotion, an HA engine refusing to promote for a
+    /// while) is as young, when the new server is found, as it was when the old one was lost.
+    public func journalTime(_ now: Date) -> Date { now.addingTimeInterval(-outOfTouch) }
 
     /// The re-application started for `epoch` is done (a later change needs its own).
     public mutating func reconciled(epoch e: Int) {
@@ -83,6 +96,14 @@ public struct FailoverFence: Sendable, Equatable {
         guard proofWindow > 0, let changedAt, now < changedAt.addingTimeInterval(proofWindow), !tokenKnown else { return false }
         return (lastRefreshedAt ?? .distantPast) < changedAt
     }
+
+    /// Whether a refresh may start at `now`, and the epoch it starts in, read together: a
+    /// change between the two would let a start capture the new epoch without being held.
+    public func admission(now: Date) -> (held: Date?, epoch: Int) { (heldUntil(now: now), epoch) }
+
+    /// Whether a refresh started in `e` may present its token at `now`: the fence is open,
+    /// and for that very epoch (no change since the start was decided).
+    public func admits(epoch e: Int, now: Date) -> Bool { e == epoch && heldUntil(now: now) == nil }
 
     /// Until when refreshes are held at `now`: nil when they may go; `.distantFuture` while the
     /// re-application is still running (its end opens the fence, if the hold has passed).

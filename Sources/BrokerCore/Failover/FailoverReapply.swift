@@ -14,6 +14,13 @@ import Foundation
 /// Otherwise it has the write (the same token) or moved on past it (another token, at a
 /// version at least as recent), and nothing is written.
 ///
+/// Versions are compared only along one token's line: an active row holding a refresh token
+/// that is neither the committed one nor the one its rotation replaced moved on, whatever its
+/// version (another replica rotated on the new server: versions there restarted from the
+/// rolled-back row and say nothing about order across servers). So does an active row that
+/// records an attempt other than the committed one: a refresh is in flight on it. Nothing is
+/// written over either: writing the committed token back would bring back a spent one.
+///
 /// A missing write is re-applied whole — tokens, schedule, attempt, state — at a version
 /// above both (the committed one, so that replicas' caches holding it see the next write as
 /// newer, and the row's plus one), over an active row only. Over an ended row (revoked, or
@@ -46,6 +53,11 @@ public enum FailoverReapply {
     /// `committed` is the row as this replica committed it; `replaced`, the refresh token its
     /// rotation replaced (nil when it was not a rotation).
     public static func decide(_ row: Session, committed: Session, replaced: String?) -> Decision {
+        let sameLine = row.refreshToken == committed.refreshToken || (replaced != nil && row.refreshToken == replaced)
+        let otherAttempt = row.attempt != nil && row.attempt?.id != committed.attempt?.id
+        if row.state == .active, !sameLine || otherAttempt {
+            return Decision(verdict: .movedOn, write: nil, revoke: [])
+        }
         let lacks = row.version < committed.version
             || (replaced != nil && row.refreshToken == replaced && row.refreshToken != committed.refreshToken)
         guard lacks else {

@@ -16,6 +16,14 @@ public struct ServerIdentity: Sendable, Equatable, CustomStringConvertible {
         self.timeline = timeline
     }
 
+    /// The identity a connection reports, from what it read: none from a server in recovery (a
+    /// standby, or a primary not yet promoted). There the only timeline to read is the last
+    /// restartpoint's, which lags a promotion by minutes: comparing it would flip the epoch back
+    /// and forth between a standby and the primary. Nothing is written on such a connection.
+    public static func reported(systemID: String?, timeline: Int, inRecovery: Bool) -> ServerIdentity? {
+        inRecovery ? nil : ServerIdentity(systemID: systemID, timeline: timeline)
+    }
+
     /// Whether writes acknowledged on `other` may be missing here: another timeline, or another
     /// cluster altogether. An identifier that could not be read on either side is not compared.
     public func isOtherServer(than other: ServerIdentity) -> Bool {

@@ -4,9 +4,12 @@ extension RefreshMachine {
     /// Decides what the outcome of `attempt` (sent at `sentAt`, presenting `presented`) means
     /// for the row re-read under the lock. The answer of attempt X applies to a row still
     /// recording X — one where nobody else could have presented the token since — and to a row
-    /// that lost X's record but still holds the very token X presented: after a failover to a
-    /// server that lacks the write recording X, nobody else presented it either (a start writes
-    /// its attempt first), and the token received may be the grant's only live one.
+    /// that lost X's record but still holds the very token X presented, records no other
+    /// attempt, and where the answer carries a new refresh token: after a failover to a server
+    /// that lacks the write recording X, nobody else presented it either (a start writes its
+    /// attempt first), and the token received may be the grant's only live one. Where the row
+    /// records another attempt on that token, the answer is neither written nor revoked: which
+    /// of the two the IdP honours is not known here, and revoking may kill the live one.
     public static func finish(_ row: Session, attempt: RefreshAttempt, sentAt: Date, outcome: RefreshOutcome,
                               presented: String? = nil, _ ctx: RefreshContext) -> RefreshFinish {
         guard row.attempt?.id == attempt.id else {
@@ -16,7 +19,12 @@ extension RefreshMachine {
             }
             // The record of the attempt is gone but the row still holds what it presented (a
             // failover to a server that lacks the write): the answer is this session's truth.
-            if case .granted = outcome, let presented, presented == row.refreshToken {
+            if case .granted(let g, _) = outcome, let presented, presented == row.refreshToken,
+               let rt = g.refreshToken, rt != presented {
+                guard row.attempt == nil else {
+                    return RefreshFinish(result: .failure(row.state == .active ? .refreshBusy : .sessionNotActive(row.state)),
+                                         event: RefreshEvent(.error, "refresh_attempt_lost", "the session no longer recorded this attempt and records another on the token presented; the answer is neither written nor revoked"))
+                }
                 var adopted = row
                 adopted.attempt = attempt
                 var f = finish(adopted, attempt: attempt, sentAt: sentAt, outcome: outcome, presented: nil, ctx)
