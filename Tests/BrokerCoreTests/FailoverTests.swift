@@ -172,6 +172,9 @@ struct FailoverTests {
         #expect(FailoverReapply.decide(row(version: 5, refreshToken: "rt-0", attempt: b), committed: committed, replaced: nil).write == nil)
         // The same token at an older version is still re-applied.
         #expect(FailoverReapply.decide(row(version: 5, refreshToken: "rt-0"), committed: committed, replaced: nil).verdict == .reapplied)
+        // A row still on the replaced token lacks the rotation, whatever attempt it records.
+        #expect(FailoverReapply.decide(row(version: 5, refreshToken: "rt-1", attempt: b), committed: row(version: 9, refreshToken: "rt-3"),
+                                       replaced: "rt-1").write?.refreshToken == "rt-3")
     }
 
     @Test("a start reads the fence and the epoch together, and presents only while the fence is open for that epoch")
@@ -205,5 +208,12 @@ struct FailoverTests {
         // Last read on the old server at t0+2; the new one found ten minutes later.
         _ = f.observe(ServerIdentity(systemID: primary.systemID, timeline: 2), now: t0 + 602)
         #expect(f.journalTime(t0 + 603) == t0 + 3)
+    }
+
+    @Test("a re-applied end (the session's token erased) or a write that kept the token is not counted as a rotation")
+    func reapplyCountsRotations() {
+        #expect(FailoverReapply.isRotation(row(version: 9, refreshToken: "rt-2"), replaced: "rt-1"))
+        #expect(!FailoverReapply.isRotation(row(version: 9, refreshToken: "rt-2"), replaced: nil))
+        #expect(!FailoverReapply.isRotation(row(version: 9, refreshToken: nil, state: .needsReauth), replaced: "rt-1"))
     }
 }

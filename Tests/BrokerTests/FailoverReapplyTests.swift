@@ -101,6 +101,45 @@ struct FailoverReapplyTests {
         #expect(f.rotationsReapplied.count == 1)
     }
 
+    @Test("after a change, a refresh token introspection could not answer for is not presented: the refresh backs off, the attempt is cleared")
+    func introspectionErrorWithholds() async throws {
+        let clock = ManualClock()
+        let f = FailoverGuard(sealer: TaggingSealer(), clock: clock, hold: 0, proofWindow: 600)
+        let endpoint = ScriptedTokenEndpoint(introspection: { _ throws(TokenEndpointError) in throw .transient(reason: "timeout", retryAfter: nil) })
+        let h = try TokenServiceHarness(clock: clock, endpoint: endpoint, failover: f)
+        f.observed(Self.old)
+        let s = try h.addSession(ttl: 10)                                // rt-0: never refreshed by this replica
+        f.observed(Self.promoted)
+        try await reapplied(f, h)
+        _ = await h.token(.session(s.id), TokenRequest(forceRefresh: true))
+        #expect(endpoint.introspectedTokens == ["rt-0"] && endpoint.spentTokens.isEmpty)
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        #expect(row.refreshToken == "rt-0" && row.attempt == nil && row.state == .active)
+    }
+
+    @Test("a start written on a new server that no new connection reported (a pooler kept them): the identity read before presenting finds it, nothing is presented")
+    func confirmedBeforePresenting() async throws {
+        let (h, f) = try harness(hold: 0)
+        let s = try h.addSession(ttl: 10)
+        _ = try await h.token(.session(s.id)).get()                     // rt-0 -> rt-1 committed
+        h.store.replace(s)                                               // the new primary lacks it
+        let reads = Atomic<Int>(0)
+        f.confirmWith { if reads.add(1, ordering: .relaxed).newValue == 1 { f.observed(Self.promoted) } }
+        let r = await h.token(.session(s.id), TokenRequest(forceRefresh: true))
+        #expect(h.endpoint.spentTokens == ["rt-0"])                     // rt-0 is spent: not presented again
+        if case .success = r { Issue.record("the refresh was not held") }
+        try await reapplied(f, h)
+        #expect(try h.store.session(tenant: "t1", id: s.id)?.refreshToken == "rt-1")
+        // An identity that cannot be read confirms nothing: not presented either.
+        f.confirmWith { throw BrokerError.storeUnavailable }
+        _ = await h.token(.session(s.id), TokenRequest(forceRefresh: true))
+        #expect(h.endpoint.spentTokens == ["rt-0"])
+        f.confirmWith {}
+        h.clock.advance(by: 120)                                          // past the backoff of the refresh not presented
+        _ = try await h.token(.session(s.id), TokenRequest(forceRefresh: true)).get()
+        #expect(h.endpoint.spentTokens == ["rt-0", "rt-1"])
+    }
+
     @Test("a restart of the same server holds nothing and re-applies nothing")
     func sameServer() async throws {
         let (h, f) = try harness(hold: 30)

@@ -9,7 +9,8 @@ import Synchronization
 /// no token stays in memory in the clear for longer than a write or a re-application takes.
 ///
 /// When the server changes, the refresh driver re-applies the journal (RefreshDriver+Failover)
-/// and holds refreshes until the fence opens.
+/// and holds refreshes until the fence opens. The journal ages on the fence's journal time
+/// (FailoverFence.journalTime): not while this replica was out of touch with its server.
 ///
 /// Thread-safety: any thread (`busyKeys` is guarded by `busy`).
 public final class FailoverGuard: @unchecked Sendable {
@@ -34,6 +35,9 @@ public final class FailoverGuard: @unchecked Sendable {
     /// write it sees committed. Other sessions never wait for it.
     private let busy = NSCondition()
     private var busyKeys = Set<SessionKey>()
+    /// Reads the server's identity on a pooled connection and reports it (`observed`): run
+    /// after a refresh's start was written and before its token is presented.
+    private let confirmer = Mutex<(@Sendable () throws -> Void)?>(nil)
     /// Told of each change of server (the driver starts its re-application).
     private let changed = Mutex<(@Sendable (Int) -> Void)?>(nil)
     private let events: @Sendable (LogLine) -> Void
@@ -70,6 +74,20 @@ public final class FailoverGuard: @unchecked Sendable {
     }
 
     func onChange(_ handler: @escaping @Sendable (Int) -> Void) { changed.withLock { $0 = handler } }
+
+    /// How a refresh confirms, before presenting, which server its start was written on (a
+    /// pooled identity read, PGPool.probeIdentity). Behind a transaction pooler the client
+    /// connections survive a failover and no new connection reads the identity: without this
+    /// the change would be found only by the periodic probe, seconds after starts were written
+    /// on the new server and their spent tokens presented.
+    public func confirmWith(_ read: @escaping @Sendable () throws -> Void) { confirmer.withLock { $0 = read } }
+
+    /// Reads the server's identity now (reporting a change as any read does); false when it
+    /// could not be read: then nothing is presented.
+    func confirmServer() -> Bool {
+        guard let read = confirmer.withLock({ $0 }) else { return true }
+        do { try read(); return true } catch { return false }
+    }
 
     /// An identity read on a connection (pooled, or the change feed's), before the connection
     /// is used. A change is logged once, counted, and handed to the driver.

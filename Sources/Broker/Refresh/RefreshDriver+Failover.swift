@@ -147,7 +147,7 @@ extension RefreshDriver {
                 cache.remove(key)
             case .reapplied:
                 tally.reapplied += 1
-                if replaced != nil { tally.rotations += 1 }
+                if FailoverReapply.isRotation(committed, replaced: replaced) { tally.rotations += 1 }
             }
             if let w = d.write {
                 failover.record(w, over: over, now: clock.now())

@@ -78,23 +78,37 @@ extension RefreshDriver {
                 cache.put(written, now: clock.now())
                 // The database server changed since the start was decided: the attempt may sit on
                 // a row the new server rolled back, over a token already spent. Not presented;
-                // the attempt is cleared as one that never reached the IdP.
-                // Presented only while the fence is open for the epoch the start was decided in.
-                let moved = failover.map { !$0.admits(epoch: epoch, now: clock.now()) } ?? false
-                // After a change, a token this replica cannot prove current is introspected first
-                // where the provider allows: one the IdP already replaced is never presented.
-                if !moved, failover?.mustProve(written, now: clock.now()) == true,
-                   (try? endpoint.introspect(client: client, token: token, hint: "refresh_token")) == .some(.some(false)) {
-                    circuits.release(circuit)   // a probe of the client's circuit that presented nothing
-                    action = flight.resolved(superseded(key, client, attempt))
-                    continue
+                // the attempt is cleared as one that never reached the IdP. The server is read
+                // once more first (the start's write may have reached a new server through a
+                // pooler that no new connection saw), and the token is presented only while the
+                // fence is open for the epoch the start was decided in.
+                let withheld: String? = failover.flatMap { g in
+                    if !g.confirmServer() { return "the database server could not be confirmed before the refresh token was presented" }
+                    return g.admits(epoch: epoch, now: clock.now()) ? nil : "the database server changed before the refresh token was presented"
                 }
-                if moved { failover?.abandoned(key, attempt: attempt) }
-                let outcome = moved ? .failed(.notSent("the database server changed before the refresh token was presented"))
-                    : present(token, row: row ?? written, client: client)
+                let moved = withheld != nil
+                // After a change, a token this replica cannot prove current is introspected first
+                // where the provider allows: one the IdP already replaced is never presented, and
+                // neither is one the introspection could not answer for (an error or a timeout is
+                // no proof): that refresh backs off as one never sent.
+                var unproven = false
+                if !moved, failover?.mustProve(written, now: clock.now()) == true {
+                    do {
+                        if try endpoint.introspect(client: client, token: token, hint: "refresh_token") == false {
+                            circuits.release(circuit)   // a probe of the client's circuit that presented nothing
+                            action = flight.resolved(superseded(key, client, attempt))
+                            continue
+                        }
+                    } catch {
+                        unproven = true
+                    }
+                }
+                let notSent = withheld ?? (unproven ? "after a change of database server the refresh token could not be proven current (introspection failed); not presented" : nil)
+                if notSent != nil { failover?.abandoned(key, attempt: attempt) }
+                let outcome = notSent.map { .failed(.notSent($0)) } ?? present(token, row: row ?? written, client: client)
                 let f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, presented: token,
                                                        sentAt: attempt.startedAt, outcome: outcome), seen: written)
-                circuits.report(circuit, moved ? .unchanged : f.health, now: clock.now())
+                circuits.report(circuit, notSent != nil ? .unchanged : f.health, now: clock.now())
                 action = flight.answered(f)
             case .resolve(let attempt, let presented):
                 action = flight.resolved(resolve(key, client, attempt, token: presented))

@@ -52,8 +52,9 @@ extension RefreshDriver {
             // server may lack the very attempt this answers (and the rotation before it): that
             // session is re-applied first, or the answer stays in memory until it can be.
             // Written over a rolled-back row, the answer would look orphaned and its token,
-            // perhaps the grant's only live one, be revoked.
-            try reapplyFirst(a.key)
+            // perhaps the grant's only live one, be revoked. (A refresh this replica did not
+            // present clears its own attempt as usual: the re-application follows.)
+            if case .failed(.notSent) = a.outcome {} else { try reapplyFirst(a.key) }
             let f = try journaled(a.key) { () throws -> (RefreshFinish, Session?, Session?) in
                 if let seen, let f = try finishUnlocked(a, over: seen) { return (f, f.write, seen) }
                 return try store.withRefreshLockQueuing(tenant: a.key.tenant, id: a.key.id, timeout: lockTimeout) { row in

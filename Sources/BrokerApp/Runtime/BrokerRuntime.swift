@@ -83,6 +83,8 @@ public final class BrokerRuntime: Sendable {
                             + "until it restarts; set TOKENBROKER_DB_PREPARED_STATEMENTS=false", ("code", "prepared_statements_off"),
                         ("error", String(describing: error)))
         }, identities: { failover.observed($0) })
+        // Before each refresh token is presented: which server its start was written on.
+        failover.confirmWith { [pool] in try pool.probeIdentity() }
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)

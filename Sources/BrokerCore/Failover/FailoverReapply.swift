@@ -17,9 +17,12 @@ import Foundation
 /// Versions are compared only along one token's line: an active row holding a refresh token
 /// that is neither the committed one nor the one its rotation replaced moved on, whatever its
 /// version (another replica rotated on the new server: versions there restarted from the
-/// rolled-back row and say nothing about order across servers). So does an active row that
-/// records an attempt other than the committed one: a refresh is in flight on it. Nothing is
-/// written over either: writing the committed token back would bring back a spent one.
+/// rolled-back row and say nothing about order across servers). So does an active row on the
+/// committed token that records an attempt other than the committed one: a refresh is in
+/// flight on it, and the committed write brings no token it lacks. Nothing is written over
+/// either: writing the committed token back would bring back a spent one. (A row still on the
+/// replaced token lacks the rotation whatever attempt it records: that attempt presents a
+/// spent token, or was abandoned by this replica when the server changed.)
 ///
 /// A missing write is re-applied whole — tokens, schedule, attempt, state — at a version
 /// above both (the committed one, so that replicas' caches holding it see the next write as
@@ -50,12 +53,21 @@ public enum FailoverReapply {
         }
     }
 
+    /// Whether re-applying `committed` restores a refresh-token rotation (counted as such): a
+    /// write that replaced a token with another, not one that ended the session (its token
+    /// erased) or kept it.
+    public static func isRotation(_ committed: Session, replaced: String?) -> Bool {
+        guard let replaced, let rt = committed.refreshToken else { return false }
+        return committed.state == .active && rt != replaced
+    }
+
     /// `committed` is the row as this replica committed it; `replaced`, the refresh token its
     /// rotation replaced (nil when it was not a rotation).
     public static func decide(_ row: Session, committed: Session, replaced: String?) -> Decision {
-        let sameLine = row.refreshToken == committed.refreshToken || (replaced != nil && row.refreshToken == replaced)
+        let onCommitted = row.refreshToken == committed.refreshToken
+        let onReplaced = replaced != nil && row.refreshToken == replaced
         let otherAttempt = row.attempt != nil && row.attempt?.id != committed.attempt?.id
-        if row.state == .active, !sameLine || otherAttempt {
+        if row.state == .active, !(onCommitted || onReplaced) || (onCommitted && otherAttempt) {
             return Decision(verdict: .movedOn, write: nil, revoke: [])
         }
         let lacks = row.version < committed.version
