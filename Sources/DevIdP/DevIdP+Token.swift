@@ -173,7 +173,8 @@ extension DevIdP {
         if !cnf.isEmpty { atClaims["cnf"] = cnf }
         let access = keys.sign(atClaims, alg: .es256, type: "at+jwt")
         let issued = IssuedAccessToken(digest: DevIdPCrypto.sha256(access), client: clientID, subject: subject, scope: scope,
-                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family, jkt: jkt)
+                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family, jkt: jkt,
+                                       x5t: certificate)
         state.withLock { $0.record(jti: jti, issued, now: Date()) }
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "iat": now, "exp": now + 600, "auth_time": now,
                                      "sid": "sid-" + subject, "email": subject + "@example.test"]

@@ -25,6 +25,7 @@ extension ProxyService {
         }
         var request = TokenRequest()
         request.audited = false
+        request.presentedByBroker = true
         return wait { [tokens] done in
             switch tokens.handOut(by: principal, tenant: call.tenant, target: target, request: request) {
             case .now(let r): done(r)
@@ -43,6 +44,7 @@ extension ProxyService {
         if let session = credential.session {
             var request = TokenRequest()
             request.audited = false
+            request.presentedByBroker = true
             let rejected = credential.token
             outcome = wait { [tokens] done in
                 tokens.replacing(rejected, by: principal, tenant: tenant, session: session, request: request, completion: done)

@@ -179,6 +179,7 @@ enum Render {
                 JSONText.object([("x5t#S256", JSONText.quote(t.thumbprint)), ("subject", JSONText.quote(t.subject)),
                                  ("not_after", RFC3339.optional(t.notAfter))])
             } ?? "null"),
+            ("hand_out_certificate_bound", c.handOutCertificateBound ? "true" : "false"),
         ] + assertion)
     }
 }

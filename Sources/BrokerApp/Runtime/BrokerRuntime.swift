@@ -272,6 +272,10 @@ public final class BrokerRuntime: Sendable {
             // Webhook deliveries from the outbox every replica shares; grants nearing their end.
             loop("webhooks", every: 0.5, "delivering webhooks failed") { try webhooks.deliverDue() > 0 },
             loop("grant-expiring", every: 60, first: 1, "queueing grant-expiring webhooks failed") { try webhooks.queueGrantsExpiring() > 0 },
+            // Client certificates nearing their end (30, 7, 1 days): once per certificate and threshold, whichever replica.
+            loop("certificate-expiring", every: 15, first: 1, "queueing certificate-expiring webhooks failed") {
+                try webhooks.queueCertificatesExpiring() > 0
+            },
             // App tokens in use whose renewal instant comes before the next pass: granted again, once across replicas.
             loop("app-tokens", every: 1, "renewing app tokens failed") { [appTokens = rt.appTokens] in _ = try appTokens.renewDue(ahead: 1); return false },
         ]
