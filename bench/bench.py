@@ -1271,7 +1271,7 @@ def storm_only():
 
 
 try:
-    {"proxy": lambda: __import__("proxy_bench").proxy_only(), "storm": storm_only, "storm-https": storm_https_only, "storm-oauth2": storm_oauth2_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"proxy": lambda: __import__("proxy_bench").proxy_only(), "mtls": lambda: __import__("mtls_bench").mtls_only(), "storm": storm_only, "storm-https": storm_https_only, "storm-oauth2": storm_oauth2_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

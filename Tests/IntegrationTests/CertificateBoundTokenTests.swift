@@ -89,7 +89,7 @@ struct CertificateBoundTokenTests {
 
     @Test("a client certificate near its end is announced once by client.certificate_expiring, whichever of two replicas scans")
     func expiringWebhook() async throws {
-        let w = try await World(replicas: 2)
+        let w = try await World(replicas: 2, extraEnv: ["TOKENBROKER_WEBHOOK_ALLOW_HTTP": "true", "TOKENBROKER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"])
         defer { w.stop() }
         let base = w.brokers[0].url + "/v1/tenants/\(w.tenant)"
         let receiver = TestEnv.uniqueName("certs")
