@@ -159,6 +159,7 @@ def main():
     results.update(provider_https_bench(env, op, idp))
     results.update(oauth2_storm_rounds(env, op, idp))
     results.update(__import__("proxy_bench").proxy_bench(env, op, idp))
+    results.update(__import__("mtls_bench").mtls_bench(env, op))
     results.update({"date": time.strftime("%Y-%m-%d"),
                     "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians"})
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}

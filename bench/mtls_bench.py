@@ -172,12 +172,19 @@ def nonce_calls(env, op):
             "dpop_nonce_changes_every": NONCE_EVERY}
 
 
-def mtls_only():
-    env, op, _ = b.standalone()
+def mtls_bench(env, op):
+    """Both parts, with their own development IdPs and brokers."""
     work = pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-mtls-"))
     r = refresh_cpu(env, op, work)
     r.update(nonce_calls(env, op))
     r["mtls_date"] = time.strftime("%Y-%m-%d")
+    return r
+
+
+def mtls_only():
+    """Runs the benchmark alone; its figures are merged into bench/results.json."""
+    env, op, _ = b.standalone()
+    r = mtls_bench(env, op)
     print(json.dumps(r, indent=2))
     previous = json.loads(b.OUT.read_text()) if b.OUT.exists() else {}
     previous.update(r)

@@ -23,6 +23,9 @@ struct CertificateBoundTokenTests {
         let message = refused["message"] as? String ?? ""
         #expect(message.contains("/v1/tenants/\(s.w.tenant)/proxy/sessions/\(session)/") && message.contains("hand_out_certificate_bound"), "\(message)")
         #expect(refused["access_token"] == nil)
+        // The session shows the mark (never the token).
+        let shown = try expectStatus(try await HTTP.get(s.w.brokers[0].url + "/v1/tenants/\(s.w.tenant)/sessions/\(session)", key: s.w.workerKey), 200)
+        #expect(shown["access_token_x5t#S256"] as? String == s.a.x5t, "\(shown.json)")
         // A forced refresh is refused the same, before any refresh token reaches the IdP.
         try expectStatus(try await s.w.token(session, body: ["min_ttl": 60, "force_refresh": true]), 409)
         #expect(try await s.provider.counters(client: id)["refresh_presentations"] as? Int == 0)
