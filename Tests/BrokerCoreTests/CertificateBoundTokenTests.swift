@@ -89,3 +89,20 @@ struct CertificateBoundTokenTests {
 extension TokenDecision {
     var isReject: Bool { if case .reject = self { true } else { false } }
 }
+
+@Suite("Certificate-bound app tokens")
+struct CertificateBoundAppTokenTests {
+    @Test("an app token bound to the certificate: refused to a worker (naming the proxy's app route), used by the proxy, granted anew when bound to a replaced certificate")
+    func appTokens() {
+        guard case .failure(let e) = BoundTokenRule.refuse.appToken(bound: "a", tenant: "t", client: "bank"),
+              case .conflict(let code, let message) = e else {
+            Issue.record("a bound app token was handed out")
+            return
+        }
+        #expect(code == "token_certificate_bound" && message.contains("/v1/tenants/t/proxy/clients/bank/app/"))
+        #expect(BoundTokenRule.refuse.appToken(bound: nil, tenant: "t", client: "bank") == .success(false))
+        #expect(BoundTokenRule.present(current: "a").appToken(bound: "a", tenant: "t", client: "bank") == .success(false))
+        #expect(BoundTokenRule.present(current: "b").appToken(bound: "a", tenant: "t", client: "bank") == .success(true))
+        #expect(BoundTokenRule.present(current: nil).appToken(bound: "a", tenant: "t", client: "bank") == .success(false))
+    }
+}

@@ -99,6 +99,29 @@ struct CertificateBoundTokenTests {
         #expect(row.trimmingCharacters(in: .whitespacesAndNewlines) == renewed.x5t, "\(row)")
     }
 
+    @Test("an mTLS client's app token bound to its certificate: refused to a worker, used by the proxy presenting the certificate, granted anew after the certificate is replaced")
+    func appToken() async throws {
+        let s = try await Setup()
+        defer { s.w.stop() }
+        let id = try await s.client("bound", s.a, bySubject: "CN=mtls-a", handOut: false, upstream: true)
+        let base = s.w.brokers[0].url + "/v1/tenants/\(s.w.tenant)"
+        let refused = try await HTTP.post(base + "/clients/bound/token", key: s.w.workerKey, json: [:])
+        #expect(refused.status == 409 && refused["error"] as? String == "token_certificate_bound", "\(refused.status) \(refused.json)")
+        #expect((refused["message"] as? String)?.contains("/proxy/clients/bound/app/") == true && refused["access_token"] == nil)
+
+        let key = try await s.w.newKey(roles: ["proxy"], tenants: [s.w.tenant])
+        let first = try expectStatus(try await HTTP.request("GET", base + "/proxy/clients/bound/app/", key: key), 200)
+        #expect(first["client_id"] as? String == id)
+        let renewed = try MutualTLSTests.credential(s.clientPKI, "mtls-a")
+        try expectStatus(try await s.put("bound", s.registration(id, renewed, handOut: false, upstream: true)), 200)
+        try expectStatus(try await HTTP.request("GET", base + "/proxy/clients/bound/app/", key: key), 200)
+        try expectStatus(try await HTTP.request("GET", base + "/proxy/clients/bound/app/", key: key), 200)
+        let c = try await s.provider.counters(client: id)
+        // The refused hand-out's grant, then one grant with the new certificate; no call refused upstream.
+        #expect(c["client_credentials_grants"] as? Int == 2, "\(c["client_credentials_grants"] ?? "?")")
+        #expect(c["resource_certificate_bound"] as? Int == 3 && c["resource_refusals"] as? Int == 0, "\(c)")
+    }
+
     @Test("a client certificate near its end is announced once by client.certificate_expiring, whichever of two replicas scans")
     func expiringWebhook() async throws {
         let w = try await World(replicas: 2, extraEnv: ["TOKENBROKER_WEBHOOK_ALLOW_HTTP": "true", "TOKENBROKER_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"])

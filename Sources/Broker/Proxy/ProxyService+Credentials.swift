@@ -13,7 +13,8 @@ extension ProxyService {
         case .app(let client):
             let ask = AppTokenAsk(scopes: [], audience: nil, resource: nil)
             do {
-                let t = try appTokens.token(tenant: call.tenant, client: client, ask: ask, minTTL: nil, actor: Self.actor(principal))
+                let t = try appTokens.token(tenant: call.tenant, client: client, ask: ask, minTTL: nil, presentedByBroker: true,
+                                            actor: Self.actor(principal))
                 return .success(ProxyCredential(token: t.accessToken, type: t.tokenType, client: client, session: nil, metadata: nil,
                                                 ask: ask, version: t.version))
             } catch {
@@ -88,7 +89,8 @@ extension ProxyService {
             proof = tokens.proof(tenant: tenant, session: session, token: c.token, for: target)
         } else if let ask = c.ask {
             do {
-                let t = try appTokens.token(tenant: tenant, client: c.client, ask: ask, minTTL: nil, dpop: [target], actor: Self.actor(principal))
+                let t = try appTokens.token(tenant: tenant, client: c.client, ask: ask, minTTL: nil, dpop: [target], presentedByBroker: true,
+                                            actor: Self.actor(principal))
                 (c.token, c.type, c.version) = (t.accessToken, t.tokenType, t.version)
                 proof = t.dpopProofs.first.map { .success($0) } ?? .failure(.internalError)
             } catch {

@@ -34,6 +34,21 @@ public enum BoundTokenRule: Sendable, Equatable {
         return bound != current
     }
 
+    /// What this rule does with a client's app token (client credentials) bound to the
+    /// certificate `bound` (nil: not bound): refused (the 409), renewed first (`true`), or used.
+    public func appToken(bound: String?, tenant: String, client: String) -> Result<Bool, BrokerError> {
+        guard let bound else { return .success(false) }
+        switch self {
+        case .refuse:
+            return .failure(.conflict(code: "token_certificate_bound",
+                                      message: "the client's app token is bound to its TLS certificate (cnf x5t#S256, RFC 8705), whose key only the broker holds: "
+                                          + "call the API through the outbound proxy, /v1/tenants/\(tenant)/proxy/clients/\(client)/app/{path}; "
+                                          + "a client whose workers hold the same certificate is registered with \"hand_out_certificate_bound\": true"))
+        case .present(let current):
+            return .success(current != nil && current != bound)
+        }
+    }
+
     /// The 409 of a hand-out of a certificate-bound token.
     public static func handOutRefused(session s: Session) -> BrokerError {
         .conflict(code: "token_certificate_bound",
