@@ -99,6 +99,26 @@ struct CertificateBoundTokenTests {
         #expect(row.trimmingCharacters(in: .whitespacesAndNewlines) == renewed.x5t, "\(row)")
     }
 
+    @Test("a proxied call whose refresh brings the first bound token of a session held unbound in memory uses it; the worker is refused it after")
+    func boundByRefresh() async throws {
+        let s = try await Setup()
+        defer { s.w.stop() }
+        let id = try await s.client("bound", s.a, bySubject: "CN=mtls-a", handOut: false, upstream: true)
+        // A grant imported with an opaque access token living 20 s: not bound, handed out, and so held in memory.
+        let refresh = try #require(try await s.provider.grants(client: id, subjects: ["imp"])["imp"])
+        TestEnv.secret(refresh)
+        let imported = try expectStatus(try await HTTP.post(s.w.brokers[0].url + "/v1/tenants/\(s.w.tenant)/sessions:import", key: s.w.workerKey, json: [
+            "client": "bound", "subject": "imp", "refresh_token": refresh, "access_token": "opaque-" + UUID().uuidString,
+            "expires_at": ISO8601DateFormatter().string(from: Date().addingTimeInterval(20))]), 201)
+        let session = try #require(imported["session_id"] as? String)
+        try expectStatus(try await s.w.token(session, body: ["min_ttl": 5]), 200)
+        // The proxy needs more life (the policy's 60 s): refreshed, now bound, and presented with the certificate.
+        let key = try await s.w.newKey(roles: ["proxy"], tenants: [s.w.tenant])
+        let r = try await HTTP.request("GET", s.w.brokers[0].url + "/v1/tenants/\(s.w.tenant)/proxy/sessions/\(session)/", key: key)
+        #expect(r.status == 200 && r["sub"] as? String == "imp", "\(r.status) \(r.text)")
+        try expectStatus(try await s.w.token(session, body: ["min_ttl": 5]), 409)
+    }
+
     @Test("an mTLS client's app token bound to its certificate: refused to a worker, used by the proxy presenting the certificate, granted anew after the certificate is replaced")
     func appToken() async throws {
         let s = try await Setup()

@@ -110,6 +110,8 @@ public final class TokenService: Sendable {
             return .answered(finish(.failure(e), principal, tenant, id, now, audited: request.audited, into: &log))
         case .refresh:
             guard let c = registry.peekClient(tenant: tenant, id: session.client, now: now), let client = c else { return .miss }
+            // The refresh may bring a bound token where there was none: its rule is the client's.
+            need.bound = request.boundRule(for: client)
             return .refresh(session, client, need)
         }
     }
