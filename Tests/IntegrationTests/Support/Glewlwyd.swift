@@ -62,10 +62,15 @@ struct Glewlwyd: Sendable {
 
     private var adminJar: String { dir.appendingPathComponent("\(name).admin.jar").path }
 
-    /// A call of the admin API (`/api…`), signed in as Debian's default admin.
+    /// A call of the admin API (`/api…`), signed in as Debian's default admin (again when its
+    /// sign-in is older than the `g_admin` scope's 10 minutes).
     @discardableResult
     func admin(_ method: String, _ path: String, _ json: Any? = nil) async throws -> HTTP.Reply {
-        let r = try await call(method, base + "/api" + path, json: json, jar: adminJar)
+        var r = try await call(method, base + "/api" + path, json: json, jar: adminJar)
+        if r.status == 401 {
+            _ = try await call("POST", base + "/api/auth/", json: ["username": "admin", "password": "password"], jar: adminJar)
+            r = try await call(method, base + "/api" + path, json: json, jar: adminJar)
+        }
         guard r.status == 200 else { throw UnexpectedStatus(description: "glewlwyd admin \(method) \(path): \(r.status) \(r.text.prefix(300))") }
         return r
     }
