@@ -6,7 +6,7 @@
 #   plain  HTTP; DPoP allowed with nonces mandatory (one nonce per client, a new one every
 #          $NONCE_COUNTER accepted proofs) and pushed authorization requests required.
 #   tls    HTTPS (server certificate of pki/server-ca.pem) asking for client certificates of
-#          pki/client-ca.pem and the self-signed pki/self-{1,2}.pem; RFC 8705: tls_client_auth, self_signed_tls_client_auth, the
+#          pki/client-ca.pem and the self-signed pki/self-{1,2,3}.pem; RFC 8705: tls_client_auth, self_signed_tls_client_auth, the
 #          certificate from TLS, the mtls_endpoint_aliases (/mtls/token, …).
 # The tests register their clients themselves (their redirect URI is the broker's).
 #   scripts/glewlwyd.sh start   -> prints the plain server's base URL (http://127.0.0.1:PORT)
@@ -42,11 +42,11 @@ pki() {
   # Self-signed client certificates (self_signed_tls_client_auth): glewlwyd's TLS layer (ulfius)
   # verifies a client certificate against secure_connection_ca_file and passes on none that
   # fails ("Error gnutls_certificate_verify_peers2" in its log), so they are in that file too.
-  for s in self-1 self-2; do
+  for s in self-1 self-2 self-3; do
     o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3 -keyout "$p/$s.key" -out "$p/$s.pem" -subj "/CN=$s" \
       -addext extendedKeyUsage=clientAuth
   done
-  cat "$p/client-ca.pem" "$p/self-1.pem" "$p/self-2.pem" > "$p/client-trust.pem"
+  cat "$p/client-ca.pem" "$p/self-1.pem" "$p/self-2.pem" "$p/self-3.pem" > "$p/client-trust.pem"
   # The ID token signing key (ES256).
   o genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$p/signing.key"
   o pkey -in "$p/signing.key" -pubout -out "$p/signing.pub"
