@@ -127,6 +127,8 @@ struct GlewlwydTests {
         var t = try expectStatus(try await s.w.token(sessions[1], replica: 1, body: ["min_ttl": 60, "dpop": ["htm": "GET", "htu": userinfo]]), 200)
         var answer = try await s.g.call("GET", userinfo, headers: ["Authorization": "DPoP \(t["access_token"] as! String)",
                                                                    "DPoP": (t["dpop_proofs"] as? [String])?.first ?? ""])
+        #expect(answer.status == 401 && answer.headers["www-authenticate"]?.contains("use_dpop_nonce") == true,
+                "userinfo without the nonce: \(answer.status)")
         if answer.status == 401, let nonce = answer.headers["dpop-nonce"] {
             t = try expectStatus(try await s.w.token(sessions[1], replica: 0, body: ["min_ttl": 60, "dpop": ["htm": "GET", "htu": userinfo, "nonce": nonce]]), 200)
             answer = try await s.g.call("GET", userinfo, headers: ["Authorization": "DPoP \(t["access_token"] as! String)",
