@@ -74,6 +74,7 @@ c.execute(\"update g_client_module_instance set gcmi_parameters=? where gcmi_nam
       -e "s|^secure_connection_ca_file=.*|secure_connection_ca_file=\"$dir/pki/client-trust.pem\"|" \
       -e "s|^use_secure_connection=.*|use_secure_connection=$([ "$scheme" = https ] && echo true || echo false)|" \
       /etc/glewlwyd/glewlwyd.conf > "$dir/$name.conf"
+  echo 'bind_address="127.0.0.1"' >> "$dir/$name.conf"   # loopback only
   : > "$dir/$name.log"
   setsid glewlwyd --config-file="$dir/$name.conf" >> "$dir/$name.log" 2>&1 < /dev/null &
   echo $! > "$dir/$name.pid"
