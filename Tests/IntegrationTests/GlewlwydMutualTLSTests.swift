@@ -94,6 +94,19 @@ struct GlewlwydMutualTLSTests {
             #expect(try await s.refresh(session, replica: replica, id: id, a, certPaths: paths) == a.x5t, "refresh on replica \(replica): not bound to the certificate")
         }
 
+        // Without hand_out_certificate_bound, the bound token is refused to a worker, naming the
+        // outbound proxy; through the proxy (which presents the certificate) glewlwyd's userinfo answers.
+        var strict = s.registration(id, a, method: "tls_client_auth")
+        strict["hand_out_certificate_bound"] = false
+        strict["upstream"] = ["base_url": s.g.issuer, "allow_private_addresses": true]
+        try expectStatus(try await s.put(strict), 200)
+        let refusedHandOut = try await s.w.token(session)
+        #expect(refusedHandOut.status == 409 && refusedHandOut["error"] as? String == "token_certificate_bound", "\(refusedHandOut.status)")
+        let key = try await s.w.newKey(roles: ["proxy"], tenants: [s.w.tenant])
+        let info = try await HTTP.request("GET", s.w.brokers[0].url + "/v1/tenants/\(s.w.tenant)/proxy/sessions/\(session)/userinfo", key: key)
+        #expect(info.status == 200 && info["sub"] != nil, "userinfo through the proxy: \(info.status)")
+        try expectStatus(try await s.put(s.registration(id, a, method: "tls_client_auth")), 200)
+
         // Another certificate of the same CA, another subject: glewlwyd refuses the client.
         let otherPaths = try s.ca.issue(id + "-other", server: false)
         let other = try MutualTLSTests.credential(certPath: otherPaths.cert, keyPath: otherPaths.key)
