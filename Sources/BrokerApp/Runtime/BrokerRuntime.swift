@@ -180,10 +180,11 @@ public final class BrokerRuntime: Sendable {
     /// Whether the change feed delivers (its canaries come back).
     public var feedAlive: Bool { feed.isAlive }
 
-    /// Applies pending migrations; returns the versions applied.
+    /// Applies pending migrations; returns the versions applied. A second connection renews
+    /// the migration lease while a long statement (an index built concurrently) runs.
     public func migrate() throws -> [Int] {
         let c = try pool.dedicated()
-        return try migrator.migrate(c)
+        return try migrator.migrate(c, connect: { [pool] () throws(PGError) in try pool.dedicated() })
     }
 
     /// The versions applied, and those in sql/ not applied yet.
