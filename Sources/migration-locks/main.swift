@@ -93,22 +93,30 @@ func main() throws {
         }
     }
     thread.start()
-    // Phase 0: the writer alone for a second, the baseline.
+    // Phase 0: the writer alone for a second, the baseline. A phase's figures are read once the
+    // writer has finished a write of the next phase: the write a migration held up ends just
+    // after its COMMIT, and counts in the phase it started in.
+    func endPhase() -> Writes.Phase {
+        let ended = writes.phase
+        writes.next()
+        let deadline = Date().addingTimeInterval(10)
+        while writes.phase(ended + 1).writes == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        return writes.phase(ended)
+    }
     Thread.sleep(forTimeInterval: 1)
+    let baseline = endPhase()
     var results: [[String: Any]] = []
     for m in migrator.migrations where m.version > first {
-        writes.next()
         started = Date()
         _ = try migrator.migrate(c, through: m.version, connect: { () throws(PGError) in try PGConnection(url: url, prepares: false) })
         let seconds = Date().timeIntervalSince(started)
-        let p = writes.phase(writes.phase)
+        let p = endPhase()
         results.append(["version": m.version, "name": m.name, "no_transaction": m.noTransaction, "seconds": round3(seconds),
                         "longest_write_wait_ms": round3(p.longest * 1000), "writes": p.writes, "failed_writes": p.failures])
     }
     writes.next()
     writes.stop()
     done.wait()
-    let baseline = writes.phase(0)
     let worst = results.max { ($0["longest_write_wait_ms"] as! Double) < ($1["longest_write_wait_ms"] as! Double) }
     let out: [String: Any] = [
         "rows": rows, "load_seconds": round3(loadSeconds), "baseline_longest_write_ms": round3(baseline.longest * 1000),
