@@ -156,6 +156,7 @@ def main():
     results.update(scale_bench(env, op, idp))
     results.update(million_bench(env))
     results.update(signout_bench(env, op, idp))
+    results.update(migrations_bench())
     results.update(provider_https_bench(env, op, idp))
     results.update(oauth2_storm_rounds(env, op, idp))
     results.update(__import__("proxy_bench").proxy_bench(env, op, idp))
@@ -1271,11 +1272,19 @@ def storm_only():
 
 
 def migrations_only():
-    """`bench.py migrations`: the longest any write of `sessions` waited while each migration ran,
+    """`bench.py migrations`: migrations_bench alone, merged into bench/results.json."""
+    r = migrations_bench()
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(r)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(r, indent=2))
+
+
+def migrations_bench():
+    """The longest any write of `sessions` waited while each migration ran,
     on a table of a million sessions under a writer that never pauses (`migration-locks`): the
     migrations of sql/ as they are, and as they were before they ran outside a transaction
-    (sql/ of BENCH_MIGRATIONS_OLD_REF, by default the last commit before that). Merged into
-    bench/results.json."""
+    (sql/ of BENCH_MIGRATIONS_OLD_REF, by default the last commit before that)."""
     import urllib.parse
     rows = int(os.environ.get("BENCH_MIGRATIONS_ROWS", "1000000"))
     old_ref = os.environ.get("BENCH_MIGRATIONS_OLD_REF", "5907cce")
@@ -1307,10 +1316,7 @@ def migrations_only():
         for x in m["migrations"]:
             if x["name"][:3] in ("003", "007", "010", "013", "014", "020"):
                 r[f"migrations_{x['name'][:3]}_write_wait_ms{suffix}"] = x["longest_write_wait_ms"]
-    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
-    previous.update(r)
-    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
-    print(json.dumps(r, indent=2))
+    return r
 
 
 try:

@@ -6,12 +6,12 @@
 -- before this version had one broker-wide lifetime, 7 days by default (only active rows need
 -- the value: the others are never refreshed again).
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS grant_expires_at timestamptz;
--- Filled in batches of 2,000 rows in key order, each committed on its own.
+-- Filled in batches of 1,000 rows in key order, each committed on its own.
 -- tokenbroker:batch
 WITH batch AS (
     SELECT tenant_id, id FROM sessions
     WHERE (tenant_id, id) > (coalesce(($1::text[])[1], ''), coalesce(($1::text[])[2], ''))
-    ORDER BY tenant_id, id LIMIT 2000),
+    ORDER BY tenant_id, id LIMIT 1000),
 filled AS (
     UPDATE sessions s SET grant_expires_at = s.granted_at + interval '7 days' FROM batch
     WHERE s.tenant_id = batch.tenant_id AND s.id = batch.id AND s.state = 'active' AND s.grant_expires_at IS NULL)

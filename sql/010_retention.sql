@@ -3,12 +3,12 @@
 -- deleted in small batches by any replica (`tokenbroker purge`, and once a minute by `serve`).
 -- A session's age counts from when it ended: revoked, or needs_reauth. NULL while active.
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS ended_at timestamptz;
--- Filled in batches of 2,000 rows in key order, each committed on its own.
+-- Filled in batches of 1,000 rows in key order, each committed on its own.
 -- tokenbroker:batch
 WITH batch AS (
     SELECT tenant_id, id FROM sessions
     WHERE (tenant_id, id) > (coalesce(($1::text[])[1], ''), coalesce(($1::text[])[2], ''))
-    ORDER BY tenant_id, id LIMIT 2000),
+    ORDER BY tenant_id, id LIMIT 1000),
 filled AS (
     UPDATE sessions s SET ended_at = coalesce(s.revoked_at, s.last_refreshed_at, s.created_at) FROM batch
     WHERE s.tenant_id = batch.tenant_id AND s.id = batch.id AND s.state <> 'active' AND s.ended_at IS NULL)
