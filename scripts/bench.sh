@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh bench
-swift build -c release
+# `scripts/bench.sh migrations` needs only its tool (and PostgreSQL), not the broker.
+if [ "${1:-}" = migrations ]; then swift build -c release --product migration-locks; else swift build -c release; fi
 if [ -z "${DATABASE_URL:-}" ]; then
   export PGDATABASE_NAME=tokenbroker_bench
   scripts/pg.sh start >/dev/null
@@ -16,5 +17,7 @@ fi
 export DATABASE_URL
 python3 bench/bench.py "$@"
 # The figures as pictures (docs/pictures/bench-*.svg), with matplotlib from PyPI in a venv of its own.
-[ -x .run/venv-plot/bin/python ] || { python3 -m venv .run/venv-plot && .run/venv-plot/bin/pip install -q "matplotlib==3.9.2"; }
-.run/venv-plot/bin/python bench/plot.py
+if [ "${1:-}" != migrations ]; then
+  [ -x .run/venv-plot/bin/python ] || { python3 -m venv .run/venv-plot && .run/venv-plot/bin/pip install -q "matplotlib==3.9.2"; }
+  .run/venv-plot/bin/python bench/plot.py
+fi
