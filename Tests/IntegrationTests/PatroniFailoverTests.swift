@@ -1,0 +1,153 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// Broker replicas on a real HA engine: the two-node Patroni cluster `make test` starts
+/// (scripts/patroni.sh), reached through a multi-host DATABASE_URL with
+/// `target_session_attrs=read-write` (libpq's own failover), under a refresh storm and worker
+/// traffic while the primary's postmaster is SIGKILLed and Patroni promotes the standby.
+@Suite("Failover on Patroni", .serialized,
+       .enabled(if: Patroni.url != nil, "make test starts a Patroni cluster (TOKENBROKER_TEST_PATRONI_URL)"))
+struct PatroniFailoverTests {
+    /// What the workers saw, shared by the polling tasks.
+    final class Tally: Sendable {
+        let handed = Atomic<Int>(0), unavailable = Atomic<Int>(0), other = Atomic<Int>(0), inactive = Atomic<Int>(0)
+        let otherCodes = Mutex<[String]>([])
+    }
+
+    func count(_ sql: String) throws -> Int {
+        Int(try runPSQL(sql, url: try #require(Patroni.url)).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// Sessions with 6-s access tokens at the IdP, refreshed by the engines of three replicas,
+    /// and six workers asking any replica for tokens with a second of life at least.
+    func storm(sessions n: Int) async throws -> (World, [String]) {
+        let w = try await World(replicas: 3, accessTTL: 6, extraEnv: ["DATABASE_URL": try #require(Patroni.url)])
+        var ids: [String] = []
+        for i in 0..<n { ids.append(try await w.importSession(subject: "f\(i)", expiresIn: Double(2 + i % 5))) }
+        return (w, ids)
+    }
+
+    /// Workers polling until `end`; every tenth token handed out is checked at the IdP.
+    func workers(_ w: World, _ ids: [String], until end: Date, tally: Tally) -> Task<Void, Never> {
+        Task {
+            await withTaskGroup(of: Void.self) { g in
+                for worker in 0..<6 {
+                    g.addTask {
+                        while Date() < end {
+                            guard let r = try? await w.token(ids[Int.random(in: 0..<ids.count)], replica: worker % 3, body: ["min_ttl": 1]) else { continue }
+                            switch r.status {
+                            case 200:
+                                if tally.handed.add(1, ordering: .relaxed).newValue % 10 == 0, let at = r["access_token"] as? String,
+                                   let i = try? await w.idp.introspection(at, client: w.idpClientID, secret: w.idpSecret), i["active"] as? Bool != true {
+                                    tally.inactive.add(1, ordering: .relaxed)
+                                }
+                            case 503: tally.unavailable.add(1, ordering: .relaxed); try? await Task.sleep(for: .milliseconds(50))
+                            default:
+                                tally.other.add(1, ordering: .relaxed)
+                                tally.otherCodes.withLock { $0.append("\(r.status) \(r["error"] as? String ?? "")") }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each replica forces a refresh of its own session every 100 ms from `from` on: when each
+    /// first committed one after the failover (the IdP answered and the new primary took it).
+    func firstWrites(_ w: World, _ own: [String], after from: Date, until end: Date) -> Task<[Date?], Never> {
+        Task {
+            await withTaskGroup(of: (Int, Date?).self) { g in
+                for r in 0..<3 {
+                    g.addTask {
+                        while Date() < end {
+                            let sent = Date()
+                            if sent > from, let reply = try? await w.token(own[r], replica: r, body: ["min_ttl": 1, "force_refresh": true]),
+                               reply.status == 200 {
+                                return (r, Date())
+                            }
+                            try? await Task.sleep(for: .milliseconds(100))
+                        }
+                        return (r, nil)
+                    }
+                }
+                var firsts = [Date?](repeating: nil, count: 3)
+                for await (r, at) in g { firsts[r] = at }
+                return firsts
+            }
+        }
+    }
+
+    /// Polls until the node on `port` accepts writes (bounded): when it first did.
+    func promoted(port: String, within seconds: Double) async -> Date? {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if Patroni.acceptsWrites(port: port) { return Date() }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+
+    @Test("synchronous replication, the primary SIGKILLed under a refresh storm: no refresh token presented twice, no session lost, no expired token handed out, every replica writing within 2 s of the promotion, a revocation after it everywhere within 1 s")
+    func synchronousFailover() async throws {
+        try Patroni.run("mode", "sync")
+        let (w, ids) = try await storm(sessions: 40)
+        defer { w.stop() }
+        var own: [String] = []
+        for r in 0..<3 { own.append(try await w.importSession(subject: "writer-\(r)")) }
+        let tally = Tally()
+        let end = Date().addingTimeInterval(18)
+        let polling = workers(w, ids, until: end, tally: tally)
+        try await Task.sleep(for: .seconds(4))   // the storm runs: rotations in every engine
+        let before = try await w.idp.presentations(client: w.idpClientID)
+        #expect(before.presented > 0 && before.reuse == 0)
+
+        let standby = try Patroni.run("standby")
+        let killedAt = Date()
+        try Patroni.run("kill-primary")
+        let writes = firstWrites(w, own, after: killedAt, until: killedAt.addingTimeInterval(25))
+        let promotedAt = try #require(await promoted(port: standby, within: 20), "Patroni promoted nobody within 20 s")
+        let firsts = await writes.value
+        for (r, first) in firsts.enumerated() {
+            let at = try #require(first, "replica \(r) wrote nothing within 25 s of the kill")
+            #expect(at.timeIntervalSince(promotedAt) <= 2, "replica \(r) wrote again \(at.timeIntervalSince(promotedAt)) s after the promotion")
+        }
+
+        // A revocation made after the failover reaches every replica within a second.
+        let revoked = try await w.importSession(subject: "revoked-after")
+        for r in 0..<3 { try expectStatus(try await w.token(revoked, replica: r, body: ["min_ttl": 1]), 200) }
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(revoked)", key: w.workerKey), 200)
+        let revokedAt = Date()
+        for r in 1..<3 {
+            while try await w.token(revoked, replica: r, body: ["min_ttl": 1]).status == 200 {
+                if Date().timeIntervalSince(revokedAt) > 1 { Issue.record("replica \(r) still hands out the revoked session's token after 1 s"); break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+
+        await polling.value
+        // Every session's stored refresh token is the live one: each presented once more, none refused.
+        for id in ids + own { try expectStatus(try await w.token(id, body: ["min_ttl": 1, "force_refresh": true]), 200) }
+        let after = try await w.idp.presentations(client: w.idpClientID)
+        #expect(after.reuse == 0, "refresh tokens presented twice: \(after.reuse)")
+        #expect(after.presented > before.presented)
+        #expect(try count("SELECT count(*) FROM sessions WHERE tenant_id = '\(w.tenant)' AND state = 'needs_reauth'") == 0)
+        #expect(try count("SELECT count(*) FROM sessions WHERE tenant_id = '\(w.tenant)' AND state = 'active'") == ids.count + own.count)
+        #expect(tally.inactive.load(ordering: .relaxed) == 0, "tokens handed out that the IdP no longer knew as active")
+        #expect(tally.other.load(ordering: .relaxed) == 0, "\(tally.otherCodes.withLock { Array($0.prefix(5)) })")
+        #expect(tally.handed.load(ordering: .relaxed) > 100)
+        // Each replica's change feed followed: it listened again on the new primary and counted
+        // as alive only once a canary came back there.
+        for b in w.brokers {
+            let lines = b.process.output.split(separator: "\n")
+            let reconnected = lines.firstIndex { $0.contains("\"code\":\"change_feed_reconnected\"") }
+            let alive = lines.lastIndex { $0.contains("\"code\":\"change_feed_alive\"") }
+            #expect(reconnected != nil && alive != nil && alive! > reconnected!, "the change feed did not listen again, or no canary came back")
+            #expect(try await HTTP.get(b.url + "/metrics").text.contains("\ntokenbroker_change_feed_alive 1\n"))
+        }
+        let gap = (firsts.compactMap { $0 }.max() ?? promotedAt).timeIntervalSince(killedAt)
+        print("failover: promoted \(String(format: "%.2f", promotedAt.timeIntervalSince(killedAt))) s after the kill, every replica writing after \(String(format: "%.2f", gap)) s; \(tally.unavailable.load(ordering: .relaxed)) × 503, \(tally.handed.load(ordering: .relaxed)) tokens handed out")
+        try Patroni.run("wait", "30")   // the old primary rejoined as a standby: ready for the next test
+    }
+}

@@ -1,0 +1,175 @@
+"""`bench.py failover`: three release brokers on the two-node Patroni cluster of
+scripts/patroni.sh (multi-host DATABASE_URL, target_session_attrs=read-write) under a refresh
+storm and worker traffic; the primary's postmaster is SIGKILLed. Measured in the same run:
+Patroni's own promotion (the standby's pg_is_in_recovery() polled every 20 ms), the first
+committed refresh on the new primary (each replica forces a refresh of a session of its own
+every 50 ms: the first 200 after the kill was written there), when the last replica wrote again,
+the 503s workers saw, and afterwards refresh tokens presented twice at the IdP, sessions in
+needs_reauth, and the rotations replicas re-applied (the broker's log, when it has such lines).
+Rounds in synchronous mode, then in asynchronous mode with WAL shipping frozen for the last
+2 s before the kill (the lossy case). Figures go into bench/results.json."""
+import json, os, pathlib, random, statistics, subprocess, threading, time
+
+import __main__ as b
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PATRONI = str(ROOT / "scripts" / "patroni.sh")
+SESSIONS = int(os.environ.get("BENCH_FAILOVER_SESSIONS", "300"))
+ROUNDS = int(os.environ.get("BENCH_FAILOVER_ROUNDS", "3"))
+
+
+def patroni(*args):
+    return subprocess.run([PATRONI, *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def in_recovery(port):
+    r = subprocess.run(["psql", f"postgresql://postgres@127.0.0.1:{port}/postgres?connect_timeout=1", "-Atqc", "SELECT pg_is_in_recovery()"],
+                       capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def one_round(env, op, idp, mode, tag):
+    patroni("mode", mode)
+    logs = [open(pathlib.Path(os.environ.get("TMPDIR", "/tmp")) / f"tokenbroker-failover-{tag}-{i}.log", "w+") for i in range(3)]
+    ports = [b.free_port() for _ in range(3)]
+    ps = [b.start([b.BIN / "tokenbroker", "serve"], {**env, "TOKENBROKER_LISTEN": f"127.0.0.1:{p}", "TOKENBROKER_LOG_LEVEL": "info"}, log=logs[i])
+          for i, p in enumerate(ports)]
+    urls = [f"http://127.0.0.1:{p}" for p in ports]
+    for u in urls:
+        b.wait_ready(u + "/healthz")
+    tenant, app = f"failover{tag}", f"failover-app{tag}"
+    b.http("POST", idp + "/admin/clients", body={"client_id": app, "client_secret": "fo-secret", "redirect_uris": [urls[0] + "/v1/callback"],
+                                                  "access_ttl": 10})
+    b.http("PUT", f"{urls[0]}/v1/tenants/{tenant}", op, {"name": "Failover"})
+    s, _, body = b.http("PUT", f"{urls[0]}/v1/tenants/{tenant}/clients/app", op, {
+        "issuer": idp, "client_id": app, "auth_method": "client_secret_basic", "client_secret": "fo-secret",
+        "redirect_uri": urls[0] + "/v1/callback", "scopes": ["openid", "offline_access"]})
+    assert s == 201, body
+    key = json.loads(b.http("POST", urls[0] + "/v1/apikeys", op, {"name": "w", "roles": ["worker", "admin"], "tenants": [tenant]})[2])["key"]
+    subjects = [f"f-{i}" for i in range(SESSIONS + 3)]
+    tokens = json.loads(b.http("POST", idp + "/admin/grants", body={"client_id": app, "subjects": subjects})[2])["refresh_tokens"]
+    ids = []
+    for i, sub in enumerate(subjects):
+        exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2 + i % 9))
+        s, _, body = b.http("POST", f"{urls[0]}/v1/tenants/{tenant}/sessions:import", key,
+                            {"client": "app", "subject": sub, "refresh_token": tokens[sub], "access_token": "imported", "expires_at": exp})
+        assert s == 201, body
+        ids.append(json.loads(body)["session_id"])
+    own, ids = ids[:3], ids[3:]
+
+    stop = threading.Event()
+    statuses = {}
+    lock = threading.Lock()
+
+    def worker(n):
+        while not stop.is_set():
+            try:
+                s, _, _ = b.http("POST", f"{urls[n % 3]}/v1/tenants/{tenant}/sessions/{random.choice(ids)}/token", key, {"min_ttl": 1})
+            except OSError:
+                s = -1
+            with lock:
+                statuses[s] = statuses.get(s, 0) + 1
+            if s != 200:
+                time.sleep(0.05)
+    workers = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for t in workers:
+        t.start()
+    time.sleep(8)   # the storm runs: rotations in every replica's engine
+    firsts = [None] * 3
+    killed = [None]
+
+    def forcer(r):
+        while not stop.is_set() and firsts[r] is None:
+            sent = time.time()
+            try:
+                s, _, _ = b.http("POST", f"{urls[r]}/v1/tenants/{tenant}/sessions/{own[r]}/token", key, {"min_ttl": 1, "force_refresh": True})
+            except OSError:
+                s = -1
+            if s == 200 and killed[0] is not None and sent > killed[0]:
+                firsts[r] = time.time()
+            time.sleep(0.05)
+    forcers = [threading.Thread(target=forcer, args=(r,)) for r in range(3)]
+    standby = patroni("standby")
+    if mode == "async":
+        patroni("freeze-wal")
+        time.sleep(2)   # commits acknowledged that never reach the standby
+    for t in forcers:
+        t.start()
+    killed[0] = time.time()
+    patroni("kill-primary")
+    promoted = None
+    while promoted is None and time.time() - killed[0] < 30:
+        if in_recovery(standby) == "f":
+            promoted = time.time()
+        else:
+            time.sleep(0.02)
+    for t in forcers:
+        t.join(timeout=30)
+    patroni("thaw-wal")
+    time.sleep(4)   # the storm goes on on the new primary
+    stop.set()
+    for t in workers:
+        t.join()
+    # Every session presented once more: a stored refresh token the IdP had replaced is refused.
+    refused = 0
+    for sid in ids:
+        s, _, _ = b.http("POST", f"{urls[0]}/v1/tenants/{tenant}/sessions/{sid}/token", key, {"min_ttl": 1, "force_refresh": True})
+        refused += s != 200
+    counters = json.loads(b.http("GET", f"{idp}/stats?client_id={app}")[2])
+    needs_reauth = int(b.psql(f"SELECT count(*) FROM sessions WHERE tenant_id = '{tenant}' AND state = 'needs_reauth'"))
+    for p in ps:
+        p.terminate()
+        p.wait()
+    reapplied = 0
+    for f in logs:
+        f.seek(0)
+        reapplied += sum(1 for line in f if '"code":"rotation_reapplied"' in line)
+        f.close()
+    patroni("wait", "60")
+    r = {"mode": mode, "promotion_s": round(promoted - killed[0], 2) if promoted else None,
+         "first_refresh_s": round(min(x for x in firsts if x) - killed[0], 2) if any(firsts) else None,
+         "all_replicas_writing_s": round(max(firsts) - killed[0], 2) if all(firsts) else None,
+         "unavailable_503": statuses.get(503, 0), "handed_out": statuses.get(200, 0),
+         "other_statuses": {str(k): v for k, v in statuses.items() if k not in (200, 503)},
+         "reuse_detected": counters.get("reuse_detected", -1), "needs_reauth": needs_reauth, "refused_after": refused, "reapplied": reapplied}
+    print(f"failover round {tag}: {r}", flush=True)
+    return r
+
+
+def failover_bench(env, op, idp):
+    rounds = {"sync": [], "async": []}
+    for i in range(ROUNDS):
+        rounds["sync"].append(one_round(env, op, idp, "sync", f"s{i}"))
+    for i in range(ROUNDS):
+        rounds["async"].append(one_round(env, op, idp, "async", f"a{i}"))
+    patroni("mode", "sync")
+    out = {"failover_date": time.strftime("%Y-%m-%d"), "failover_sessions": SESSIONS, "failover_rounds": rounds}
+    for mode, runs in rounds.items():
+        def med(k):
+            xs = [r[k] for r in runs if r[k] is not None]
+            return round(statistics.median(xs), 2) if xs else None
+        out[f"failover_{mode}_promotion_s"] = med("promotion_s")
+        out[f"failover_{mode}_first_refresh_s"] = med("first_refresh_s")
+        out[f"failover_{mode}_all_replicas_writing_s"] = med("all_replicas_writing_s")
+        out[f"failover_{mode}_first_refresh_after_promotion_s"] = round(statistics.median(
+            r["first_refresh_s"] - r["promotion_s"] for r in runs if r["first_refresh_s"] and r["promotion_s"]), 2)
+        out[f"failover_{mode}_reuse_detected"] = max(r["reuse_detected"] for r in runs)
+        out[f"failover_{mode}_needs_reauth"] = max(r["needs_reauth"] for r in runs)
+        out[f"failover_{mode}_reapplied"] = [r["reapplied"] for r in runs]
+    return out
+
+
+def on_patroni():
+    """The benchmark on the Patroni cluster scripts/bench.sh started (its own database)."""
+    os.environ["DATABASE_URL"] = os.environ["TOKENBROKER_BENCH_PATRONI_URL"]
+    return failover_bench(*b.standalone())
+
+
+def failover_only():
+    """`bench.py failover` (scripts/bench.sh failover): the failover benchmark alone; merged
+    into bench/results.json."""
+    r = on_patroni()
+    print(json.dumps(r, indent=2))
+    previous = json.loads(b.OUT.read_text()) if b.OUT.exists() else {}
+    previous.update(r)
+    b.OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
