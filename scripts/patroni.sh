@@ -116,7 +116,8 @@ wait_healthy() {
   while [ $SECONDS -lt $deadline ]; do
     if p=$(primary); then
       sync=false; [ "$(mode_now)" = sync ] && sync=true
-      if [ "$(q "$p" "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'$($sync && echo " AND sync_state = 'sync'")")" = 1 ] \
+      # In async mode no commit waits for the standby any more (Patroni cleared synchronous_standby_names).
+      if [ "$(q "$p" "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'$($sync && echo " AND sync_state = 'sync'" || echo " AND current_setting('synchronous_standby_names') = ''")")" = 1 ] \
          && curl -fsS "http://127.0.0.1:$(api_port 0)/cluster" 2>/dev/null | python3 -c '
 import json, sys
 m = json.load(sys.stdin)["members"]

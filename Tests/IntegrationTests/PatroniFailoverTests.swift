@@ -54,17 +54,22 @@ struct PatroniFailoverTests {
         }
     }
 
-    /// Each replica forces a refresh of its own session every 100 ms from `from` on: when each
-    /// first committed one after the failover (the IdP answered and the new primary took it).
-    func firstWrites(_ w: World, _ own: [String], after from: Date, until end: Date) -> Task<[Date?], Never> {
+    /// When the standby was seen accepting writes, shared with the tasks that wait for it.
+    final class Promotion: Sendable {
+        let at = Mutex<Date?>(nil)
+    }
+
+    /// Each replica forces a refresh of its own session every 100 ms: when each first had one
+    /// committed on the new primary — answered after the promotion. (Until the old primary's
+    /// backends notice their postmaster died, a refresh can still commit there.)
+    func firstWrites(_ w: World, _ own: [String], promotion: Promotion, until end: Date) -> Task<[Date?], Never> {
         Task {
             await withTaskGroup(of: (Int, Date?).self) { g in
                 for r in 0..<3 {
                     g.addTask {
                         while Date() < end {
-                            let sent = Date()
-                            if sent > from, let reply = try? await w.token(own[r], replica: r, body: ["min_ttl": 1, "force_refresh": true]),
-                               reply.status == 200 {
+                            if let reply = try? await w.token(own[r], replica: r, body: ["min_ttl": 1, "force_refresh": true]), reply.status == 200,
+                               let promoted = promotion.at.withLock({ $0 }), Date() > promoted {
                                 return (r, Date())
                             }
                             try? await Task.sleep(for: .milliseconds(100))
@@ -106,8 +111,10 @@ struct PatroniFailoverTests {
         let standby = try Patroni.run("standby")
         let killedAt = Date()
         try Patroni.run("kill-primary")
-        let writes = firstWrites(w, own, after: killedAt, until: killedAt.addingTimeInterval(25))
+        let promotion = Promotion()
+        let writes = firstWrites(w, own, promotion: promotion, until: killedAt.addingTimeInterval(25))
         let promotedAt = try #require(await promoted(port: standby, within: 20), "Patroni promoted nobody within 20 s")
+        promotion.at.withLock { $0 = promotedAt }
         let firsts = await writes.value
         for (r, first) in firsts.enumerated() {
             let at = try #require(first, "replica \(r) wrote nothing within 25 s of the kill")
@@ -149,5 +156,69 @@ struct PatroniFailoverTests {
         let gap = (firsts.compactMap { $0 }.max() ?? promotedAt).timeIntervalSince(killedAt)
         print("failover: promoted \(String(format: "%.2f", promotedAt.timeIntervalSince(killedAt))) s after the kill, every replica writing after \(String(format: "%.2f", gap)) s; \(tally.unavailable.load(ordering: .relaxed)) × 503, \(tally.handed.load(ordering: .relaxed)) tokens handed out")
         try Patroni.run("wait", "30")   // the old primary rejoined as a standby: ready for the next test
+    }
+
+    /// Each session's version on the node on `port` (read-only is enough: a hot standby answers).
+    func versions(_ w: World, port: String) throws -> [String: Int] {
+        let out = try runPSQL("SELECT id || ' ' || version FROM sessions WHERE tenant_id = '\(w.tenant)'", url: try Patroni.nodeURL(port: port))
+        var v: [String: Int] = [:]
+        for line in out.split(separator: "\n") {
+            let f = line.split(separator: " ")
+            if f.count == 2, let n = Int(f[1]) { v[String(f[0])] = n }
+        }
+        return v
+    }
+
+    @Test("asynchronous replication, WAL shipping frozen while rotations are in flight, then the primary SIGKILLed: every rotation the new primary lacked is re-applied; no spent refresh token presented, no needs_reauth, nothing revoked as orphaned")
+    func asynchronousLossyFailover() async throws {
+        try Patroni.run("mode", "async")
+        defer { _ = try? Patroni.run("thaw-wal"); _ = try? Patroni.run("mode", "sync") }
+        let (w, ids) = try await storm(sessions: 40)
+        defer { w.stop() }
+        let tally = Tally()
+        let end = Date().addingTimeInterval(16)
+        let polling = workers(w, ids, until: end, tally: tally)
+        try await Task.sleep(for: .seconds(3))   // the storm runs, shipped to the standby
+        let primary = try Patroni.run("primary"), standby = try Patroni.run("standby")
+        let shipped = try versions(w, port: primary)
+        try Patroni.run("freeze-wal")
+        let frozenAt = try await w.idp.presentations(client: w.idpClientID)
+        try await Task.sleep(for: .seconds(3))   // rotations committed on the primary only
+        let committed = try versions(w, port: primary)
+        let killing = try await w.idp.presentations(client: w.idpClientID)
+        print("WAL shipping frozen 3 s: \(killing.presented - frozenAt.presented) refresh tokens presented meanwhile, "
+              + "\(committed.filter { shipped[$0.key] != $0.value }.count) sessions written on the primary")
+        try Patroni.run("kill-primary")
+        let killedAt = Date()
+        let kept = try versions(w, port: standby) // what the promoted standby will hold: nothing more arrives
+        let lacked = committed.filter { id, v in (kept[id] ?? 0) < v }
+        #expect(!lacked.isEmpty, "the freeze lost no rotation: the scenario proves nothing")
+        let promotedAt = try #require(await promoted(port: standby, within: 20), "Patroni promoted nobody within 20 s")
+        // Only now may the dead primary's walsenders go on (and exit): earlier, they would still
+        // ship what they held to the standby.
+        try Patroni.run("thaw-wal")
+        await polling.value
+
+        // Every session presented once more: a stored token the IdP had replaced is refused.
+        var refused = 0
+        for id in ids where try await w.token(id, body: ["min_ttl": 1, "force_refresh": true]).status != 200 { refused += 1 }
+        #expect(refused == 0, "sessions refused after the failover: \(refused) of \(ids.count)")
+        let after = try versions(w, port: standby)
+        let behind = lacked.filter { id, v in (after[id] ?? 0) <= v }.count
+        #expect(behind == 0, "sessions still behind the version their replica committed: \(behind) of \(lacked.count)")
+        let p = try await w.idp.presentations(client: w.idpClientID)
+        #expect(p.reuse == 0, "spent refresh tokens presented to the IdP: \(p.reuse)")
+        #expect(try count("SELECT count(*) FROM sessions WHERE tenant_id = '\(w.tenant)' AND state = 'needs_reauth'") == 0)
+        #expect(try count("SELECT count(*) FROM sessions WHERE tenant_id = '\(w.tenant)' AND state = 'active'") == ids.count)
+        #expect(tally.inactive.load(ordering: .relaxed) == 0, "tokens handed out that the IdP no longer knew as active")
+        var reapplied = 0
+        for b in w.brokers {
+            let lines = b.process.output.split(separator: "\n")
+            #expect(!lines.contains { $0.contains("\"code\":\"refresh_orphaned\"") }, "a received token was revoked as orphaned")
+            reapplied += lines.filter { $0.contains("\"code\":\"rotation_reapplied\"") }.count
+        }
+        #expect(reapplied >= lacked.count, "rotations re-applied: \(reapplied) of \(lacked.count) the new primary lacked")
+        print("lossy failover: promoted \(String(format: "%.2f", promotedAt.timeIntervalSince(killedAt))) s after the kill; the new primary lacked \(lacked.count) rotations of \(committed.count) sessions; \(reapplied) re-applied; \(p.reuse) refresh tokens presented twice; \(refused) sessions refused afterwards")
+        try Patroni.run("wait", "40")
     }
 }
