@@ -21,13 +21,19 @@ public final class PGPool: @unchecked Sendable {
     public let statements: PreparedStatements
     /// Receives the server's notices and warnings on every connection the pool opens.
     private let notices: (@Sendable (String) -> Void)?
+    /// Hears the server identity of every connection the pool opens, before it is used
+    /// (FailoverGuard: a connection that finds another server holds refreshes first).
+    private let identities: (@Sendable (ServerIdentity) -> Void)?
 
     /// `prepares`: whether hot statements are prepared per connection (PGConnection.init);
     /// `notices`: where the server's NOTICE and WARNING messages go (the JSON log), else dropped;
-    /// `preparesTurnedOff`: hears of the pooler's answer that turned them off, once.
+    /// `preparesTurnedOff`: hears of the pooler's answer that turned them off, once;
+    /// `identities`: the server identity each new connection reads (nil: none is read).
     public init(url: String, size: Int, acquireTimeout: TimeInterval = 10, prepares: Bool = true,
-                notices: (@Sendable (String) -> Void)? = nil, preparesTurnedOff: @escaping @Sendable (PGError) -> Void = { _ in }) {
+                notices: (@Sendable (String) -> Void)? = nil, preparesTurnedOff: @escaping @Sendable (PGError) -> Void = { _ in },
+                identities: (@Sendable (ServerIdentity) -> Void)? = nil) {
         self.url = url
+        self.identities = identities
         statements = PreparedStatements(prepares, switchedOff: preparesTurnedOff)
         self.notices = notices
         self.size = max(1, size)
@@ -56,7 +62,21 @@ public final class PGPool: @unchecked Sendable {
     private func connect() throws(PGError) -> PGConnection {
         let c = try PGConnection(url: url, statements: statements)
         c.noticeHandler = notices
+        if let identities {
+            // Unreadable (a pooler that refuses the functions): not compared; the next
+            // statement on a broken connection fails on its own.
+            if let id = try? c.serverIdentity() { identities(id) }
+        }
         return c
+    }
+
+    /// Reads the server identity on a pooled connection and reports it as a new connection's
+    /// is: behind a pooler that keeps client connections across a failover, this is how a
+    /// replica finds the new server (called every few seconds).
+    public func probeIdentity() throws {
+        guard let identities else { return }
+        let id = try withConnection { c in try c.serverIdentity() }
+        identities(id)
     }
 
     /// Runs `body` with a connection. Connection errors discard the connection.

@@ -43,6 +43,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     private let listenURL: String
     private let publishFailed: @Sendable (Change, any Error) -> Void
     private let verdicts: @Sendable (CanaryWatch.Verdict) -> Void
+    private let identities: (@Sendable (ServerIdentity) -> Void)?
     private let stopped = NSCondition()
     private var stopping = false
     /// This replica's canaries: its own name (random, per process) and what came back.
@@ -51,9 +52,12 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
 
     /// `publishFailed` hears of every notice that could not be sent (the composition root logs
     /// it); `verdicts` of the feed found dead, and alive again (after a `.resync` to the
-    /// subscriber: what was cached meanwhile may have missed a change).
+    /// subscriber: what was cached meanwhile may have missed a change); `identities`, the
+    /// server identity of each listening connection (FailoverGuard), read before it LISTENs.
     public init(pool: PGPool, listenURL: String, publishFailed: @escaping @Sendable (Change, any Error) -> Void = { _, _ in },
-                verdicts: @escaping @Sendable (CanaryWatch.Verdict) -> Void = { _ in }) {
+                verdicts: @escaping @Sendable (CanaryWatch.Verdict) -> Void = { _ in },
+                identities: (@Sendable (ServerIdentity) -> Void)? = nil) {
+        self.identities = identities
         self.pool = pool
         self.listenURL = listenURL
         self.publishFailed = publishFailed
@@ -135,6 +139,7 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
         while !isStopping {
             do {
                 let c = try PGConnection(url: listenURL)
+                if let identities, let id = try? c.serverIdentity() { identities(id) }
                 try c.execute("LISTEN \(raw: Self.channel)")
                 // Opened again (after an outage, or on a promoted standby): unproven until a
                 // canary comes back through it, sent now rather than at the next period.

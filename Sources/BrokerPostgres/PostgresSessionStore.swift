@@ -183,11 +183,13 @@ public final class PostgresSessionStore: SessionStore {
     /// for, so a column unchanged from `locked` is left alone: a refresh's attempt sets five
     /// columns, not twenty-two, and a token equal to the locked row's is not sealed and sent
     /// again. `last_used_at`, which marks move without a version, only ever moves forward.
-    /// A write that does not bump the version by exactly one is a caller's bug: it is refused
-    /// (internal error, logged by the caller's request), never written and never a crash.
+    /// A write bumps the version by one, except a re-application after a change of database
+    /// server (FailoverReapply), which restores the version it committed; a write that does not
+    /// move the version forward is a caller's bug: it is refused (internal error, logged by the
+    /// caller's request), never written and never a crash.
     func update(_ s: Session, over locked: Session, now: Date) throws -> (sql: SQL, plan: PGConnection.Plan) {
         let expectedVersion = locked.version
-        guard s.version == expectedVersion + 1 else { throw BrokerError.internalError }
+        guard s.version > expectedVersion else { throw BrokerError.internalError }
         var q = SQL.Interpolation(literalCapacity: 1_024, interpolationCount: 24)
         q.appendLiteral("WITH updated AS (UPDATE sessions SET ")
         func set(_ column: String, _ changed: Bool, _ value: (inout SQL.Interpolation) throws -> Void) rethrows {

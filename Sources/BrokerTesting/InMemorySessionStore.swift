@@ -72,7 +72,7 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         guard let locked = rows.withLock({ $0[k] }) else { throw BrokerError.notFound("session") }
         let (write, revoke, result) = try body(locked)
         if let w = write {
-            precondition(w.version == locked.version + 1, "a session write must bump the version by one")
+            precondition(w.version > locked.version, "a session write must move the version forward")
             rows.withLock { $0[k] = Self.landing(w, over: $0[k]) }
         }
         revoked.withLock { $0 += revoke }
@@ -94,6 +94,10 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
         locks.unlock()
         return written
     }
+
+    /// Puts `s` in place of the row, whatever its version: a test's stand-in for a database
+    /// server that lacks writes (a failover under asynchronous replication).
+    public func replace(_ s: Session) { rows.withLock { $0[Self.key(s.tenant, s.id)] = s } }
 
     /// A write as it lands over the row as it is: as PostgreSQL's `greatest`, a use marked
     /// meanwhile (touch moves no version) is kept.

@@ -207,12 +207,30 @@ struct RefreshMachineTests {
         #expect(f.revoke == ["rt-1"] && f.write?.state == .revoked && f.write?.accessToken == nil && f.result == .failure(.sessionNotActive(.revoked)))
     }
 
-    @Test("an answer for an attempt the row no longer records is never applied, and its token is revoked")
+    @Test("an answer for an attempt the row no longer records, where the row moved on to another token, is never applied, and its token is revoked")
     func finishOrphaned() {
-        let (w, _) = sent(row())
+        let (w, _) = sent(row())   // the row holds rt-0; the old attempt presented rt-old
         let f = RefreshMachine.finish(w, attempt: RefreshAttempt(id: "old", startedAt: t0 - 300), sentAt: t0 - 300,
-                                      outcome: .granted(grant, idToken: .valid), ctx)
+                                      outcome: .granted(grant, idToken: .valid), presented: "rt-old", ctx)
         #expect(f.write == nil && f.revoke == ["rt-1"] && f.result == .failure(.refreshBusy))   // the session itself is fine
+        #expect(f.event?.code == "refresh_orphaned")
+    }
+
+    @Test("an answer whose attempt record was lost (a failover) while the row still holds the token presented is written, never revoked")
+    func finishAttemptRecordLost() throws {
+        let lost = row()   // the new primary never received the write recording the attempt
+        let a = RefreshAttempt(id: "a1", startedAt: t0)
+        let f = RefreshMachine.finish(lost, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), presented: "rt-0", ctx)
+        let s = try f.result.get()
+        #expect(f.revoke.isEmpty && f.write == s && s.refreshToken == "rt-1" && s.attempt == nil && s.version == 8)
+        #expect(f.event?.code == "refresh_attempt_lost")
+        // Another attempt recorded since on the same token: the answer that consumed it is still the truth.
+        let other = row(attempt: RefreshAttempt(id: "other", startedAt: t0))
+        let g = RefreshMachine.finish(other, attempt: a, sentAt: t0, outcome: .granted(grant, idToken: .valid), presented: "rt-0", ctx)
+        #expect(g.revoke.isEmpty && g.write?.refreshToken == "rt-1" && g.write?.attempt == nil)
+        // A failure of a lost attempt writes nothing: the row keeps the token, nothing was received.
+        let h = RefreshMachine.finish(lost, attempt: a, sentAt: t0, outcome: .failed(.notSent("x")), presented: "rt-0", ctx)
+        #expect(h.write == nil && h.revoke.isEmpty)
     }
 
     @Test("an answer already written (its COMMIT's acknowledgement lost) is not revoked when written again")

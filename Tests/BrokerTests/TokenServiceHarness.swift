@@ -5,7 +5,7 @@ import Foundation
 
 /// A TokenService over in-memory fakes, with one tenant "t1", one client "app", and a worker.
 struct TokenServiceHarness {
-    let clock = ManualClock()
+    let clock: ManualClock
     let store = InMemorySessionStore()
     let registry = InMemoryRegistryStore()
     let audit = RecordingAuditSink()
@@ -16,8 +16,9 @@ struct TokenServiceHarness {
     let worker = Principal(id: "worker-key", name: "w", roles: [.worker], tenants: ["t1"])
 
     /// `wrap` puts something between the service and the store (a test's interference).
-    init(endpoint: ScriptedTokenEndpoint = ScriptedTokenEndpoint(), lockTimeout: TimeInterval = 5,
+    init(clock: ManualClock = ManualClock(), endpoint: ScriptedTokenEndpoint = ScriptedTokenEndpoint(), lockTimeout: TimeInterval = 5, failover: FailoverGuard? = nil,
          wrap: (InMemorySessionStore) -> any SessionStore = { $0 }) throws {
+        self.clock = clock
         self.endpoint = endpoint
         _ = try registry.putTenant(id: "t1", name: "T1", now: clock.now())
         _ = try registry.putTenant(id: "t2", name: "T2", now: clock.now())
@@ -29,7 +30,7 @@ struct TokenServiceHarness {
         let sessions = wrap(store), registryCache = RegistryCache(store: registry, maxAge: 60)
         let executor = BlockingExecutor(threads: 8, name: "test"), cache = SessionCache(maxAge: 60, capacity: 1000)
         refresher = RefreshDriver(store: sessions, registry: registryCache, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
-                                  executor: executor, cache: cache, lockTimeout: lockTimeout, jitter: { 0 })
+                                  executor: executor, cache: cache, failover: failover, lockTimeout: lockTimeout, jitter: { 0 })
         service = TokenService(store: sessions, registry: registryCache, audit: audit, clock: clock, executor: executor, cache: cache,
                                refresher: refresher, lockTimeout: lockTimeout)
     }

@@ -27,6 +27,8 @@ extension RefreshDriver {
         var held = pending.take(key)
         var action = flight.begin(holdingAnswer: held != nil)
         var row: Session? = nil
+        /// The failover fence's epoch when the current start was decided.
+        var epoch = 0
         while true {
             switch action {
             case .writeHeldAnswer:
@@ -35,6 +37,16 @@ extension RefreshDriver {
                 held = nil
                 action = flight.heldAnswerWritten(stored: stored)
             case .start(let how):
+                if let held = failover?.heldUntil(now: clock.now()) {
+                    // After a change of database server: nothing is started before this replica
+                    // re-applied what it committed, and the others had time to (FailoverFence).
+                    if case .demand = flight.trigger { failover?.waitOpen(until: flight.deadline, clock: clock) }
+                    if let still = failover?.heldUntil(now: clock.now()) {
+                        action = flight.held(until: still == .distantFuture ? clock.now().addingTimeInterval(1) : still)
+                        continue
+                    }
+                }
+                epoch = failover?.epoch ?? 0
                 let now = clock.now()
                 let (blocked, probe, refusal) = circuits.admit(circuit, now: now)
                 var ctx = context(client, now: now, blockedUntil: blocked)
@@ -60,10 +72,15 @@ extension RefreshDriver {
             case .present(let written, let attempt, let token):
                 // Until the outcome is known, this replica does not serve the token being replaced.
                 cache.put(written, now: clock.now())
-                let outcome = present(token, row: row ?? written, client: client)
+                // The database server changed since the start was decided: the attempt may sit on
+                // a row the new server rolled back, over a token already spent. Not presented;
+                // the attempt is cleared as one that never reached the IdP.
+                let moved = (failover?.epoch ?? 0) != epoch
+                let outcome = moved ? .failed(.notSent("the database server changed before the refresh token was presented"))
+                    : present(token, row: row ?? written, client: client)
                 let f = complete(PendingAnswers.Answer(key: key, client: client, attempt: attempt, presented: token,
                                                        sentAt: attempt.startedAt, outcome: outcome), seen: written)
-                circuits.report(circuit, f.health, now: clock.now())
+                if !moved { circuits.report(circuit, f.health, now: clock.now()) }
                 action = flight.answered(f)
             case .resolve(let attempt, let presented):
                 action = flight.resolved(resolve(key, client, attempt, token: presented))
@@ -86,14 +103,18 @@ extension RefreshDriver {
             switch start.compareAndSet {
             case .nothing: return (start, row)
             case .write(let w):
-                guard try store.writeIfUnchanged(w, over: row) else { throw BrokerError.refreshBusy }
-                return (start, row)
+                return try journaled(key) {
+                    guard try store.writeIfUnchanged(w, over: row) else { throw BrokerError.refreshBusy }
+                    return ((start, row), w, row)
+                }
             case .declined: return nil
             }
         case .lock(let timeout):
-            return try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: timeout) { row in
-                let start = RefreshMachine.start(row, trigger, ctx, attemptID: attemptID)
-                return (start.write, [], (start, row))
+            return try journaled(key) {
+                try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: timeout) { row in
+                    let start = RefreshMachine.start(row, trigger, ctx, attemptID: attemptID)
+                    return (start.write, [], ((start, row), start.write, row))
+                }
             }
         }
     }

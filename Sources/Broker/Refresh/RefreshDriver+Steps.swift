@@ -48,11 +48,13 @@ extension RefreshDriver {
     /// answer is kept in memory and written when the database is back.
     func complete(_ a: PendingAnswers.Answer, seen: Session? = nil) -> RefreshFinish {
         do {
-            let f = try seen.flatMap { try finishUnlocked(a, over: $0) }
-                ?? store.withRefreshLockQueuing(tenant: a.key.tenant, id: a.key.id, timeout: lockTimeout) { row in
+            let f = try journaled(a.key) { () throws -> (RefreshFinish, Session?, Session?) in
+                if let seen, let f = try finishUnlocked(a, over: seen) { return (f, f.write, seen) }
+                return try store.withRefreshLockQueuing(tenant: a.key.tenant, id: a.key.id, timeout: lockTimeout) { row in
                     let f = finish(a, row)
-                    return (f.write, f.revoke, f)
+                    return (f.write, f.revoke, (f, f.write, row))
                 }
+            }
             if let e = f.event { log(a.key, a.client, e) }
             if case .failure(.idpRejectedClient) = f.result { metrics.clientRejected.add(a.key.tenant + "/" + a.client.id) }
             return f
@@ -65,7 +67,8 @@ extension RefreshDriver {
     }
 
     private func finish(_ a: PendingAnswers.Answer, _ row: Session) -> RefreshFinish {
-        RefreshMachine.finish(row, attempt: a.attempt, sentAt: a.sentAt, outcome: a.outcome, context(a.client, now: clock.now()))
+        RefreshMachine.finish(row, attempt: a.attempt, sentAt: a.sentAt, outcome: a.outcome, presented: a.presented,
+                              context(a.client, now: clock.now()))
     }
 
     /// The outcome decided on the row as this flight wrote it, when it writes that row and
@@ -92,14 +95,28 @@ extension RefreshDriver {
             evidence = .inactive
         }
         do {
-            let f = try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: lockTimeout) { row in
-                let f = RefreshMachine.resolve(row, attempt: attempt, evidence: evidence, context(client, now: clock.now()))
-                return (f.write, f.revoke, f)
+            let f = try journaled(key) {
+                try store.withRefreshLockQueuing(tenant: key.tenant, id: key.id, timeout: lockTimeout) { row in
+                    let f = RefreshMachine.resolve(row, attempt: attempt, evidence: evidence, context(client, now: clock.now()))
+                    return (f.write, f.revoke, (f, f.write, row))
+                }
             }
             if let e = f.event { log(key, client, e) }
             return f
         } catch {
             return RefreshFinish(result: .failure(brokerError(error, key)))
+        }
+    }
+
+    /// Runs a refresh write alone for the session (FailoverGuard.serialized) and keeps what it
+    /// committed in the failover journal: `body` answers its result, the row it wrote (nil:
+    /// none) and the row it wrote over.
+    func journaled<T>(_ key: SessionKey, _ body: () throws -> (T, Session?, Session?)) throws -> T {
+        guard let failover else { return try body().0 }
+        return try failover.serialized(key) {
+            let (r, written, over) = try body()
+            if let written, let over { failover.record(written, over: over, now: clock.now()) }
+            return r
         }
     }
 

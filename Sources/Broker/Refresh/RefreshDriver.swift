@@ -44,10 +44,12 @@ public final class RefreshDriver: Sendable {
     let idTokens: JWTVerifier?
     /// The sessions' DPoP keys (nil without DPoP sessions).
     let dpopKeys: DPoPKeys?
+    /// What a failover may lose and this replica re-applies (nil: not kept, in unit tests).
+    public let failover: FailoverGuard?
 
     public init(store: any SessionStore, registry: RegistryCache, endpoint: any TokenEndpoint, audit: any AuditSink,
                 feed: any ChangeFeed, clock: any Clock, executor: BlockingExecutor, cache: SessionCache,
-                idTokens: JWTVerifier? = nil, dpopKeys: DPoPKeys? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
+                idTokens: JWTVerifier? = nil, dpopKeys: DPoPKeys? = nil, failover: FailoverGuard? = nil, lockTimeout: TimeInterval = 10, retry: RetryPolicy = RetryPolicy(),
                 patience: TimeInterval = 120, jitter: @escaping @Sendable () -> Double = { Double.random(in: -1...1) },
                 events: @escaping @Sendable (LogLine) -> Void = { _ in }) {
         self.store = store
@@ -67,6 +69,8 @@ public final class RefreshDriver: Sendable {
         self.circuits = ClientCircuits(retry: retry)
         self.idTokens = idTokens
         self.dpopKeys = dpopKeys
+        self.failover = failover
+        failover?.onChange { [weak self] epoch in self?.reapplyInBackground(epoch: epoch) }
     }
 
     /// IdP answers waiting for the database, for metrics.

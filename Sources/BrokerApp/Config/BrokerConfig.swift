@@ -34,6 +34,11 @@ public struct BrokerConfig: Sendable {
     /// How long a sent refresh request is waited for, whatever the caller's deadline.
     public var refreshPatience: TimeInterval
     public var refresh: RefreshEngine.Config
+    /// What each replica keeps of its recent refresh writes, to re-apply them after a failover
+    /// that lost them (TOKENBROKER_FAILOVER_JOURNAL_*), and how long refreshes are held after
+    /// a change of database server (TOKENBROKER_FAILOVER_HOLD_SECONDS).
+    public var failoverJournal = RotationJournalLimits()
+    public var failoverHold: TimeInterval = 5
     public var refreshConcurrency: Int
     /// Bulk sign-out: sessions revoked per second and client, per replica (0: unlimited).
     public var signoutRatePerClient: Int
@@ -164,6 +169,11 @@ public struct BrokerConfig: Sendable {
             webhookRetryCap: TimeInterval(try int("TOKENBROKER_WEBHOOK_RETRY_CAP_SECONDS", 600, 1...86_400)),
             issuer: try issuerValue(value("TOKENBROKER_ISSUER"), listeners))
         config.providerConnections = providers
+        config.failoverJournal = RotationJournalLimits(
+            maxAge: TimeInterval(try int("TOKENBROKER_FAILOVER_JOURNAL_SECONDS", 300, 0...86_400)),
+            maxEntries: try int("TOKENBROKER_FAILOVER_JOURNAL_MAX_ENTRIES", 50_000, 0...10_000_000),
+            maxBytes: try int("TOKENBROKER_FAILOVER_JOURNAL_MAX_BYTES", 64 << 20, 0...(1 << 40)))
+        config.failoverHold = TimeInterval(try int("TOKENBROKER_FAILOVER_HOLD_SECONDS", 5, 0...600))
         config.proxy.workers = try int("TOKENBROKER_PROXY_WORKERS", 64, 1...4096)
         config.proxy.queue = try int("TOKENBROKER_PROXY_QUEUE", 256, 0...1_000_000)
         config.proxy.connectTimeout = Double(try int("TOKENBROKER_PROXY_CONNECT_TIMEOUT_SECONDS", 5, 1...120))

@@ -116,6 +116,19 @@ enum Metrics {
               prepared.enabled ? 1 : 0)
         gauge("tokenbroker_db_prepared_statements_turned_off", "1 when a transaction pooler's answer turned prepared statements off on this replica (set TOKENBROKER_DB_PREPARED_STATEMENTS=false).",
               prepared.switchedOffByPooler ? 1 : 0)
+        let failover = runtime.failover, journal = failover.journalUsage
+        out += "# HELP tokenbroker_database_server_changes_total Times this replica found its database on another server (another timeline or cluster: a failover or switchover).\n"
+            + "# TYPE tokenbroker_database_server_changes_total counter\ntokenbroker_database_server_changes_total \(failover.serverChanges.count)\n"
+        out += "# HELP tokenbroker_failover_writes_reapplied_total Refresh writes this replica committed that the new database server lacked after a change of server, re-applied.\n"
+            + "# TYPE tokenbroker_failover_writes_reapplied_total counter\ntokenbroker_failover_writes_reapplied_total \(failover.reapplied.count)\n"
+        out += "# HELP tokenbroker_failover_rotations_reapplied_total Of those, refresh-token rotations (the new server still held the spent token).\n"
+            + "# TYPE tokenbroker_failover_rotations_reapplied_total counter\ntokenbroker_failover_rotations_reapplied_total \(failover.rotationsReapplied.count)\n"
+        out += "# HELP tokenbroker_failover_tokens_revoked_total Refresh tokens this replica committed that the new server never received and whose session had ended there: revoked.\n"
+            + "# TYPE tokenbroker_failover_tokens_revoked_total counter\ntokenbroker_failover_tokens_revoked_total \(failover.revokedAfterChange.count)\n"
+        gauge("tokenbroker_failover_journal_entries", "Sessions whose latest refresh write this replica keeps, to re-apply after a failover (TOKENBROKER_FAILOVER_JOURNAL_*).", journal.entries)
+        gauge("tokenbroker_failover_journal_bytes", "Bytes that journal holds, about.", journal.bytes)
+        out += "# HELP tokenbroker_failover_journal_evicted_total Journal entries dropped before TOKENBROKER_FAILOVER_JOURNAL_SECONDS by its count or byte bound (a journal too small).\n"
+            + "# TYPE tokenbroker_failover_journal_evicted_total counter\ntokenbroker_failover_journal_evicted_total \(journal.evictedEarly)\n"
         out += "# HELP tokenbroker_build_info The release this replica runs (always 1).\n# TYPE tokenbroker_build_info gauge\n"
         out += "tokenbroker_build_info{version=\"\(label(CLI.version))\"} 1\n"
         let process = ProcessStats.now()

@@ -53,6 +53,8 @@ public final class BrokerRuntime: Sendable {
     public let webhooks: WebhookService
     /// The outbox and sign-outs still to do, counted every 15 s (metrics).
     public let backlog: BacklogGauge
+    /// The database server this replica is on, and what it re-applies after a failover.
+    public let failover: FailoverGuard
     /// The background loops' failures, logged once per outage (not once per pass).
     public let outages: OutageLog
     let migrator: Migrator
@@ -67,6 +69,10 @@ public final class BrokerRuntime: Sendable {
             logger.with(("code", event.code)).write(LogLevel(rawValue: event.level.rawValue) ?? .warn, event.message, fields)
         }
         let sealer: any Sealer = config.sealingKeys.map { AESGCMSealer(keys: $0) } ?? MissingSealer()
+        // Every connection reads which server it is on before it is used: a change of server
+        // holds refreshes until this replica re-applied what the old one may have lost.
+        let failover = FailoverGuard(sealer: sealer, clock: clock, limits: config.failoverJournal, hold: config.failoverHold, events: Self.eventLog(logger))
+        self.failover = failover
         pool = PGPool(url: config.databaseURL, size: config.databasePoolSize, prepares: config.databasePreparedStatements, notices: { notice in
             // libpq's "WARNING:  …" / "NOTICE:  …" lines, as JSON log lines instead of raw stderr.
             let text = notice.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -75,7 +81,7 @@ public final class BrokerRuntime: Sendable {
             logger.warn("PostgreSQL answered as through a transaction pooler that does not keep prepared statements: they are off on this replica "
                             + "until it restarts; set TOKENBROKER_DB_PREPARED_STATEMENTS=false", ("code", "prepared_statements_off"),
                         ("error", String(describing: error)))
-        })
+        }, identities: { failover.observed($0) })
         registryStore = PostgresRegistryStore(pool: pool, sealer: sealer)
         sessions = PostgresSessionStore(pool: pool, sealer: sealer)
         audit = PostgresAuditSink(pool: pool)
@@ -102,7 +108,7 @@ public final class BrokerRuntime: Sendable {
                 trust.set(true)
                 logger.info("the change feed delivers again; caches are trusted again", ("code", "change_feed_alive"))
             }
-        })
+        }, identities: { failover.observed($0) })
         executor = BlockingExecutor(threads: config.workerThreads, name: "broker-worker")
         let http = BlockingHTTP(timeout: config.idpTimeout, settings: config.providerConnections)
         providerHTTP = http
@@ -123,7 +129,8 @@ public final class BrokerRuntime: Sendable {
         let dpopKeys = DPoPKeys(keys: OpenSSLPrivateKeys(), digest: digest)
         let cache = SessionCache(maxAge: config.cacheMaxAge, capacity: config.cacheCapacity, trust: trust)
         refresher = RefreshDriver(store: sessions, registry: registry, endpoint: endpoint, audit: audit, feed: feed, clock: clock,
-                                  executor: executor, cache: cache, idTokens: idTokens, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout,
+                                  executor: executor, cache: cache, idTokens: idTokens, dpopKeys: dpopKeys, failover: failover,
+                                  lockTimeout: config.lockTimeout,
                                   patience: config.refreshPatience, events: Self.eventLog(logger))
         tokens = TokenService(store: sessions, registry: registry, audit: audit, clock: clock, executor: executor, cache: cache,
                               refresher: refresher, dpopKeys: dpopKeys, lockTimeout: config.lockTimeout)
@@ -254,6 +261,11 @@ public final class BrokerRuntime: Sendable {
         return [
             // The change feed's canary: this replica's own notice, sent and awaited (PostgresChangeFeed.probe).
             loop("feed-canary", every: PostgresChangeFeed.canaryPeriod, first: 0.1, "probing the change feed failed") { feed.probe(); return false },
+            // Which server the pool is on, as new connections read it: behind a pooler that keeps
+            // client connections through a failover, this is how the change is found.
+            loop("server-identity", every: PostgresChangeFeed.canaryPeriod, first: 1, "reading the database server's identity failed") {
+                [pool = rt.pool] in try pool.probeIdentity(); return false
+            },
             // Audit events, last_used_at marks and key usage, four times a second.
             loop("flush", every: 0.25, "flushing failed") { flush(); return false },
             loop("housekeeper", every: 60, "purging expired logins or seen token ids failed; tried again in a minute") {

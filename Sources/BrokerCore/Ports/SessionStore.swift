@@ -29,6 +29,9 @@ public protocol SessionStore: Sendable {
     /// announces a written session's schedule (`Change.scheduled`) atomically with the write,
     /// so that a write rolled back is never announced.
     ///
+    /// The written version is the locked row's plus one, or more for a write re-applied after a
+    /// change of database server (FailoverReapply).
+    ///
     /// `revoke` lists refresh tokens to queue for revocation at the session's IdP (the durable
     /// outbox), in the same transaction: a token received and not kept is never dropped.
     func withRefreshLockQueuing<T>(tenant: String, id: String, timeout: TimeInterval,

@@ -116,6 +116,12 @@ public struct RefreshFlight: Sendable {
         .end(Ending(result: .failure(e), contention: e == .refreshBusy && trigger != .due))
     }
 
+    /// The failover fence (FailoverFence) holds refreshes until `until`: the flight ends
+    /// without starting, and the timer looks again then.
+    public mutating func held(until: Date) -> Action {
+        .end(Ending(result: .failure(.storeUnavailable), retryAt: until))
+    }
+
     /// The refresh machine's start, decided on `row` and written.
     public mutating func started(_ start: RefreshStart, row: Session, now: Date) -> Action {
         switch start {

@@ -1,20 +1,32 @@
 import Foundation
 
 extension RefreshMachine {
-    /// Decides what the outcome of `attempt` (sent at `sentAt`) means for the row re-read under
-    /// the lock. The answer of attempt X applies only to a row still recording X — one where
-    /// nobody else could have presented the token since.
+    /// Decides what the outcome of `attempt` (sent at `sentAt`, presenting `presented`) means
+    /// for the row re-read under the lock. The answer of attempt X applies to a row still
+    /// recording X — one where nobody else could have presented the token since — and to a row
+    /// that lost X's record but still holds the very token X presented: after a failover to a
+    /// server that lacks the write recording X, nobody else presented it either (a start writes
+    /// its attempt first), and the token received may be the grant's only live one.
     public static func finish(_ row: Session, attempt: RefreshAttempt, sentAt: Date, outcome: RefreshOutcome,
-                              _ ctx: RefreshContext) -> RefreshFinish {
+                              presented: String? = nil, _ ctx: RefreshContext) -> RefreshFinish {
         guard row.attempt?.id == attempt.id else {
             // Written already: the COMMIT went through and only its acknowledgement was lost.
             if case .granted(let g, _) = outcome, let rt = g.refreshToken, rt == row.refreshToken {
                 return RefreshFinish(result: .success(row), health: .ok)
             }
-            // Not ours any more (cannot happen while the owner keeps within its patience): keep
-            // nothing, lose nothing.
+            // The record of the attempt is gone but the row still holds what it presented (a
+            // failover to a server that lacks the write): the answer is this session's truth.
+            if case .granted = outcome, let presented, presented == row.refreshToken {
+                var adopted = row
+                adopted.attempt = attempt
+                var f = finish(adopted, attempt: attempt, sentAt: sentAt, outcome: outcome, presented: nil, ctx)
+                f.event = f.event ?? RefreshEvent(.warn, "refresh_attempt_lost", "the session no longer recorded this attempt but still holds the token presented (the database lost a write); the answer is written")
+                return f
+            }
+            // Not ours any more: the row moved on to another token (or the answer carries none
+            // to keep). Keep nothing, lose nothing.
             return RefreshFinish(revoke: received(outcome), result: .failure(row.state == .active ? .refreshBusy : .sessionNotActive(row.state)),
-                                 event: RefreshEvent(.error, "refresh_orphaned", "the session no longer records this attempt; the tokens received are revoked"))
+                                 event: RefreshEvent(.error, "refresh_orphaned", "the session moved on to another refresh token while this attempt was in flight; the tokens received are revoked"))
         }
         var cleared = row
         cleared.version += 1

@@ -1,0 +1,81 @@
+import Foundation
+
+/// FailoverReapply decides, under the session's lock on the row as the new server has it,
+/// whether a write this replica committed before a server change (RotationJournal) is missing
+/// there, and what to write. The rules are those of any write: nothing newer is overwritten,
+/// an ended session is never revived.
+///
+/// The new server lacks the committed write when its row
+/// - is at an older version (every write bumps it by one, so an older row is one the write was
+///   made over, or an ancestor of it), or
+/// - still holds the refresh token the committed rotation replaced, whatever its version:
+///   writes made on the new server over the rolled-back row (a backoff, an attempt not
+///   presented) bump the version past the committed one without ever holding its token.
+/// Otherwise it has the write (the same token) or moved on past it (another token, at a
+/// version at least as recent), and nothing is written.
+///
+/// A missing write is re-applied whole — tokens, schedule, attempt, state — at a version
+/// above both (the committed one, so that replicas' caches holding it see the next write as
+/// newer, and the row's plus one), over an active row only. Over an ended row (revoked, or
+/// ended on the new server) the refresh token the committed write held, which the row never
+/// received, is revoked at the IdP instead: a received token is stored or revoked, never dropped.
+public enum FailoverReapply {
+    public enum Verdict: String, Sendable, Equatable {
+        /// The new server has the write.
+        case current
+        /// The new server lacked it: written again.
+        case reapplied
+        /// The row moved on past it: nothing to do.
+        case movedOn = "moved_on"
+        /// The row ended meanwhile: the committed refresh token is revoked.
+        case ended
+    }
+
+    public struct Decision: Sendable, Equatable {
+        public var verdict: Verdict
+        public var write: Session?
+        public var revoke: [String]
+
+        public init(verdict: Verdict, write: Session?, revoke: [String]) {
+            self.verdict = verdict
+            self.write = write
+            self.revoke = revoke
+        }
+    }
+
+    /// `committed` is the row as this replica committed it; `replaced`, the refresh token its
+    /// rotation replaced (nil when it was not a rotation).
+    public static func decide(_ row: Session, committed: Session, replaced: String?) -> Decision {
+        let lacks = row.version < committed.version
+            || (replaced != nil && row.refreshToken == replaced && row.refreshToken != committed.refreshToken)
+        guard lacks else {
+            return Decision(verdict: row.refreshToken == committed.refreshToken ? .current : .movedOn, write: nil, revoke: [])
+        }
+        guard row.state == .active else {
+            let lost = committed.refreshToken.flatMap { $0 != row.refreshToken && committed.state == .active ? [$0] : nil } ?? []
+            return Decision(verdict: .ended, write: nil, revoke: lost)
+        }
+        var w = row
+        w.scopes = committed.scopes
+        w.claims = committed.claims
+        w.accessToken = committed.accessToken
+        w.accessExpiresAt = committed.accessExpiresAt
+        w.accessLifetime = committed.accessLifetime
+        w.accessTokenType = committed.accessTokenType
+        w.refreshToken = committed.refreshToken
+        w.idToken = committed.idToken
+        w.state = committed.state
+        w.reason = committed.reason
+        w.nextRefreshAt = committed.nextRefreshAt
+        w.failureCount = committed.failureCount
+        w.lastError = committed.lastError
+        w.lastRefreshedAt = committed.lastRefreshedAt
+        w.attempt = committed.attempt
+        w.backoffUntil = committed.backoffUntil
+        w.grantExpiresAt = committed.grantExpiresAt
+        w.metadata = committed.metadata
+        w.lastUsedAt = [row.lastUsedAt, committed.lastUsedAt].compactMap { $0 }.max()
+        w.version = max(committed.version, row.version + 1)
+        return Decision(verdict: .reapplied, write: w, revoke: [])
+    }
+}
