@@ -82,15 +82,21 @@ def one_round(env, op, idp, mode, tag):
     firsts = [None] * 3
     killed, promoted = [None], [None]
 
+    busy = [0] * 3
+
     def forcer(r):
         mine = list(own[r])
         while not stop.is_set() and firsts[r] is None:
             try:
-                s, _, _ = b.http("POST", f"{urls[r]}/v1/tenants/{tenant}/sessions/{mine[0]}/token", key, {"min_ttl": 1, "force_refresh": True})
+                s, _, body = b.http("POST", f"{urls[r]}/v1/tenants/{tenant}/sessions/{mine[0]}/token", key, {"min_ttl": 1, "force_refresh": True})
             except Exception:   # a connection cut mid-answer during the outage
-                s = -1
-            if s == 409 and len(mine) > 1:
-                mine.pop(0)   # lost with the old primary (asynchronous mode): the next one
+                s, body = -1, b""
+            busy_now = s == 503 and b'"refresh_busy"' in body and promoted[0] is not None
+            if (s == 409 or busy_now) and len(mine) > 1:
+                # Lost with the old primary, or left busy by a refresh in flight at the kill
+                # (counted): the next one.
+                busy[r] += busy_now
+                mine.pop(0)
                 continue
             # Answered after the promotion: committed on the new primary (until the old
             # primary's backends notice their postmaster died, a refresh can still commit there).
@@ -155,7 +161,7 @@ def one_round(env, op, idp, mode, tag):
          "all_replicas_refreshing_s": round(max(firsts) - killed[0], 2) if all(firsts) else None,
          "first_write_s": round(min(x for x in wrote if x) - killed[0], 2) if any(wrote) else None,
          "all_replicas_writing_s": round(max(wrote) - killed[0], 2) if all(wrote) else None,
-         "unavailable_503": statuses.get(503, 0), "handed_out": statuses.get(200, 0),
+         "own_sessions_left_busy": sum(busy), "unavailable_503": statuses.get(503, 0), "handed_out": statuses.get(200, 0),
          "other_statuses": {str(k): v for k, v in statuses.items() if k not in (200, 503)},
          "reuse_detected": counters.get("reuse_detected", -1), "needs_reauth": needs_reauth, "refused_after": refused, "reapplied": reapplied}
     print(f"failover round {tag}: {r}", flush=True)
@@ -184,6 +190,7 @@ def failover_bench(env, op, idp):
         out[f"failover_{mode}_reuse_detected"] = max(r["reuse_detected"] for r in runs)
         out[f"failover_{mode}_needs_reauth"] = max(r["needs_reauth"] for r in runs)
         out[f"failover_{mode}_reapplied"] = [r["reapplied"] for r in runs]
+        out[f"failover_{mode}_sessions_left_busy"] = [r["own_sessions_left_busy"] for r in runs]
     return out
 
 
