@@ -178,7 +178,7 @@ public final class AppTokenService: Sendable {
                 return (fresh, .token(fresh, granted: true))
             } catch {
                 let refusal: BrokerError
-                switch RefreshFailure.classify(error, reg.descriptor.refusals) {
+                switch RefreshFailure.classify(error, reg.refusals) {
                 case .clientRejected:
                     recordGrant(reg, BrokerError.idpRejectedClient.code, actor: actor)
                     return (base.dropped, .refused)

@@ -123,7 +123,7 @@ extension RefreshDriver {
     func context(_ client: ClientRegistration, now: Date, blockedUntil: Date? = nil) -> RefreshContext {
         RefreshContext(now: now, policy: client.refreshPolicy, retry: retry, patience: patience, onAmbiguous: client.onAmbiguousRefresh,
                        blockedUntil: blockedUntil, draw: (jitter() + 1) / 2, jitter: jitter(),
-                       grant: client.descriptor.grant, refusals: client.descriptor.refusals)
+                       grant: client.descriptor.grant, refusals: client.refusals)
     }
 
     func log(_ key: SessionKey, _ client: ClientRegistration, _ e: RefreshEvent) {
