@@ -161,6 +161,8 @@ def main():
     results.update(oauth2_storm_rounds(env, op, idp))
     results.update(__import__("proxy_bench").proxy_bench(env, op, idp))
     results.update(__import__("mtls_bench").mtls_bench(env, op))
+    if os.environ.get("TOKENBROKER_BENCH_PATRONI_URL"):   # last: it moves DATABASE_URL to the Patroni cluster
+        results.update(__import__("failover_bench").on_patroni())
     results.update({"date": time.strftime("%Y-%m-%d"),
                     "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians"})
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
@@ -1321,7 +1323,7 @@ def migrations_bench():
 
 
 try:
-    {"proxy": lambda: __import__("proxy_bench").proxy_only(), "mtls": lambda: __import__("mtls_bench").mtls_only(), "storm": storm_only, "storm-https": storm_https_only, "storm-oauth2": storm_oauth2_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only, "migrations": migrations_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"proxy": lambda: __import__("proxy_bench").proxy_only(), "failover": lambda: __import__("failover_bench").failover_only(), "mtls": lambda: __import__("mtls_bench").mtls_only(), "storm": storm_only, "storm-https": storm_https_only, "storm-oauth2": storm_oauth2_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only, "migrations": migrations_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

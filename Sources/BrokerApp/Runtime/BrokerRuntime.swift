@@ -100,6 +100,12 @@ public final class BrokerRuntime: Sendable {
                 logger.error("the change feed delivers nothing: a canary sent to this replica did not come back; cached sessions, "
                                  + "clients and keys are not served until it does (is TOKENBROKER_LISTEN_DATABASE_URL a transaction pooler?)",
                              ("code", "change_feed_dead"), ("seconds", String(format: "%.1f", waited)))
+            case .unproven:
+                // Notices sent while it was away are lost (the caches were dropped); until a
+                // canary comes back through the new connection, reads go to the database.
+                trust.set(false)
+                logger.info("the change feed listens again on a new connection; caches are trusted once a canary comes back",
+                            ("code", "change_feed_reconnected"))
             case .recovered:
                 trust.set(true)
                 logger.info("the change feed delivers again; caches are trusted again", ("code", "change_feed_alive"))
