@@ -68,6 +68,9 @@ let package = Package(
         // in C, and the broker's HTTP layer answering them.
         .executableTarget(name: "mhd-constant", dependencies: ["CMicroHTTPD"]),
         .executableTarget(name: "http-ceiling", dependencies: ["BrokerHTTP"]),
+        // How long each migration keeps writers of sessions waiting on a large table (make test,
+        // make bench).
+        .executableTarget(name: "migration-locks", dependencies: ["BrokerPostgres"]),
 
         // Fakes and the process harness for tests.
         .target(name: "BrokerTesting", dependencies: ["BrokerCore"]),

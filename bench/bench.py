@@ -156,9 +156,13 @@ def main():
     results.update(scale_bench(env, op, idp))
     results.update(million_bench(env))
     results.update(signout_bench(env, op, idp))
+    results.update(migrations_bench())
     results.update(provider_https_bench(env, op, idp))
     results.update(oauth2_storm_rounds(env, op, idp))
     results.update(__import__("proxy_bench").proxy_bench(env, op, idp))
+    results.update(__import__("mtls_bench").mtls_bench(env, op))
+    if os.environ.get("TOKENBROKER_BENCH_PATRONI_URL"):   # last: it moves DATABASE_URL to the Patroni cluster
+        results.update(__import__("failover_bench").on_patroni())
     results.update({"date": time.strftime("%Y-%m-%d"),
                     "machine": f"{os.cpu_count()} cores, wrk -t2 -c{CONNECTIONS} -d{DURATION} x {ROUNDS} interleaved rounds on the same machine, medians"})
     previous = json.loads(OUT.read_text()) if OUT.exists() else {}
@@ -1270,8 +1274,56 @@ def storm_only():
     print(json.dumps(storm_rounds(*standalone(), rounds=int(os.environ.get("BENCH_STORM_ROUNDS", "1"))), indent=2))
 
 
+def migrations_only():
+    """`bench.py migrations`: migrations_bench alone, merged into bench/results.json."""
+    r = migrations_bench()
+    previous = json.loads(OUT.read_text()) if OUT.exists() else {}
+    previous.update(r)
+    OUT.write_text(json.dumps(previous, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(r, indent=2))
+
+
+def migrations_bench():
+    """The longest any write of `sessions` waited while each migration ran,
+    on a table of a million sessions under a writer that never pauses (`migration-locks`): the
+    migrations of sql/ as they are, and as they were before they ran outside a transaction
+    (sql/ of BENCH_MIGRATIONS_OLD_REF, by default the last commit before that)."""
+    import urllib.parse
+    rows = int(os.environ.get("BENCH_MIGRATIONS_ROWS", "1000000"))
+    old_ref = os.environ.get("BENCH_MIGRATIONS_OLD_REF", "5907cce")
+    url = os.environ["DATABASE_URL"]
+    parts = urllib.parse.urlsplit(url)
+    def db_url(name):
+        return urllib.parse.urlunsplit(parts._replace(path="/" + name))
+    old_sql = pathlib.Path(tempfile.mkdtemp(prefix="tokenbroker-old-sql-"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", old_ref, "sql"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old_sql)], input=archive, check=True)
+    r = {"migrations_rows": rows}
+    for label, sql in (("old", old_sql / "sql"), ("new", ROOT / "sql")):
+        db = "bench_migrations_" + label
+        subprocess.run(["psql", url, "-qc", f"DROP DATABASE IF EXISTS {db} WITH (FORCE)", "-c", f"CREATE DATABASE {db}"], check=True)
+        try:
+            out = subprocess.run([BIN / "migration-locks", "--rows", str(rows), "--sql", str(sql)], check=True, capture_output=True, text=True,
+                                 env={**os.environ, "DATABASE_URL": db_url(db)}).stdout
+        finally:
+            subprocess.run(["psql", url, "-qc", f"DROP DATABASE IF EXISTS {db} WITH (FORCE)"], check=True)
+        m = json.loads(out)
+        print(label, json.dumps({k: v for k, v in m.items() if k != "migrations"}))
+        for x in m["migrations"]:
+            print(f"  {label} {x['name']}: {x['seconds']} s, longest write wait {x['longest_write_wait_ms']} ms, {x['writes']} writes")
+        suffix = "" if label == "new" else "_old"
+        r["migrations_longest_write_wait_ms" + suffix] = m["longest_write_wait_ms"]
+        r["migrations_worst" + suffix] = m["worst_migration"]
+        r["migrations_migrate_seconds" + suffix] = m["migrate_seconds"]
+        r["migrations_baseline_longest_write_ms" + suffix] = m["baseline_longest_write_ms"]
+        for x in m["migrations"]:
+            if x["name"][:3] in ("003", "007", "010", "013", "014", "020"):
+                r[f"migrations_{x['name'][:3]}_write_wait_ms{suffix}"] = x["longest_write_wait_ms"]
+    return r
+
+
 try:
-    {"proxy": lambda: __import__("proxy_bench").proxy_only(), "storm": storm_only, "storm-https": storm_https_only, "storm-oauth2": storm_oauth2_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
+    {"proxy": lambda: __import__("proxy_bench").proxy_only(), "failover": lambda: __import__("failover_bench").failover_only(), "mtls": lambda: __import__("mtls_bench").mtls_only(), "storm": storm_only, "storm-https": storm_https_only, "storm-oauth2": storm_oauth2_only, "probe": probe_only, "token": token_only, "dpop": dpop_only, "signout": signout_only, "faults": faults_only, "scale": scale_only, "migrations": migrations_only}.get(sys.argv[1] if sys.argv[1:] else "", main)()
 finally:
     for p in procs:
         p.send_signal(signal.SIGTERM)

@@ -2,7 +2,8 @@
 # `make test`: installs what is missing, builds, checks that Package.swift declares exactly what
 # each target imports (scripts/imports-check.py), starts the private PostgreSQL (unless
 # DATABASE_URL is set) with a fresh test database, runs the whole suite (unit, adapter and
-# integration tests against real PostgreSQL and the development IdP over HTTP and HTTPS), then
+# integration tests against real PostgreSQL, the development IdP over HTTP and HTTPS, and
+# glewlwyd, and a failover suite on a two-node Patroni cluster), then
 # schemathesis against a live broker with docs/openapi.yaml as the contract, the worker
 # clients (clients/) against a live broker, then scans
 # every log of the run and a dump of the database for any secret the tests saw. Stops what
@@ -16,20 +17,32 @@ logs="$PWD/.run/test-logs"
 rm -rf "$logs"
 mkdir -p "$logs"
 
+DATABASE_URL_GIVEN=${DATABASE_URL:-}
 if [ -z "${DATABASE_URL:-}" ]; then
   export PGDATABASE_NAME=tokenbroker_test
   # The private cluster may be stopped and started by the fault tests (PostgreSQL restarted mid-refresh).
   export TOKENBROKER_TEST_PG_CONTROL="$PWD/scripts/pg.sh"
   scripts/pg.sh start >/dev/null
-  trap 'scripts/pgbouncer.sh stop; scripts/pg.sh stop' EXIT
+  trap 'scripts/pgbouncer.sh stop; scripts/patroni.sh stop; scripts/pg.sh stop' EXIT
   admin="$(PGDATABASE_NAME=postgres scripts/pg.sh url)"
   psql "$admin" -qc "DROP DATABASE IF EXISTS tokenbroker_test WITH (FORCE)" -c "CREATE DATABASE tokenbroker_test" >/dev/null
   DATABASE_URL="$(scripts/pg.sh url)"
   # The pooler suite runs replicas through PgBouncer in transaction mode (deploy/REPLICAS.md).
   TOKENBROKER_TEST_PGBOUNCER_URL="$(scripts/pgbouncer.sh start)"
   export TOKENBROKER_TEST_PGBOUNCER_URL
+  # The failover suite runs replicas on a two-node Patroni cluster (synchronous replication
+  # unless a test switches it) through a multi-host URL, and fails it over (scripts/patroni.sh).
+  TOKENBROKER_TEST_PATRONI_URL="$(scripts/patroni.sh start sync)"
+  psql "$(PGDATABASE_NAME=postgres scripts/patroni.sh url)" -qc "DROP DATABASE IF EXISTS tokenbroker_test WITH (FORCE)" \
+    -c "CREATE DATABASE tokenbroker_test" >/dev/null
+  export TOKENBROKER_TEST_PATRONI_URL TOKENBROKER_TEST_PATRONI_CONTROL="$PWD/scripts/patroni.sh"
 fi
 export DATABASE_URL
+# glewlwyd 2.7.5 (Debian's), a real IdP for the DPoP-nonce and mutual-TLS suites (GlewlwydTests).
+TOKENBROKER_TEST_GLEWLWYD_URL="$(scripts/glewlwyd.sh start)"
+TOKENBROKER_TEST_GLEWLWYD_DIR="$(scripts/glewlwyd.sh dir)"
+export TOKENBROKER_TEST_GLEWLWYD_URL TOKENBROKER_TEST_GLEWLWYD_DIR
+trap 'scripts/glewlwyd.sh stop; if [ -z "${DATABASE_URL_GIVEN:-}" ]; then scripts/pgbouncer.sh stop; scripts/patroni.sh stop; scripts/pg.sh stop; fi' EXIT
 export TOKENBROKER_BIN_DIR="$(swift build --show-bin-path)"
 export TOKENBROKER_TEST_LOGS="$logs"
 

@@ -1,7 +1,8 @@
+-- tokenbroker:no-transaction
 -- tokenbroker schema, version 13: signed webhooks (issue 12), Standard Webhooks shape.
 -- An endpoint is a tenant's URL subscribed to event types, with a signing secret (sealed,
 -- bound to webhooks/<tenant>/<id>/secret) and, while a rotation overlaps, the previous one.
-CREATE TABLE webhook_endpoints (
+CREATE TABLE IF NOT EXISTS webhook_endpoints (
     tenant_id        text NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
     id               text NOT NULL,
     url              text NOT NULL,
@@ -17,7 +18,7 @@ CREATE TABLE webhook_endpoints (
 -- An event is written in the transaction that caused it (a session's state change, a job's
 -- end), once per event and only when an endpoint of the tenant subscribes to its type; each
 -- subscribed endpoint gets a delivery in the same statement. `seq` orders a session's events.
-CREATE TABLE webhook_events (
+CREATE TABLE IF NOT EXISTS webhook_events (
     tenant_id     text NOT NULL,
     id            text NOT NULL,
     seq           bigserial,
@@ -28,12 +29,12 @@ CREATE TABLE webhook_events (
     PRIMARY KEY (tenant_id, id)
 );
 -- Retention deletes a tenant's oldest events first (TOKENBROKER_RETENTION_WEBHOOK_DAYS).
-CREATE INDEX webhook_events_by_age ON webhook_events (tenant_id, created_at);
+CREATE INDEX IF NOT EXISTS webhook_events_by_age ON webhook_events (tenant_id, created_at);
 
 -- Deliveries: at least once, in order per (endpoint, ordering key) — a delivery is claimed
 -- only when no earlier one of its endpoint and key is still pending — by any replica
 -- (FOR UPDATE SKIP LOCKED, with a lease), with backoff, until delivered or given up.
-CREATE TABLE webhook_deliveries (
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
     tenant_id        text NOT NULL,
     endpoint_id      text NOT NULL,
     event_id         text NOT NULL,
@@ -49,11 +50,11 @@ CREATE TABLE webhook_deliveries (
     PRIMARY KEY (tenant_id, endpoint_id, event_id),
     FOREIGN KEY (tenant_id, event_id) REFERENCES webhook_events (tenant_id, id) ON DELETE CASCADE
 );
-CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
-CREATE INDEX webhook_deliveries_order ON webhook_deliveries (tenant_id, endpoint_id, ordering_key, seq) WHERE state = 'pending';
-CREATE INDEX webhook_deliveries_log ON webhook_deliveries (tenant_id, endpoint_id, seq DESC);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS webhook_deliveries_order ON webhook_deliveries (tenant_id, endpoint_id, ordering_key, seq) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS webhook_deliveries_log ON webhook_deliveries (tenant_id, endpoint_id, seq DESC);
 
 -- session.grant_expiring is sent once per grant: the session remembers it was.
 ALTER TABLE sessions ADD COLUMN IF NOT EXISTS grant_expiry_notified_at timestamptz;
-CREATE INDEX IF NOT EXISTS sessions_grant_expiring ON sessions (grant_expires_at)
+CREATE INDEX CONCURRENTLY IF NOT EXISTS sessions_grant_expiring ON sessions (grant_expires_at)
     WHERE state = 'active' AND grant_expiry_notified_at IS NULL;

@@ -52,7 +52,10 @@ public final class CurlUpstreamTransport: UpstreamTransport {
         guard request.headers.allSatisfy({ Self.isToken($0.name) && !$0.value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 } }) else {
             throw .notSent("not an HTTP header")
         }
-        let destination = ConnectionPool.Destination(url, trust: .deployment, publicOnly: !request.allowPrivateAddresses)
+        // Keyed by the client certificate too: a connection that presented one client's
+        // certificate never carries another client's request (nor resumes its TLS session).
+        let destination = ConnectionPool.Destination(url, trust: ProviderTrust(anchorsPEM: nil, clientCertificate: request.clientCertificate),
+                                                     publicOnly: !request.allowPrivateAddresses)
         if scheme == "https" { trustStore.refresh() }
         let handle = pool.take(destination)
         // An empty value goes as `Name;`: libcurl reads `Name:` alone as "remove this header".
@@ -63,15 +66,20 @@ public final class CurlUpstreamTransport: UpstreamTransport {
             let outcome = BlockingHTTP.withCStrings(lines) { headers in
                 request.url.withCString { u in
                     request.method.withCString { m in
-                        var q = tb_http_stream_request(
-                            method: m, url: u, headers: headers, nheaders: Int32(lines.count),
-                            has_body: request.body == nil ? 0 : 1, body_len: Int64(request.body.map { $0.length ?? -1 } ?? 0),
-                            connect_timeout_ms: Self.milliseconds(request.connectTimeout), timeout_ms: Self.milliseconds(request.totalTimeout),
-                            max_bytes: Int64(max(0, request.maxResponseBytes)), once: Self.idempotent(request.method) ? 0 : 1,
-                            public_only: request.allowPrivateAddresses ? 0 : 1, trust: trustStore.pointer, max_idle_s: Int(handle.maxIdle))
-                        var callbacks = tb_http_stream_callbacks(context: Unmanaged.passUnretained(exchange).toOpaque(),
-                                                                 read_body: readBody, head: takeHead, body: writeBody)
-                        return withExtendedLifetime(exchange) { tb_http_stream(handle.pointer, &q, &callbacks) }
+                        Self.withOptionalCString(request.clientCertificate?.certificatePEM) { cert, certLength in
+                            Self.withOptionalCString(request.clientCertificate?.keyPEM) { key, keyLength in
+                                var q = tb_http_stream_request(
+                                    method: m, url: u, headers: headers, nheaders: Int32(lines.count),
+                                    has_body: request.body == nil ? 0 : 1, body_len: Int64(request.body.map { $0.length ?? -1 } ?? 0),
+                                    connect_timeout_ms: Self.milliseconds(request.connectTimeout), timeout_ms: Self.milliseconds(request.totalTimeout),
+                                    max_bytes: Int64(max(0, request.maxResponseBytes)), once: Self.idempotent(request.method) ? 0 : 1,
+                                    public_only: request.allowPrivateAddresses ? 0 : 1, trust: trustStore.pointer, max_idle_s: Int(handle.maxIdle),
+                                    client_cert: cert, client_cert_len: certLength, client_key: key, client_key_len: keyLength)
+                                var callbacks = tb_http_stream_callbacks(context: Unmanaged.passUnretained(exchange).toOpaque(),
+                                                                         read_body: readBody, head: takeHead, body: writeBody)
+                                return withExtendedLifetime(exchange) { tb_http_stream(handle.pointer, &q, &callbacks) }
+                            }
+                        }
                     }
                 }
             }
@@ -103,6 +111,11 @@ public final class CurlUpstreamTransport: UpstreamTransport {
         !s.isEmpty && s.utf8.allSatisfy { b in
             (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || "!#$%&'*+-.^_`|~".utf8.contains(b)
         }
+    }
+
+    private static func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?, Int) -> R) -> R {
+        guard let s else { return body(nil, 0) }
+        return s.withCString { body($0, strlen($0)) }
     }
 
     private static func milliseconds(_ seconds: Double) -> Int { seconds.isNaN ? 1 : max(1, Int((min(seconds, 1e9) * 1000).rounded(.up))) }

@@ -16,6 +16,7 @@ import Synchronization
 /// (`a|replica|number`, which other replicas ignore) and checks that the earlier ones came back
 /// (CanaryWatch: within `canaryBound`). A listening connection that breaks is seen at once; one
 /// that LISTENs where nothing is delivered — through a transaction pooler, say — only this way.
+/// A connection opened again counts as delivering only once a canary came back through it.
 public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
     static let channel = "tokenbroker_changes"
     /// How long a busy feed lets notices gather between reads.
@@ -141,8 +142,13 @@ public final class PostgresChangeFeed: ChangeFeed, @unchecked Sendable {
                 // Unreadable: this connection is not used (reconnected like any failure).
                 if let identities, let id = try c.serverIdentity() { identities(id) }
                 try c.execute("LISTEN \(raw: Self.channel)")
-                canaries.withLock { $0.listening() }
-                if !first { handler(.resync) }
+                // Opened again (after an outage, or on a promoted standby): unproven until a
+                // canary comes back through it, sent now rather than at the next period.
+                if let v = canaries.withLock({ $0.listening(again: !first) }) { verdicts(v) }
+                if !first {
+                    handler(.resync)
+                    DispatchQueue.global().async { [self] in probe() }
+                }
                 first = false
                 var busy = BusyFeed()
                 while !isStopping {

@@ -51,7 +51,8 @@ public final class PostgresRegistryStore: RegistryStore {
                        array_to_string(redirect_after_allowed, ' ') AS redirect_after_allowed, refresh_policy::text AS refresh_policy,
                        max_concurrent_refreshes, assertion_alg, on_ambiguous_refresh, dpop_alg, profile, trust_anchors,
                        provider, descriptor, disabled, upstream, tls_client_certificate_sha256,
-                       tls_client_certificate_subject, extract(epoch from tls_client_certificate_not_after) AS tls_client_certificate_not_after
+                       tls_client_certificate_subject, extract(epoch from tls_client_certificate_not_after) AS tls_client_certificate_not_after,
+                       hand_out_certificate_bound
                 FROM clients WHERE tenant_id = \(tenant) AND id = \(id)
                 """, plan: .generic).first { r in
                 let t = "clients"
@@ -65,6 +66,7 @@ public final class PostgresRegistryStore: RegistryStore {
                     trustAnchors: r["trust_anchors"], provider: r["provider"], descriptor: Self.descriptor(r), disabled: r["disabled"],
                     upstream: Self.upstream(r))
                 c.tlsClientCertificate = try Self.certificate(r)
+                c.handOutCertificateBound = try r["hand_out_certificate_bound"]
                 return c
             }
         }
@@ -153,13 +155,14 @@ public final class PostgresRegistryStore: RegistryStore {
                 INSERT INTO clients (tenant_id, id, issuer, client_id, auth_method, client_secret, redirect_uri, scopes,
                     redirect_after_allowed, refresh_policy, max_concurrent_refreshes, assertion_alg, assertion_key, on_ambiguous_refresh,
                     dpop_alg, profile, trust_anchors, provider, descriptor, disabled, upstream, tls_client_credential,
-                    tls_client_certificate_sha256, tls_client_certificate_subject, tls_client_certificate_not_after, created_at, updated_at)
+                    tls_client_certificate_sha256, tls_client_certificate_subject, tls_client_certificate_not_after, hand_out_certificate_bound,
+                    created_at, updated_at)
                 VALUES (\(cl.tenant), \(cl.id), \(cl.issuer), \(cl.clientID), \(cl.authMethod.rawValue), \(sealed),
                     \(cl.redirectURI), \(cl.scopes), \(cl.redirectAfterAllowed), \(policy)::jsonb, \(cl.maxConcurrentRefreshes),
                     \(cl.assertionAlgorithm?.rawValue), \(sealedKey), \(cl.onAmbiguousRefresh.rawValue),
                     \(cl.dpopAlgorithm?.rawValue), \(cl.profile.rawValue), \(cl.trustAnchors), \(cl.provider),
                     \(cl.descriptor == .openID ? nil : cl.descriptor.json), \(cl.disabled), \(cl.upstream?.json), \(sealedCredential),
-                    \(info?.thumbprint), \(info?.subject), \(info?.notAfter), \(now), \(now))
+                    \(info?.thumbprint), \(info?.subject), \(info?.notAfter), \(cl.handOutCertificateBound), \(now), \(now))
                 ON CONFLICT (tenant_id, id) DO UPDATE SET issuer = excluded.issuer, client_id = excluded.client_id,
                     auth_method = excluded.auth_method, client_secret = coalesce(excluded.client_secret, clients.client_secret),
                     redirect_uri = excluded.redirect_uri, scopes = excluded.scopes,
@@ -174,6 +177,11 @@ public final class PostgresRegistryStore: RegistryStore {
                     tls_client_certificate_sha256 = excluded.tls_client_certificate_sha256,
                     tls_client_certificate_subject = excluded.tls_client_certificate_subject,
                     tls_client_certificate_not_after = excluded.tls_client_certificate_not_after,
+                    hand_out_certificate_bound = excluded.hand_out_certificate_bound,
+                    -- A new certificate is a new lifetime to warn about.
+                    tls_client_certificate_notified_days = CASE
+                        WHEN excluded.tls_client_certificate_sha256 IS DISTINCT FROM clients.tls_client_certificate_sha256 THEN NULL
+                        ELSE clients.tls_client_certificate_notified_days END,
                     updated_at = excluded.updated_at
                 RETURNING (xmax = 0) AS created
                 """)

@@ -24,7 +24,7 @@ public final class PostgresSessionStore: SessionStore {
         extract(epoch from last_used_at) AS last_used_at, extract(epoch from last_refreshed_at) AS last_refreshed_at, \
         attempt_id, extract(epoch from attempt_started_at) AS attempt_started_at, \
         extract(epoch from backoff_until) AS backoff_until, reason, extract(epoch from grant_expires_at) AS grant_expires_at, \
-        access_token_type, dpop_key, metadata, end_user
+        access_token_type, dpop_key, metadata, end_user, access_token_x5t
         """
 
     public func session(tenant: String, id: String) throws -> Session? {
@@ -67,14 +67,16 @@ public final class PostgresSessionStore: SessionStore {
                 INSERT INTO sessions (tenant_id, id, client_id, subject, issuer, scopes, sid, email, auth_time,
                     access_token, access_expires_at, access_lifetime, refresh_token, id_token, state, next_refresh_at,
                     version, failure_count, last_error, granted_at, created_at, last_used_at, last_refreshed_at,
-                    attempt_id, attempt_started_at, backoff_until, reason, grant_expires_at, access_token_type, dpop_key, metadata, end_user)
+                    attempt_id, attempt_started_at, backoff_until, reason, grant_expires_at, access_token_type, dpop_key, metadata, end_user,
+                    access_token_x5t)
                 VALUES (\(s.tenant), \(s.id), \(s.client), \(s.subject), \(s.issuer), \(s.scopes), \(s.claims.sid),
                     \(s.claims.email), \(s.claims.authTime), \(seal(s.accessToken, s, "access_token")), \(s.accessExpiresAt),
                     \(s.accessLifetime), \(seal(s.refreshToken, s, "refresh_token")), \(seal(s.idToken, s, "id_token")),
                     \(s.state.rawValue), \(s.nextRefreshAt), \(s.version), \(s.failureCount), \(s.lastError),
                     \(s.grantedAt), \(s.createdAt), \(s.lastUsedAt), \(s.lastRefreshedAt),
                     \(s.attempt?.id), \(s.attempt?.startedAt), \(s.backoffUntil), \(s.reason), \(s.grantExpiresAt),
-                    \(s.accessTokenType.rawValue), \(seal(s.dpopKey?.encoded, s, "dpop_key")), \(s.metadata), \(s.endUser))
+                    \(s.accessTokenType.rawValue), \(seal(s.dpopKey?.encoded, s, "dpop_key")), \(s.metadata), \(s.endUser),
+                    \(s.certificateBinding))
                 """)
         }
     }
@@ -222,6 +224,7 @@ public final class PostgresSessionStore: SessionStore {
         set("reason", s.reason != locked.reason) { $0.appendInterpolation(s.reason) }
         set("grant_expires_at", s.grantExpiresAt != locked.grantExpiresAt) { $0.appendInterpolation(s.grantExpiresAt) }
         set("metadata", s.metadata != locked.metadata) { $0.appendInterpolation(s.metadata) }
+        set("access_token_x5t", s.certificateBinding != locked.certificateBinding) { $0.appendInterpolation(s.certificateBinding) }
         // A new grant lifetime is a new warning to give.
         set("grant_expiry_notified_at", s.grantExpiresAt != locked.grantExpiresAt) { $0.appendLiteral("NULL") }
         // When the session ended (revoked or needs_reauth): retention counts from there.
@@ -278,7 +281,8 @@ public final class PostgresSessionStore: SessionStore {
             lastRefreshedAt: r["last_refreshed_at"],
             attempt: attemptID.map { RefreshAttempt(id: $0, startedAt: attemptStartedAt ?? Date(timeIntervalSince1970: 0)) },
             backoffUntil: r["backoff_until"], reason: r["reason"], grantExpiresAt: r["grant_expires_at"],
-            accessTokenType: tokenType(r), dpopKey: dpopKey, metadata: r["metadata"], endUser: r["end_user"])
+            accessTokenType: tokenType(r), dpopKey: dpopKey, metadata: r["metadata"], endUser: r["end_user"],
+            certificateBinding: r["access_token_x5t"])
     }
 
     /// The stored `access_token_type`, by its name in the token response (TokenType(named:)).

@@ -176,6 +176,43 @@ public final class PostgresWebhookStore: WebhookStore {
         }
     }
 
+    public func queueCertificatesExpiring(now: Date, limit: Int) throws -> Int {
+        let iso = ISO8601DateFormatter()
+        return try pool.transact { c in
+            // Locked (SKIP LOCKED): a replica running the same pass skips these rows, and finds
+            // them told once it may read them.
+            let candidates = try c.execute("""
+                SELECT c.tenant_id, c.id, c.tls_client_certificate_sha256, c.tls_client_certificate_subject,
+                       extract(epoch FROM c.tls_client_certificate_not_after) AS not_after, c.tls_client_certificate_notified_days
+                FROM clients c
+                WHERE c.tls_client_certificate_not_after < \(now.addingTimeInterval(CertificateExpiryNotice.horizon))
+                  AND coalesce(c.tls_client_certificate_notified_days, 2147483647) > \(CertificateExpiryNotice.thresholds.last ?? 1)
+                  AND EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.tenant_id = c.tenant_id AND w.deleted_at IS NULL
+                                AND 'client.certificate_expiring' = ANY(w.events))
+                ORDER BY c.tls_client_certificate_not_after LIMIT \(limit) FOR UPDATE OF c SKIP LOCKED
+                """, plan: .generic).map { r in
+                (tenant: try r["tenant_id"] as String, id: try r["id"] as String, sha: try r["tls_client_certificate_sha256"] as String,
+                 subject: try r["tls_client_certificate_subject"] as String?, notAfter: try r["not_after"] as Date,
+                 told: try r["tls_client_certificate_notified_days"] as Int?)
+            }
+            var queued: [(String, WebhookEvent)] = []
+            for k in candidates {
+                guard let days = CertificateExpiryNotice.due(notAfter: k.notAfter, told: k.told, now: now) else { continue }
+                try c.execute("""
+                    UPDATE clients SET tls_client_certificate_notified_days = \(days)
+                    WHERE tenant_id = \(k.tenant) AND id = \(k.id) AND tls_client_certificate_sha256 = \(k.sha)
+                    """)
+                queued.append((k.tenant, WebhookEvent(type: .certificateExpiring, orderingKey: "client/" + k.id, data: [
+                    "tenant": k.tenant, "client": k.id, "x5t#S256": k.sha, "subject": k.subject ?? "",
+                    "not_after": iso.string(from: k.notAfter), "days": String(days)])))
+            }
+            for (tenant, events) in Dictionary(grouping: queued, by: \.0) {
+                if let q = WebhookOutbox.enqueue(tenant: tenant, events.map(\.1), now: now) { try c.execute(q) }
+            }
+            return queued.count
+        }
+    }
+
     private func open(_ sealed: [UInt8]?, _ tenant: String, _ id: String, _ column: String) throws -> String {
         guard let sealed else { throw BrokerError.internalError }
         do { return try sealer.open(sealed, context: Self.context(tenant, id, column)) } catch let e as SealError { throw e.brokerError }

@@ -166,6 +166,7 @@ tb_http_stream_result tb_http_stream(void *handle, const tb_http_stream_request 
 
     tb_set_common(h, q->url, q->connect_timeout_ms, q->timeout_ms, q->max_idle_s, q->trust, NULL, 0, &guard, &pre,
                   list, on_head_line, &s, on_body_piece, &s);
+    tb_set_client_certificate(h, q->client_cert, q->client_cert_len, q->client_key, q->client_key_len);
     curl_easy_setopt(h, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
     /* The bytes as the upstream sent them: no Accept-Encoding asked for, nothing decoded. */
     curl_easy_setopt(h, CURLOPT_HTTP_CONTENT_DECODING, 0L);

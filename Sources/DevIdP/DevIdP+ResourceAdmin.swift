@@ -74,6 +74,7 @@ extension DevIdP {
         }
         return ["resource_accepted": c.accepted, "resource_refusals": c.refused.values.reduce(0, +),
                 "resource_refusals_by_reason": c.refused, "resource_rate_limited": c.rateLimited,
-                "resource_bytes_out": c.bytesOut, "resource_bytes_in": c.bytesIn]
+                "resource_bytes_out": c.bytesOut, "resource_bytes_in": c.bytesIn,
+                "resource_certificate_bound": c.certificateBound]
     }
 }

@@ -13,7 +13,9 @@ import Foundation
 /// Refusals are 401 with a challenge of the token's own scheme (RFC 6750 §3, RFC 9449 §7.1):
 /// `Bearer realm="dev", error="invalid_token", error_description=…`, or `DPoP realm="dev",
 /// error=…, algs="ES256 PS256"` (and `DPoP-Nonce` with `use_dpop_nonce`, §9). A request without
-/// credentials gets both challenges and no error attribute (RFC 6750 §3.1). With `plain_401` on,
+/// credentials gets both challenges and no error attribute (RFC 6750 §3.1). A token bound to a
+/// client certificate (`cnf.x5t#S256`, RFC 8705 §3) needs a connection presenting that
+/// certificate (mutual-TLS mode), else `invalid_token`. With `plain_401` on,
 /// a token's refusal is `Bearer realm="dev"` alone.
 extension DevIdP {
     enum ResourceAccess {
@@ -48,6 +50,15 @@ extension DevIdP {
         }
         guard let at = issued else { return refuse("invalid_token", "unknown token") }
         if let death { return refuse("invalid_token", "the token is \(death)") }
+        // RFC 8705 §3: a certificate-bound token is accepted only on a connection that
+        // presented that certificate (verified by the listener in mutual-TLS mode).
+        if let x5t = at.x5t {
+            guard let presented = req.clientCertificateSHA256 else {
+                return refuse("invalid_token", "the token is bound to a client certificate and the connection presented none")
+            }
+            guard presented == x5t else { return refuse("invalid_token", "the token is bound to another client certificate") }
+            state.withLock { $0.resourceCounters[at.client, default: .init()].certificateBound += 1 }
+        }
         if let bound = at.jkt {
             guard scheme == "dpop" else { return refuse("invalid_token", "a DPoP-bound token presented as \(scheme)") }
             // §4.3: exactly one DPoP header.

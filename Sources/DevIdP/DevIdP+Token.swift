@@ -133,17 +133,23 @@ extension DevIdP {
         guard state.withLock({ $0.clients[clientID]?.confidential == true }) else {
             return json(400, ["error": "unauthorized_client", "error_description": "client credentials are for confidential clients"])
         }
-        let (ttl, keys) = state.withLock { s in (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.keys) }
+        let (ttl, keys, certificate) = state.withLock { s in
+            (s.clients[clientID]?.accessTTL ?? s.defaultAccessTTL, s.keys, s.clients[clientID]?.presentedCertificate)
+        }
         let scope = form["scope"] ?? ""
         let now = Int(Date().timeIntervalSince1970)
         var rng = SystemRandomNumberGenerator()
         let jti = Identifiers.token(bytes: 16, using: &rng)
         var claims: [String: Any] = ["iss": issuer, "sub": clientID, "aud": form["resource"] ?? form["audience"] ?? clientID, "client_id": clientID,
                                      "scope": scope, "iat": now, "exp": now + ttl, "jti": jti]
-        if let jkt { claims["cnf"] = ["jkt": jkt] }
+        var cnf: [String: Any] = [:]
+        if let jkt { cnf["jkt"] = jkt }
+        // Bound to the certificate a mutual-TLS client authenticated with (RFC 8705 §3.1).
+        if let certificate { cnf["x5t#S256"] = Base64URL.encode(Self.bytes(hex: certificate)) }
+        if !cnf.isEmpty { claims["cnf"] = cnf }
         let access = keys.sign(claims, alg: .es256, type: "at+jwt")
         let issued = IssuedAccessToken(digest: DevIdPCrypto.sha256(access), client: clientID, subject: clientID, scope: scope,
-                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: nil, jkt: jkt)
+                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: nil, jkt: jkt, x5t: certificate)
         state.withLock { s in
             s.record(jti: jti, issued, now: Date())
             s.stats[clientID, default: .init()].clientCredentialsGrants += 1
@@ -173,7 +179,8 @@ extension DevIdP {
         if !cnf.isEmpty { atClaims["cnf"] = cnf }
         let access = keys.sign(atClaims, alg: .es256, type: "at+jwt")
         let issued = IssuedAccessToken(digest: DevIdPCrypto.sha256(access), client: clientID, subject: subject, scope: scope,
-                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family, jkt: jkt)
+                                       expires: Date(timeIntervalSince1970: TimeInterval(now + ttl)), family: family, jkt: jkt,
+                                       x5t: certificate)
         state.withLock { $0.record(jti: jti, issued, now: Date()) }
         var claims: [String: Any] = ["iss": issuer, "sub": subject, "aud": clientID, "iat": now, "exp": now + 600, "auth_time": now,
                                      "sid": "sid-" + subject, "email": subject + "@example.test"]

@@ -13,6 +13,9 @@ struct IssuedAccessToken: Sendable {
     let family: String?
     /// The DPoP key it is bound to (`cnf.jkt`, RFC 9449 §6), if any.
     var jkt: String? = nil
+    /// The client certificate it is bound to (`cnf.x5t#S256`, RFC 8705 §3.1), as the listener
+    /// names certificates (SHA-256, lowercase hex), if any.
+    var x5t: String? = nil
     /// Its place in the family's access tokens (set by `DevIdPState.record`).
     var number = 0
     /// Revoked by its client (RFC 7009), or killed by `POST /admin/resource/kill`.

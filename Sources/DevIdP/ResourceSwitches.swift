@@ -61,6 +61,8 @@ struct ResourceCounters: Sendable {
     var rateLimited = 0
     var bytesOut = 0
     var bytesIn = 0
+    /// Accepted calls whose token is bound to the client certificate the connection presented.
+    var certificateBound = 0
 
     mutating func add(_ o: ResourceCounters) {
         accepted += o.accepted
@@ -68,5 +70,6 @@ struct ResourceCounters: Sendable {
         rateLimited += o.rateLimited
         bytesOut += o.bytesOut
         bytesIn += o.bytesIn
+        certificateBound += o.certificateBound
     }
 }

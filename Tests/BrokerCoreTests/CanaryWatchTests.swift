@@ -61,7 +61,28 @@ struct CanaryWatchTests {
     func reconnected() {
         var w = CanaryWatch(bound: 6)
         _ = w.send(at: t0)                 // just before the outage: lost with the old connection
-        w.listening()                      // back at t0 + 10
+        #expect(w.listening() == nil)      // back at t0 + 10
         #expect(w.check(at: t0 + 10.5) == nil && w.alive)
+    }
+
+    @Test("a listening connection opened again (a failover) counts as alive only once a canary comes back through it")
+    func unprovenAfterReconnect() {
+        var w = CanaryWatch(bound: 6)
+        #expect(w.delivered(w.send(at: t0)) == nil)
+        #expect(w.listening(again: true) == .unproven)
+        #expect(!w.alive && w.check(at: t0 + 20) == nil)
+        #expect(w.delivered(w.send(at: t0 + 20)) == .recovered)
+        #expect(w.alive)
+    }
+
+    @Test("a connection opened again whose canaries never come back (a LISTEN through a pooler): dead, said once")
+    func unprovenThenDead() {
+        var w = CanaryWatch(bound: 6)
+        _ = w.listening(again: true)
+        _ = w.send(at: t0)
+        #expect(w.check(at: t0 + 7) == .died(waited: 7))
+        #expect(w.listening(again: true) == nil && !w.alive)
+        _ = w.send(at: t0 + 8)
+        #expect(w.check(at: t0 + 20) == .none)
     }
 }

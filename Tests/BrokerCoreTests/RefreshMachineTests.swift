@@ -331,6 +331,16 @@ struct RefreshMachineTests {
         #expect(RefreshFailure.classify(.unanswered("HTTP 504")) == .ambiguous)
     }
 
+    @Test("a bare 403 refuses the client, not the grant, for a client that authenticates by its certificate (glewlwyd's answer to a certificate it does not take)")
+    func bareForbiddenForCertificateClients() {
+        var certificate = RefusalCodes()
+        certificate.bareForbiddenRefusesClient = true
+        #expect(RefreshFailure.classify(.refused(status: 403, reason: ""), certificate) == .clientRejected)
+        #expect(RefreshFailure.classify(.refused(status: 400, reason: ""), certificate) == .retried(reason: "refused_http_400"))
+        #expect(RefreshFailure.classify(.oauth(OAuthError(error: "access_denied", description: nil, status: 403)), certificate) == .grantDead(reason: "access_denied"))
+        #expect(RefreshFailure.classify(.oauth(OAuthError(error: "invalid_grant", description: nil, status: 400)), certificate) == .grantDead(reason: "invalid_grant"))
+    }
+
     @Test("a failing client: no call until Retry-After, then one probe; success closes the circuit")
     func circuit() {
         var c = ClientCircuit()

@@ -21,6 +21,7 @@ struct WebhookOutboxTests {
         func failed(_ d: WebhookDelivery, status: Int?, error: String, next: Date?) throws { throw BrokerError.storeUnavailable }
         func deliveries(tenant: String, endpoint: String, limit: Int) throws -> [WebhookDeliveryRecord] { [] }
         func queueGrantsExpiring(before: Date, now: Date, limit: Int) throws -> Int { 0 }
+        func queueCertificatesExpiring(now: Date, limit: Int) throws -> Int { 0 }
     }
 
     struct Answers: WebhookSender {

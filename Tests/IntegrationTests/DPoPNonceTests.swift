@@ -28,7 +28,7 @@ struct DPoPNonceTests {
         let message = refused["message"] as? String ?? ""
         #expect(refused.status == 422 && message.contains("invalid_dpop_proof") && message.contains("HTTP 403")
                     && message.contains("the pushed authorization request endpoint") && message.contains("without a nonce")
-                    && !message.contains("dpop_alg"), "\(refused.status) \(message)")
+                    && message.contains("pushed again with dpop_jkt and no proof") && !message.contains("dpop_alg"), "\(refused.status) \(message)")
         #expect(try await Self.refusals(w, idpClient) == 1, "a refusal without a new nonce was sent again")
 
         try await w.idp.settings(glewlwydNonce: false)
@@ -40,6 +40,26 @@ struct DPoPNonceTests {
         w.brokers.append(try await BrokerServer(env: w.env, name: "broker-new"))
         try expectStatus(try await Self.login(w, subject: "gus", replica: 1), 200)
         #expect(try await Self.refusals(w, idpClient) == 2, "the new replica did not use the nonce the other one learned")
+    }
+
+    @Test("with no nonce known, a client the IdP does not hold to DPoP logs in: its push goes again with dpop_jkt alone, the code exchange learns the nonce")
+    func firstLoginWithoutAProofOnThePush() async throws {
+        let w = try await World()
+        defer { w.stop() }
+        let idpClient = TestEnv.uniqueName("dpop-client")
+        try await w.idp.registerClient(idpClient, secret: w.idpSecret, redirectURI: w.redirectURI)
+        try expectStatus(try await HTTP.put(w.brokers[0].url + "/v1/tenants/\(w.tenant)/clients/dpop", key: w.operatorKey, json: [
+            "issuer": w.idp.issuer, "client_id": idpClient, "auth_method": "client_secret_basic", "client_secret": w.idpSecret,
+            "redirect_uri": w.redirectURI, "scopes": ["openid", "offline_access"], "dpop": true]), 201)
+        try await w.idp.settings(par: "required", glewlwydNonce: true)
+        let s = try expectStatus(try await Self.login(w, subject: "fia", replica: 0), 200)["session_id"] as! String
+        // The push with a proof was refused once for the nonce (the second push's answer carries
+        // it here, so the code exchange has it at once; glewlwyd's refuses it once more).
+        let n = try await Self.refusals(w, idpClient)
+        #expect((1...2).contains(n), "refused proofs: \(n)")
+        let t = try expectStatus(try await w.token(s, body: ["force_refresh": true]), 200)
+        #expect(t["token_type"] as? String == "DPoP")
+        #expect(try await Self.refusals(w, idpClient) == n, "the refresh did not carry the nonce the login learned")
     }
 
     @Test("12 refreshes over two replicas while the IdP changes its nonce: one refused proof per change for the fleet; logins on each replica, a revocation")

@@ -48,9 +48,14 @@ struct MutualTLSTests {
             w = try await World(idp: provider)
         }
 
-        func registration(_ idpClient: String, _ c: Credential?, method: String = "tls_client_auth") -> [String: Any] {
+        /// `handOut`: certificate-bound tokens may be handed to workers (these tests read them).
+        func registration(_ idpClient: String, _ c: Credential?, method: String = "tls_client_auth", handOut: Bool = true,
+                          upstream: Bool = false) -> [String: Any] {
             var r: [String: Any] = ["issuer": provider.issuer, "client_id": idpClient, "auth_method": method,
-                                    "redirect_uri": w.redirectURI, "scopes": ["openid", "offline_access"]]
+                                    "redirect_uri": w.redirectURI, "scopes": ["openid", "offline_access"],
+                                    "hand_out_certificate_bound": handOut]
+            // The outbound proxy's upstream: the IdP's protected resource (over its mutual-TLS listener).
+            if upstream { r["upstream"] = ["base_url": provider.issuer + "/resource", "allow_private_addresses": true] }
             if let c { r.merge(c.pem) { $1 } }
             return r
         }
@@ -62,11 +67,12 @@ struct MutualTLSTests {
         /// A client registered at the broker with `c`, and at the IdP by the subject DN of a
         /// certificate of its client CA (`tls_client_auth`, RFC 8705 §2.1.2) or by the
         /// certificate's thumbprint (`self_signed_tls_client_auth`, §2.2).
-        func client(_ name: String, _ c: Credential, bySubject subject: String? = nil) async throws -> String {
+        func client(_ name: String, _ c: Credential, bySubject subject: String? = nil, handOut: Bool = true, upstream: Bool = false) async throws -> String {
             let id = TestEnv.uniqueName(name)
             try await provider.registerClient(id, secret: nil, redirectURI: w.redirectURI, accessTTL: 600,
                                               tlsCertificateSHA256: subject == nil ? c.sha256Hex : nil, tlsSubjectDN: subject)
-            try expectStatus(try await put(name, registration(id, c, method: subject == nil ? "self_signed_tls_client_auth" : "tls_client_auth")), 201)
+            try expectStatus(try await put(name, registration(id, c, method: subject == nil ? "self_signed_tls_client_auth" : "tls_client_auth",
+                                                              handOut: handOut, upstream: upstream)), 201)
             return id
         }
 

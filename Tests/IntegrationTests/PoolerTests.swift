@@ -127,6 +127,8 @@ struct PoolerTests {
         #expect(try runPSQL("SELECT count(*) FROM schema_migrations", url: direct).trimmingCharacters(in: .whitespacesAndNewlines) == "\(files)")
         #expect(try runPSQL("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'", url: direct)
             .trimmingCharacters(in: .whitespacesAndNewlines) == "0", "an advisory lock outlived its migration")
+        // The migrations run outside a transaction took turns through the lease row, given back.
+        #expect(try runPSQL("SELECT count(*) FROM schema_migration_lease", url: direct).trimmingCharacters(in: .whitespacesAndNewlines) == "0")
         // A direct migration afterwards does not wait for anything.
         let started = Date()
         let again = try runCommand("tokenbroker", ["migrate"], env: ["DATABASE_URL": direct])

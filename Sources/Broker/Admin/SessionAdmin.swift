@@ -82,7 +82,10 @@ public struct SessionAdmin: Sendable {
             }))
         }
         guard s.accessToken == nil else { return completion(.success(s)) }
-        tokens.token(by: principal, tenant: tenant, target: .session(s.id), request: TokenRequest(minTTL: 0)) { [store] _ in
+        // Refreshed for the broker (nothing is handed out): a certificate-bound token is no refusal.
+        var refresh = TokenRequest(minTTL: 0)
+        refresh.presentedByBroker = true
+        tokens.token(by: principal, tenant: tenant, target: .session(s.id), request: refresh) { [store] _ in
             // The import is stored; a failed re-read only shows the row as imported, not as refreshed.
             completion(.success((try? store.session(tenant: tenant, id: s.id)) ?? s))
         }
@@ -154,7 +157,8 @@ public struct SessionAdmin: Sendable {
             nextRefreshAt: forever ? nil : i.refreshToken == nil ? expiresAt
                 : expiresAt.map { client.refreshPolicy.nextRefresh(issuedAt: now, expiresAt: $0, jitter: Double.random(in: -1...1)) } ?? now,
             grantedAt: i.grantedAt ?? now,
-            createdAt: now, grantExpiresAt: grantEnds, metadata: i.metadata, endUser: endUser)
+            createdAt: now, grantExpiresAt: grantEnds, metadata: i.metadata, endUser: endUser,
+            certificateBinding: expiresAt == nil ? nil : i.accessToken.flatMap(CertificateBinding.thumbprint(ofAccessToken:)))
         try store.insert(session)
         feed.publish(.subject(tenant: tenant, client: client.id, subject: i.subject))
         if let endUser { feed.publish(.endUser(tenant: tenant, client: client.id, endUser: endUser)) }

@@ -49,18 +49,36 @@ public final class AppTokenService: Sendable {
     /// The client's app token for `ask`, living at least `minTTL` (nil: the client's policy's
     /// default, as for sessions), with a DPoP proof for each of `dpop` (RFC 9449 §7; a bearer
     /// token is 409 `not_dpop_bound`). `actor` is who asks, for the audit trail.
+    /// `presentedByBroker`: the broker itself presents the token (the outbound proxy), with the
+    /// client's certificate: a token bound to it (RFC 8705 §3) is no refusal, and one bound to a
+    /// replaced certificate is renewed first (BoundTokenRule).
     public func token(tenant: String, client: String, ask: AppTokenAsk, minTTL: TimeInterval?, dpop: [DPoPTarget] = [],
-                      actor: String = "engine") throws(BrokerError) -> IssuedAppToken {
+                      presentedByBroker: Bool = false, actor: String = "engine") throws(BrokerError) -> IssuedAppToken {
         let r: Result<IssuedAppToken, BrokerError> = Result { () throws(BrokerError) in
             try guarding {
                 let now = clock.now()
                 let reg = try servedClient(tenant: tenant, client: client, now: now)
+                let rule = BoundTokenRule.of(presents: presentedByBroker, handOutAllowed: reg.handOutCertificateBound,
+                                             current: reg.tlsClientCertificate?.thumbprint)
+                // Only a client presenting a certificate gets tokens bound to one: others' are not read.
+                func bound(_ t: AppToken) -> String? {
+                    guard reg.authMethod.needsCertificate, let at = t.accessToken else { return nil }
+                    return CertificateBinding.thumbprint(ofAccessToken: at)
+                }
                 let stored = try store.appToken(tenant: tenant, client: client, ask: ask)
                 switch AppTokenDecision.decide(stored, minTTL: need(minTTL, reg, stored), now: now) {
-                case .serve: return try issue(stored!, granted: false, dpop: dpop)
+                case .serve:
+                    guard try rule.appToken(bound: bound(stored!), tenant: tenant, client: client).get() else {
+                        return try issue(stored!, granted: false, dpop: dpop)
+                    }
+                    // Bound to a replaced certificate: granted anew with the current one, once
+                    // for every caller that saw this version.
+                    let fresh = try grant(reg, ask: ask, minTTL: minTTL, ifStill: stored!.version, actor: actor).token
+                    return try issue(fresh, granted: true, minTTL: need(minTTL, reg, fresh), dpop: dpop)
                 case .reject(let e): throw e
                 case .grant:
                     let fresh = try grant(reg, ask: ask, minTTL: minTTL, ifStill: nil, actor: actor).token
+                    _ = try rule.appToken(bound: bound(fresh), tenant: tenant, client: client).get()
                     return try issue(fresh, granted: true, minTTL: need(minTTL, reg, fresh), dpop: dpop)
                 }
             }
@@ -178,7 +196,7 @@ public final class AppTokenService: Sendable {
                 return (fresh, .token(fresh, granted: true))
             } catch {
                 let refusal: BrokerError
-                switch RefreshFailure.classify(error, reg.descriptor.refusals) {
+                switch RefreshFailure.classify(error, reg.refusals) {
                 case .clientRejected:
                     recordGrant(reg, BrokerError.idpRejectedClient.code, actor: actor)
                     return (base.dropped, .refused)

@@ -43,7 +43,10 @@ public final class ExchangeService: Sendable {
     /// `completion` runs exactly once, on some thread.
     public func exchange(by principal: Principal, tenant: String, target: TokenTarget, request: TokenRequest, _ ask: TokenExchange,
                          completion: @escaping Completion) {
-        let subjectAsk = TokenRequest(minTTL: nil, scopes: request.scopes, forceRefresh: false)
+        // The subject token goes to the provider, over the client's own connection (with its
+        // certificate, RFC 8705): never to the worker, so a certificate-bound one is no refusal.
+        var subjectAsk = TokenRequest(minTTL: nil, scopes: request.scopes, forceRefresh: false)
+        subjectAsk.presentedByBroker = true
         // Audited as `token.exchange` (exchanged, shared with a flight, cached, or the error code),
         // with the session whenever it is known; each proof minted as `token.dpop_proof`.
         let deliver: @Sendable (Result<IssuedToken, BrokerError>, Source, String?) -> Void = { [self] exchanged, source, session in

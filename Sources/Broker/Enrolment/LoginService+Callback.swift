@@ -138,12 +138,13 @@ extension LoginService {
         var grantEnds = g.grantExpiry(policy: client.refreshPolicy.grantExpiry(grantedAt: now, refreshedAt: now), sentAt: now)
         // Without a refresh token the grant is its access token: it ends with it, or never.
         if refresh == nil { grantEnds = never ? nil : min(grantEnds ?? expires, expires) }
+        let bound = client.authMethod.needsCertificate ? CertificateBinding.thumbprint(ofAccessToken: g.accessToken) : nil
         return Session(tenant: login.tenant, id: Identifiers.session(using: &rng), client: client.id, subject: subject, issuer: login.issuer,
                        scopes: g.scope ?? login.scopes, claims: claims, accessToken: g.accessToken, accessExpiresAt: expires,
                        accessLifetime: never ? nil : expires.timeIntervalSince(now), refreshToken: refresh, idToken: g.idToken, state: .active,
                        nextRefreshAt: next, grantedAt: now, createdAt: now, lastRefreshedAt: now, grantExpiresAt: grantEnds,
                        accessTokenType: g.tokenType, dpopKey: login.dpopKey, metadata: g.metadata,
-                       endUser: login.endUser)
+                       endUser: login.endUser, certificateBinding: bound)
     }
 
     /// An IdP's demand for a DPoP proof (RFC 9449 `invalid_dpop_proof`, `use_dpop_nonce`) on

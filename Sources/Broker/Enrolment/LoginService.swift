@@ -130,7 +130,7 @@ public struct LoginService: Sendable {
         var url = Self.url(authorize, adding: query), expires = login.expiresAt
         if meta.pushedAuthorizationRequestEndpoint != nil {
             let pushed: (requestURI: String, expiresIn: Int)
-            do { pushed = try endpoint.pushAuthorizationRequest(client: client, parameters: query, dpop: dpop?.proof) } catch {
+            do { pushed = try push(client, query, dpop: dpop?.proof) } catch let error as TokenEndpointError {
                 switch error {
                 // The IdP refused the request itself (RFC 9126 §2.3): the registration must change, retrying cannot help.
                 case .oauth(let o) where dpop == nil && (o.error == "invalid_dpop_proof" || o.error == "use_dpop_nonce"):

@@ -137,6 +137,10 @@ public struct OperatorService: Sendable {
     /// none (its stored one is dropped on the write).
     private func clientCertificate(_ c: inout ClientRegistration, _ given: ClientCertificateInput?) throws -> ClientTLSCredential? {
         guard c.authMethod.needsCertificate else {
+            if c.handOutCertificateBound {
+                throw BrokerError.badRequest(code: "invalid_request",
+                                             message: "'hand_out_certificate_bound' is only for auth_method tls_client_auth or self_signed_tls_client_auth")
+            }
             if given != nil {
                 throw BrokerError.badRequest(code: "invalid_request",
                                              message: "'tls_client_certificate' is only for auth_method tls_client_auth or self_signed_tls_client_auth")

@@ -10,6 +10,8 @@ struct ProxyExchange {
     let backoff: UpstreamBackoffs.Key
     let body: (any ByteSource)?
     var machine: ProxyMachine
+    /// The client certificate presented to the upstream (a mutual-TLS client's); nil: none.
+    let certificate: ClientTLSCredential?
     /// Where the resource server's DPoP nonce is kept: tenant, client and origin.
     let nonceKey: String
     /// The caller's headers that go on.

@@ -13,7 +13,8 @@ extension ProxyService {
         case .app(let client):
             let ask = AppTokenAsk(scopes: [], audience: nil, resource: nil)
             do {
-                let t = try appTokens.token(tenant: call.tenant, client: client, ask: ask, minTTL: nil, actor: Self.actor(principal))
+                let t = try appTokens.token(tenant: call.tenant, client: client, ask: ask, minTTL: nil, presentedByBroker: true,
+                                            actor: Self.actor(principal))
                 return .success(ProxyCredential(token: t.accessToken, type: t.tokenType, client: client, session: nil, metadata: nil,
                                                 ask: ask, version: t.version))
             } catch {
@@ -25,6 +26,7 @@ extension ProxyService {
         }
         var request = TokenRequest()
         request.audited = false
+        request.presentedByBroker = true
         return wait { [tokens] done in
             switch tokens.handOut(by: principal, tenant: call.tenant, target: target, request: request) {
             case .now(let r): done(r)
@@ -43,6 +45,7 @@ extension ProxyService {
         if let session = credential.session {
             var request = TokenRequest()
             request.audited = false
+            request.presentedByBroker = true
             let rejected = credential.token
             outcome = wait { [tokens] done in
                 tokens.replacing(rejected, by: principal, tenant: tenant, session: session, request: request, completion: done)
@@ -86,7 +89,8 @@ extension ProxyService {
             proof = tokens.proof(tenant: tenant, session: session, token: c.token, for: target)
         } else if let ask = c.ask {
             do {
-                let t = try appTokens.token(tenant: tenant, client: c.client, ask: ask, minTTL: nil, dpop: [target], actor: Self.actor(principal))
+                let t = try appTokens.token(tenant: tenant, client: c.client, ask: ask, minTTL: nil, dpop: [target], presentedByBroker: true,
+                                            actor: Self.actor(principal))
                 (c.token, c.type, c.version) = (t.accessToken, t.tokenType, t.version)
                 proof = t.dpopProofs.first.map { .success($0) } ?? .failure(.internalError)
             } catch {

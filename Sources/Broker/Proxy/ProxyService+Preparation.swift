@@ -14,12 +14,18 @@ extension ProxyService {
             .failure(ProxyRefused(error: e, client: credential.client, host: host, session: credential.session))
         }
         let settings: UpstreamSettings
+        let certificate: ClientTLSCredential?
         do {
             guard let reg = try registry.client(tenant: call.tenant, id: credential.client, now: clock.now()) else { return refuse(.notFound("client")) }
             guard let s = reg.effectiveUpstream, s.baseURL != nil else {
                 return refuse(.proxy(.noUpstream("the client '\(credential.client)' has no upstream base_url")))
             }
             settings = s
+            // A client authenticating with mutual TLS presents its certificate to its upstream
+            // too (RFC 8705 §3): its tokens may be bound to it. The current one: a replaced
+            // certificate is used at once (its tokens were renewed with it by the token path).
+            certificate = reg.authMethod.needsCertificate
+                ? try registry.clientCertificate(tenant: call.tenant, id: credential.client, now: clock.now()) : nil
         } catch {
             return refuse(tokens.refresher.brokerError(error, doing: "a proxied call"))
         }
@@ -43,7 +49,7 @@ extension ProxyService {
             hasBody: body != nil, dpop: credential.type == .dpop, plain401InvalidToken: settings.plain401InvalidToken ?? false,
             retryRateLimited: settings.retryRateLimited, retryBudget: settings.retryBudget))
         return .success(ProxyExchange(call: call, credential: credential, settings: settings, target: target, backoff: backoff, body: body,
-                                      machine: machine, nonceKey: call.tenant + "\u{1F}" + credential.client + "\u{1F}" + target.origin,
+                                      machine: machine, certificate: certificate, nonceKey: call.tenant + "\u{1F}" + credential.client + "\u{1F}" + target.origin,
                                       forwarded: ProxyHeaders.request(call.headers)))
     }
 

@@ -99,7 +99,7 @@ public final class ProxyService: Service {
                 let request = UpstreamRequest(method: send.method, url: send.url, headers: x.forwarded + authorization,
                                               body: send.withBody ? x.body : nil, allowPrivateAddresses: x.settings.allowPrivateAddresses,
                                               connectTimeout: limits.connectTimeout, totalTimeout: limits.totalTimeout,
-                                              maxResponseBytes: limits.maxResponseBytes)
+                                              maxResponseBytes: limits.maxResponseBytes, clientCertificate: x.certificate)
                 bodySent = bodySent || send.withBody
                 var next: ProxyMachine.Action?
                 var delivered = false

@@ -231,7 +231,7 @@ public final class FailoverGuard: @unchecked Sendable {
                            failureCount: s.failureCount, lastError: s.lastError, grantedAt: s.grantedAt, createdAt: s.createdAt,
                            lastUsedAt: s.lastUsedAt, lastRefreshedAt: s.lastRefreshedAt, attempt: s.attempt, backoffUntil: s.backoffUntil,
                            reason: s.reason, grantExpiresAt: s.grantExpiresAt, accessTokenType: s.accessTokenType, dpopKey: nil,
-                           metadata: s.metadata, endUser: s.endUser)
+                           metadata: s.metadata, endUser: s.endUser, certificateBinding: s.certificateBinding)
         return SealedRow(row: bare, accessToken: try sealed(s.accessToken, s, "access_token"),
                          refreshToken: try sealed(s.refreshToken, s, "refresh_token"), idToken: try sealed(s.idToken, s, "id_token"),
                          replaced: try replaced.map { try sealer.seal($0, context: context(s, "replaced")) } ?? keeping)

@@ -128,9 +128,11 @@ extension RefreshDriver {
     }
 
     func context(_ client: ClientRegistration, now: Date, blockedUntil: Date? = nil) -> RefreshContext {
-        RefreshContext(now: now, policy: client.refreshPolicy, retry: retry, patience: patience, onAmbiguous: client.onAmbiguousRefresh,
-                       blockedUntil: blockedUntil, draw: (jitter() + 1) / 2, jitter: jitter(),
-                       grant: client.descriptor.grant, refusals: client.descriptor.refusals)
+        var c = RefreshContext(now: now, policy: client.refreshPolicy, retry: retry, patience: patience, onAmbiguous: client.onAmbiguousRefresh,
+                               blockedUntil: blockedUntil, draw: (jitter() + 1) / 2, jitter: jitter(),
+                               grant: client.descriptor.grant, refusals: client.refusals)
+        c.presentsCertificate = client.authMethod.needsCertificate
+        return c
     }
 
     func log(_ key: SessionKey, _ client: ClientRegistration, _ e: RefreshEvent) {

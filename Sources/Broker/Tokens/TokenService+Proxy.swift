@@ -40,7 +40,7 @@ extension TokenService {
                 }
                 var forced = request
                 forced.forceRefresh = true
-                let need = forced.requirement(policy: client.refreshPolicy, lifetime: session.accessLifetime)
+                let need = forced.requirement(policy: client.refreshPolicy, lifetime: session.accessLifetime, bound: forced.boundRule(for: client))
                 awaitRefresh(session, client, need, principal: principal, request: forced, attempt: 0, until: until, completion: completion)
             } catch {
                 completion(finish(.failure(refresher.brokerError(error, doing: "a token request")), principal, tenant, id, now,

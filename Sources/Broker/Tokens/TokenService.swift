@@ -96,7 +96,12 @@ public final class TokenService: Sendable {
             policy = p
             log?.policies[session.client] = p
         }
-        let need = request.requirement(policy: policy, lifetime: session.accessLifetime)
+        var need = request.requirement(policy: policy, lifetime: session.accessLifetime)
+        if session.certificateBinding != nil {
+            // A certificate-bound token (rare): the registration says who may have it.
+            guard let c = registry.peekClient(tenant: tenant, id: session.client, now: now), let client = c else { return .miss }
+            need.bound = request.boundRule(for: client)
+        }
         switch TokenDecision.decide(session, need, now: now) {
         case .serve:
             metrics.cacheHits.add()
@@ -105,6 +110,8 @@ public final class TokenService: Sendable {
             return .answered(finish(.failure(e), principal, tenant, id, now, audited: request.audited, into: &log))
         case .refresh:
             guard let c = registry.peekClient(tenant: tenant, id: session.client, now: now), let client = c else { return .miss }
+            // The refresh may bring a bound token where there was none: its rule is the client's.
+            need.bound = request.boundRule(for: client)
             return .refresh(session, client, need)
         }
     }
@@ -197,7 +204,7 @@ public final class TokenService: Sendable {
     func answer(_ session: Session, _ client: ClientRegistration, principal: Principal, request: TokenRequest, attempt: Int,
                         until: Date, completion: @escaping Completion) {
         let now = clock.now()
-        let need = request.requirement(policy: client.refreshPolicy, lifetime: session.accessLifetime)
+        let need = request.requirement(policy: client.refreshPolicy, lifetime: session.accessLifetime, bound: request.boundRule(for: client))
         switch TokenDecision.decide(session, need, now: now) {
         case .serve:
             completion(finish(issue(session, now: now, request, promised: need.minTTL), principal, session.tenant, session.id, now, audited: request.audited))
@@ -220,7 +227,7 @@ public final class TokenService: Sendable {
             guard let deliver = once.take() else { return }
             let now = clock.now()
             let held = cache.get(key, now: now) ?? session
-            if TokenDecision.lives(held, need, now), !need.forceRefresh || held.version != session.version {
+            if TokenDecision.lives(held, need, now), need.bound.refusal(held) == nil, !need.forceRefresh || held.version != session.version {
                 deliver(finish(issue(held, now: now, request, promised: need.minTTL), principal, tenant, session.id, now, audited: request.audited))
             } else {
                 deliver(finish(.failure(.refreshBusy), principal, tenant, session.id, now, audited: request.audited))
@@ -235,14 +242,15 @@ public final class TokenService: Sendable {
                 executor.submit { self.answer(session, client, principal: principal, request: request, attempt: 1, until: until, completion: deliver) }
             case .failure(let e):
                 // In backoff or with an attempt in flight, a still-good token is better than a refusal.
-                if let held = cache.get(key, now: now), TokenDecision.lives(held, need, now), !need.forceRefresh {
+                if let held = cache.get(key, now: now), TokenDecision.lives(held, need, now), need.bound.refusal(held) == nil, !need.forceRefresh {
                     deliver(finish(issue(held, now: now, request, promised: need.minTTL), principal, tenant, held.id, now, audited: request.audited))
                 } else {
                     deliver(finish(.failure(e), principal, tenant, session.id, now, audited: request.audited))
                 }
             case .success(let (fresh, refreshed)):
                 // A default min_ttl follows the lifetime the IdP now reports.
-                let need = request.minTTL == nil ? request.requirement(policy: client.refreshPolicy, lifetime: fresh.accessLifetime) : need
+                let need = request.minTTL == nil
+                    ? request.requirement(policy: client.refreshPolicy, lifetime: fresh.accessLifetime, bound: need.bound) : need
                 switch TokenDecision.afterRefresh(fresh, need, now: now) {
                 case .serve:
                     deliver(finish(issue(fresh, now: now, request, promised: need.minTTL), principal, tenant, fresh.id, now, refreshed: refreshed, audited: request.audited))

@@ -4,7 +4,8 @@ import Foundation
 /// WebhookService manages a tenant's webhook endpoints and delivers their events (Standard
 /// Webhooks): from the durable outbox, by any replica, at least once, in order per session,
 /// with backoff, giving up after `giveUpAfter`. Events are queued by the stores in the
-/// transaction that causes them; session.grant_expiring by `queueGrantsExpiring`.
+/// transaction that causes them; session.grant_expiring by `queueGrantsExpiring`;
+/// client.certificate_expiring by `queueCertificatesExpiring`.
 ///
 /// Thread-safety: a value; calls block (database, receivers): run them on worker threads.
 public struct WebhookService: Sendable {
@@ -161,5 +162,12 @@ public struct WebhookService: Sendable {
     public func queueGrantsExpiring(within: TimeInterval = 86_400) throws -> Int {
         let now = clock.now()
         return try store.queueGrantsExpiring(before: now.addingTimeInterval(within), now: now, limit: 500)
+    }
+
+    /// Queues client.certificate_expiring for client certificates 30, 7 or 1 days from their
+    /// end (once per certificate and threshold).
+    @discardableResult
+    public func queueCertificatesExpiring() throws -> Int {
+        try store.queueCertificatesExpiring(now: clock.now(), limit: 500)
     }
 }

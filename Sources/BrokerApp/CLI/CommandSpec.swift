@@ -35,13 +35,14 @@ struct CommandSpec {
                                    --scopes "openid offline_access" [--client-secret-file F] [--redirect-after-allowed URL]...
                                    [--min-ttl S] [--lead-seconds S] [--jitter-seconds S] [--assertion-alg ALG] [--trust-anchors-file F]
                                    [--provider NAME] [--protocol oidc|oauth2] [--descriptor-file F] [--no-verify] [--config FILE]
-                                   [--tls-client-certificate-file F --tls-client-key-file F]
+                                   [--tls-client-certificate-file F --tls-client-key-file F] [--hand-out-certificate-bound]
               create or replace a client registration (the secret is read from the file, or from TOKENBROKER_CLIENT_SECRET);
               the issuer's metadata must name exactly --issuer, unless --no-verify; --trust-anchors-file: PEM CA
               certificates this client's provider connections trust instead of the deployment's; --provider: a catalogue
               entry (docs/providers.md), with --descriptor-file's JSON object merged over it (docs/provider-descriptors.md);
               --tls-client-certificate-file, --tls-client-key-file: the PEM chain and key of a tls_client_auth or
-              self_signed_tls_client_auth client (mutual TLS, RFC 8705), checked and sealed
+              self_signed_tls_client_auth client (mutual TLS, RFC 8705), checked and sealed; --hand-out-certificate-bound:
+              workers (holding the same certificate) may have tokens bound to it, else only the outbound proxy uses them
             tokenbroker client token --tenant T --client C [--scope S] [--audience A] [--resource R] [--min-ttl N] [--config FILE]
               the client's own app token (client credentials, docs/app-tokens.md), as the worker route answers it: the
               stored one when it lives --min-ttl seconds, else one new grant shared with every replica; audited as `cli`
@@ -49,7 +50,7 @@ struct CommandSpec {
                            "redirect-after-allowed", "min-ttl", "lead-seconds", "jitter-seconds", "assertion-alg", "trust-anchors-file",
                            "provider", "protocol", "descriptor-file", "client", "scope", "audience", "resource",
                            "tls-client-certificate-file", "tls-client-key-file"],
-            flags: ["no-verify"], positionals: 1...1),
+            flags: ["no-verify", "hand-out-certificate-bound"], positionals: 1...1),
         CommandSpec(name: "apikey", usage: """
             tokenbroker apikey create --name N --role R [--role R]... (--tenant T [--tenant T]... | --all-tenants)
                                       [--expires-in SECONDS] [--certificate-sha256 HEX] [--config FILE]

@@ -54,7 +54,7 @@ enum Commands {
             }
             return ClientCertificateInput(chain: chain, key: key)
         }
-        let reg = ClientRegistration(
+        var reg = ClientRegistration(
             tenant: try a.required("tenant"), id: try a.required("id"), issuer: a.value("issuer") ?? "", clientID: try a.required("client-id"),
             authMethod: method, redirectURI: try a.required("redirect-uri"), scopes: Scopes.parse(try a.required("scopes")),
             redirectAfterAllowed: a.values("redirect-after-allowed"), refreshPolicy: policy,
@@ -62,6 +62,7 @@ enum Commands {
                 guard let alg = JWSAlgorithm(rawValue: name) else { throw Arguments.Invalid(description: "--assertion-alg must be ES256, RS256 or PS256") }
                 return alg
             }, trustAnchors: anchors)
+        reg.handOutCertificateBound = a.flag("hand-out-certificate-bound")
         var provider = ProviderChoice(provider: a.value("provider"), protocolName: a.value("protocol"))
         if let p = provider.protocolName, ProviderDescriptor.Kind(rawValue: p) == nil { throw Arguments.Invalid(description: "--protocol must be oidc or oauth2") }
         if let f = a.value("descriptor-file") {

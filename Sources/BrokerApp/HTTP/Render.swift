@@ -79,6 +79,8 @@ enum Render {
             ("failure_count", String(s.failureCount)), ("last_error", JSONText.optional(s.lastError)),
             ("granted_at", RFC3339.optional(s.grantedAt)), ("grant_expires_at", RFC3339.optional(s.grantExpiresAt)),
             ("metadata", s.metadata ?? "null"),
+            // The client certificate the access token is bound to (RFC 8705 §3), if any.
+            ("access_token_x5t#S256", JSONText.optional(s.certificateBinding)),
             ("created_at", RFC3339.optional(s.createdAt)),
             ("last_used_at", RFC3339.optional(s.lastUsedAt)), ("last_refreshed_at", RFC3339.optional(s.lastRefreshedAt)),
         ]
@@ -179,6 +181,7 @@ enum Render {
                 JSONText.object([("x5t#S256", JSONText.quote(t.thumbprint)), ("subject", JSONText.quote(t.subject)),
                                  ("not_after", RFC3339.optional(t.notAfter))])
             } ?? "null"),
+            ("hand_out_certificate_bound", c.handOutCertificateBound ? "true" : "false"),
         ] + assertion)
     }
 }

@@ -109,6 +109,16 @@ enum Metrics {
         gauge("tokenbroker_db_pool_in_use", "PostgreSQL connections lent out now.", db.inUse)
         gauge("tokenbroker_db_pool_waiting", "Callers waiting for a PostgreSQL connection now.", db.waiting)
         gauge("tokenbroker_db_pool_size", "The most PostgreSQL connections this replica opens (TOKENBROKER_DB_POOL_SIZE).", db.size)
+        // Written even before the first reading, so that the alert names an exposed metric.
+        let replication = runtime.replication.last
+        out += "# HELP tokenbroker_db_replication_mode The primary's replication mode (1 for the current one; none before the first reading, every 30 s).\n"
+            + "# TYPE tokenbroker_db_replication_mode gauge\n"
+        for mode in ReplicationMode.allCases where replication != nil {
+            out += "tokenbroker_db_replication_mode{mode=\"\(mode.rawValue)\"} \(replication?.mode == mode ? 1 : 0)\n"
+        }
+        out += "# HELP tokenbroker_db_synchronous_standbys Connected standbys the primary's commits wait for (absent when the broker's role may not see them).\n"
+            + "# TYPE tokenbroker_db_synchronous_standbys gauge\n"
+        if let n = replication?.synchronousStandbys { out += "tokenbroker_db_synchronous_standbys \(n)\n" }
         gauge("tokenbroker_change_feed_alive", "1 while this replica's canary comes back through the change feed, 0 when one did not within 6 s (cached rows are then not served).",
               runtime.feedAlive ? 1 : 0)
         let prepared = runtime.pool.statements

@@ -67,6 +67,7 @@ struct OperatorRoutes {
             } ?? .standard,
             trustAnchors: try b.string("trust_anchors"))
         reg.disabled = try b.bool("disabled") ?? false
+        reg.handOutCertificateBound = try b.bool("hand_out_certificate_bound") ?? false
         return (reg, try b.string("client_secret"), dpopAuto)
     }
 

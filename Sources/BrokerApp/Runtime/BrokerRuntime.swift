@@ -53,6 +53,8 @@ public final class BrokerRuntime: Sendable {
     public let webhooks: WebhookService
     /// The outbox and sign-outs still to do, counted every 15 s (metrics).
     public let backlog: BacklogGauge
+    /// The primary's replication mode: whether a failover can lose acknowledged commits.
+    public let replication: ReplicationMonitor
     /// The database server this replica is on, and what it re-applies after a failover.
     public let failover: FailoverGuard
     /// The background loops' failures, logged once per outage (not once per pass).
@@ -101,6 +103,12 @@ public final class BrokerRuntime: Sendable {
                 logger.error("the change feed delivers nothing: a canary sent to this replica did not come back; cached sessions, "
                                  + "clients and keys are not served until it does (is TOKENBROKER_LISTEN_DATABASE_URL a transaction pooler?)",
                              ("code", "change_feed_dead"), ("seconds", String(format: "%.1f", waited)))
+            case .unproven:
+                // Notices sent while it was away are lost (the caches were dropped); until a
+                // canary comes back through the new connection, reads go to the database.
+                trust.set(false)
+                logger.info("the change feed listens again on a new connection; caches are trusted once a canary comes back",
+                            ("code", "change_feed_reconnected"))
             case .recovered:
                 trust.set(true)
                 logger.info("the change feed delivers again; caches are trusted again", ("code", "change_feed_alive"))
@@ -172,6 +180,7 @@ public final class BrokerRuntime: Sendable {
         engine = RefreshEngine(config: config.refresh, refresher: refresher, store: sessions, registry: registry, clock: clock,
                                pool: RefreshPool(globalCap: config.refreshConcurrency), outages: outages)
         backlog = BacklogGauge(store: PostgresBacklogStore(pool: pool))
+        replication = ReplicationMonitor(probe: PostgresReplicationProbe(pool: pool), report: Self.replicationLog(logger))
         webhooks = WebhookService(store: PostgresWebhookStore(pool: pool, sealer: sealer), registry: registry,
                                   sender: HTTPWebhookSender(http: BlockingHTTP(timeout: 10), allowPrivateNetworks: config.webhookAllowPrivateNetworks), mac: { try HMACSHA256.mac(key: $0, $1) },
                                   audit: audit, clock: clock, allowHTTP: config.webhookAllowHTTP,
@@ -190,10 +199,11 @@ public final class BrokerRuntime: Sendable {
     /// Whether the change feed delivers (its canaries come back).
     public var feedAlive: Bool { feed.isAlive }
 
-    /// Applies pending migrations; returns the versions applied.
+    /// Applies pending migrations; returns the versions applied. A second connection renews
+    /// the migration lease while a long statement (an index built concurrently) runs.
     public func migrate() throws -> [Int] {
         let c = try pool.dedicated()
-        return try migrator.migrate(c)
+        return try migrator.migrate(c, connect: { [pool] () throws(PGError) in try pool.dedicated() })
     }
 
     /// The versions applied, and those in sql/ not applied yet.
@@ -278,6 +288,11 @@ public final class BrokerRuntime: Sendable {
                 return false
             },
             loop("backlog", every: 15, first: 1, "counting the backlog failed") { try backlog.count(); return false },
+            // The primary's replication mode, logged when first known and when it changes.
+            loop("replication", every: ReplicationMonitor.period, first: 0.2, "reading the replication mode failed") { [replication = rt.replication] in
+                try replication.check()
+                return false
+            },
             // Revocations the IdP has not confirmed yet, from every replica's outbox share.
             loop("revoker", every: 1, "delivering revocations failed") { try revocations.deliverDue() > 0 },
             // IdP answers whose write the database did not take: written as soon as it is back.
@@ -287,6 +302,10 @@ public final class BrokerRuntime: Sendable {
             // Webhook deliveries from the outbox every replica shares; grants nearing their end.
             loop("webhooks", every: 0.5, "delivering webhooks failed") { try webhooks.deliverDue() > 0 },
             loop("grant-expiring", every: 60, first: 1, "queueing grant-expiring webhooks failed") { try webhooks.queueGrantsExpiring() > 0 },
+            // Client certificates nearing their end (30, 7, 1 days): once per certificate and threshold, whichever replica.
+            loop("certificate-expiring", every: 15, first: 1, "queueing certificate-expiring webhooks failed") {
+                try webhooks.queueCertificatesExpiring() > 0
+            },
             // App tokens in use whose renewal instant comes before the next pass: granted again, once across replicas.
             loop("app-tokens", every: 1, "renewing app tokens failed") { [appTokens = rt.appTokens] in _ = try appTokens.renewDue(ahead: 1); return false },
         ]
@@ -319,6 +338,27 @@ public final class BrokerRuntime: Sendable {
             write("writing app tokens' last use failed") { try appTokens.flushUses() > 0 }
             let keys = auth.drainUsed()
             if !keys.isEmpty { write("writing API keys' last use failed") { try registryStore.touchAPIKeys(keys, at: clock.now()); return true } }
+        }
+    }
+
+    /// One line per replication mode: INFO when commits wait for a synchronous standby, WARN
+    /// otherwise (a failover may lose the last rotations). Names and settings only.
+    static func replicationLog(_ logger: Logger) -> @Sendable (ReplicationWatch.Report) -> Void {
+        { r in
+            var fields: [(String, String)] = [("code", "db_replication_mode"), ("mode", r.mode.rawValue),
+                                              ("synchronous_commit", r.reading.synchronousCommit),
+                                              ("synchronous_standby_names", r.reading.synchronousStandbyNames),
+                                              ("standbys", r.reading.standbys.map { "\($0.name ?? "?"):\($0.syncState ?? "?")" }.joined(separator: ","))]
+            if let n = r.synchronousStandbys { fields.append(("synchronous_standbys", String(n))) }
+            if let p = r.previous { fields.append(("previous_mode", p.rawValue)) }
+            switch r.mode {
+            case .synchronous: logger.write(.info, "sessions are stored on a primary whose commits wait for a synchronous standby", fields)
+            case .synchronousUnavailable:
+                logger.write(.warn, "the primary waits for a synchronous standby and none is connected: writes wait until one is", fields)
+            case .asynchronous, .standalone, .unknown:
+                logger.write(.warn, "sessions are stored on a primary without a synchronous standby: a failover may lose the last refresh-token rotations",
+                             fields)
+            }
         }
     }
 

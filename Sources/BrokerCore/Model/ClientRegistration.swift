@@ -42,6 +42,10 @@ public struct ClientRegistration: Sendable, Equatable {
     /// With `tls_client_auth` or `self_signed_tls_client_auth`: what may be shown of the
     /// certificate presented to the provider (RFC 8705 §2); the chain and key are sealed apart.
     public var tlsClientCertificate: ClientCertificate?
+    /// Access tokens bound to the client's certificate (RFC 8705 §3) may be handed to workers:
+    /// they hold the same certificate and key. Off: such a hand-out is refused (409
+    /// `token_certificate_bound`), and the token is used through the outbound proxy only.
+    public var handOutCertificateBound = false
 
     public init(tenant: String, id: String, issuer: String, clientID: String, authMethod: ClientAuthMethod,
                 redirectURI: String, scopes: [String], redirectAfterAllowed: [String] = [],

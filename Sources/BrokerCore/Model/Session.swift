@@ -37,13 +37,15 @@ public struct Session: Sendable, Equatable {
         let dpopKey: DPoPKeyMaterial?
         var metadata: String?
         let endUser: String?
+        var certificateBinding: String?
 
         init(tenant: String, id: String, client: String, subject: String, issuer: String, scopes: [String],
             claims: IdentityClaims, accessToken: String?, accessExpiresAt: Date?, accessLifetime: TimeInterval?,
             refreshToken: String?, idToken: String?, state: SessionState, nextRefreshAt: Date?, version: Int64, failureCount: Int,
             lastError: String?, grantedAt: Date, createdAt: Date, lastUsedAt: Date?, lastRefreshedAt: Date?,
             attempt: RefreshAttempt?, backoffUntil: Date?, reason: String?, grantExpiresAt: Date?, accessTokenType: TokenType,
-            dpopKey: DPoPKeyMaterial?, metadata: String?, endUser: String?) {
+            dpopKey: DPoPKeyMaterial?, metadata: String?, endUser: String?, certificateBinding: String?) {
+            self.certificateBinding = certificateBinding
             self.tenant = tenant
             self.id = id
             self.client = client
@@ -81,7 +83,8 @@ public struct Session: Sendable, Equatable {
                 refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
                 failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt,
                 lastUsedAt: lastUsedAt, lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil,
-                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata, endUser: endUser)
+                reason: reason, grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata, endUser: endUser,
+                certificateBinding: certificateBinding)
         }
     }
 
@@ -201,6 +204,13 @@ public struct Session: Sendable, Equatable {
     /// The application's own id of the user (`end_user`, EndUser's rule), given when the login
     /// started or the grant was imported; nil when none was. Never the provider's subject.
     public var endUser: String? { storage.endUser }
+    /// The SHA-256 thumbprint of the client certificate the access token is bound to (its
+    /// `cnf.x5t#S256`, RFC 8705 §3), read when the token came (CertificateBinding); nil: the
+    /// token is not certificate-bound. Only a holder of that certificate's key can present it.
+    public var certificateBinding: String? {
+        get { storage.certificateBinding }
+        set { change { $0.certificateBinding = newValue } }
+    }
 
     public init(tenant: String, id: String, client: String, subject: String, issuer: String,
                 scopes: [String], claims: IdentityClaims = IdentityClaims(), accessToken: String? = nil,
@@ -209,13 +219,15 @@ public struct Session: Sendable, Equatable {
                 version: Int64 = 1, failureCount: Int = 0, lastError: String? = nil, grantedAt: Date,
                 createdAt: Date, lastUsedAt: Date? = nil, lastRefreshedAt: Date? = nil,
                 attempt: RefreshAttempt? = nil, backoffUntil: Date? = nil, reason: String? = nil, grantExpiresAt: Date? = nil,
-                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil, metadata: String? = nil, endUser: String? = nil) {
+                accessTokenType: TokenType = .bearer, dpopKey: DPoPKeyMaterial? = nil, metadata: String? = nil, endUser: String? = nil,
+                certificateBinding: String? = nil) {
         storage = Storage(tenant: tenant, id: id, client: client, subject: subject, issuer: issuer, scopes: scopes,
             claims: claims, accessToken: accessToken, accessExpiresAt: accessExpiresAt, accessLifetime: accessLifetime,
             refreshToken: refreshToken, idToken: idToken, state: state, nextRefreshAt: nextRefreshAt, version: version,
             failureCount: failureCount, lastError: lastError, grantedAt: grantedAt, createdAt: createdAt, lastUsedAt: lastUsedAt,
             lastRefreshedAt: lastRefreshedAt, attempt: attempt, backoffUntil: backoffUntil, reason: reason,
-            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata, endUser: endUser)
+            grantExpiresAt: grantExpiresAt, accessTokenType: accessTokenType, dpopKey: dpopKey, metadata: metadata, endUser: endUser,
+            certificateBinding: certificateBinding)
     }
 
     public static func == (a: Session, b: Session) -> Bool {
@@ -250,6 +262,7 @@ public struct Session: Sendable, Equatable {
             && x.dpopKey == y.dpopKey
             && x.metadata == y.metadata
             && x.endUser == y.endUser
+            && x.certificateBinding == y.certificateBinding
     }
 
     /// Proactive: refreshed ahead of expiry; idle: not handed out lately, refreshed on demand and

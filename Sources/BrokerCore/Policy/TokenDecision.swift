@@ -14,7 +14,8 @@ public enum TokenDecision: Sendable, Equatable {
     /// for the flight instead, and get the held token only if it does not end in time.
     public static func decide(_ s: Session, _ need: TokenRequirement, now: Date) -> TokenDecision {
         if let refusal = refusal(s, need) { return .reject(refusal) }
-        if need.forceRefresh || s.attempt != nil { return .refresh }
+        // A token bound to a certificate no longer presented is renewed with the new one (RFC 8705 §6.3).
+        if need.forceRefresh || s.attempt != nil || need.bound.stale(s) { return .refresh }
         if lives(s, need, now) { return .serve }
         // Backing off: no IdP call before then, whoever asks — answered from memory.
         if let b = s.backoffUntil, b > now {
@@ -29,14 +30,18 @@ public enum TokenDecision: Sendable, Equatable {
     /// never spent when a good access token was just obtained with it.
     public static func decideLocked(_ s: Session, _ need: TokenRequirement, seenVersion: Int64, now: Date) -> TokenDecision {
         if let refusal = refusal(s, need) { return .reject(refusal) }
-        let fresh = lives(s, need, now)
+        let fresh = lives(s, need, now) && !need.bound.stale(s)
         if fresh && (!need.forceRefresh || s.version != seenVersion) { return .serve }
         if s.refreshToken == nil { return .reject(.sessionNotActive(.needsReauth)) }
         return .refresh
     }
 
     /// Checks made after a refresh: a token the IdP issues cannot live as long as asked.
+    /// A refresh may have brought a certificate-bound token where there was none: refused to a
+    /// worker as the held one would have been. One still bound to another certificate than the
+    /// one presented is served: the server bound it so, and another refresh would change nothing.
     public static func afterRefresh(_ s: Session, _ need: TokenRequirement, now: Date) -> TokenDecision {
+        if let r = need.bound.refusal(s) { return .reject(r) }
         if lives(s, need, now) { return .serve }
         return .reject(.minTTLTooLong(maximum: maximum(s.accessLifetime ?? s.accessTTL(at: now) ?? 0)))
     }
@@ -52,6 +57,7 @@ public enum TokenDecision: Sendable, Equatable {
 
     private static func refusal(_ s: Session, _ need: TokenRequirement) -> BrokerError? {
         guard s.state == .active else { return .sessionNotActive(s.state) }
+        if let r = need.bound.refusal(s) { return r }
         let missing = need.scopes.filter { !s.scopes.contains($0) }
         if !missing.isEmpty { return .insufficientScope(missing: missing) }
         // A token never lives longer than it was issued for: asking for that much would spend a

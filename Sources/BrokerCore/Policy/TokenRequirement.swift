@@ -8,8 +8,12 @@ public struct TokenRequirement: Sendable, Equatable {
     public var scopes: [String]
     /// Refresh even when the cached token would do (still single-flight).
     public var forceRefresh: Bool
+    /// What a token bound to the client's certificate (RFC 8705 §3) does here: refused to a
+    /// worker, or renewed when bound to another certificate than the one presented now.
+    public var bound: BoundTokenRule
 
-    public init(minTTL: TimeInterval, scopes: [String] = [], forceRefresh: Bool = false) {
+    public init(minTTL: TimeInterval, scopes: [String] = [], forceRefresh: Bool = false, bound: BoundTokenRule = .refuse) {
+        self.bound = bound
         self.minTTL = minTTL
         self.scopes = scopes
         self.forceRefresh = forceRefresh

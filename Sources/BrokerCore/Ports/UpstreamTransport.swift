@@ -30,10 +30,14 @@ public struct UpstreamRequest: Sendable {
     public var totalTimeout: Double
     /// A body longer than this is cut off (the sink is finished incomplete).
     public var maxResponseBytes: Int
+    /// The client certificate and key presented when the upstream asks (RFC 8705 mutual TLS);
+    /// nil: none. A connection made with one serves only requests presenting the same.
+    public var clientCertificate: ClientTLSCredential?
 
     public init(method: String, url: String, headers: [(name: String, value: String)], body: (any ByteSource)? = nil,
                 allowPrivateAddresses: Bool = false, connectTimeout: Double = 5, totalTimeout: Double = 60,
-                maxResponseBytes: Int = 1 << 30) {
+                maxResponseBytes: Int = 1 << 30, clientCertificate: ClientTLSCredential? = nil) {
+        self.clientCertificate = clientCertificate
         self.method = method
         self.url = url
         self.headers = headers

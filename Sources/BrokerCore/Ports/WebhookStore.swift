@@ -28,4 +28,10 @@ public protocol WebhookStore: Sendable {
     /// Queues `session.grant_expiring` for active sessions whose grant ends before `before` and
     /// that were not told yet, in tenants with an endpoint subscribed; answers how many.
     func queueGrantsExpiring(before: Date, now: Date, limit: Int) throws -> Int
+
+    /// Queues `client.certificate_expiring` for client certificates whose threshold
+    /// (CertificateExpiryNotice) is due and not told yet, in tenants with an endpoint
+    /// subscribed, marking each told in the same transaction (so once, whichever replica runs
+    /// it); answers how many.
+    func queueCertificatesExpiring(now: Date, limit: Int) throws -> Int
 }

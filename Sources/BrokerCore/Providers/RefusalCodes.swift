@@ -7,6 +7,11 @@
 public struct RefusalCodes: Sendable, Equatable {
     public var clientRefused: Set<String> = ["invalid_client", "unauthorized_client"]
     public var retried: Set<String> = ["invalid_request"]
+    /// Whether a 403 without an RFC 6749 error body refuses the client rather than the grant.
+    /// Set for a client that authenticates by its certificate (RFC 8705 §2): glewlwyd 2.7.5
+    /// answers a certificate it does not take for the client (another subject, not listed) with
+    /// a bare 403 before it looks at the grant, and ending a session cannot be undone.
+    public var bareForbiddenRefusesClient = false
 
     public init() {}
 }

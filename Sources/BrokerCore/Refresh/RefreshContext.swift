@@ -23,6 +23,9 @@ public struct RefreshContext: Sendable, Equatable {
     /// tokens that never expire) and how its refusals are read (its descriptor).
     public var grant: GrantLifetime
     public var refusals: RefusalCodes
+    /// The client presents a TLS certificate to its provider (RFC 8705): the access tokens it
+    /// gets may be bound to it, and are read for `cnf.x5t#S256` (CertificateBinding).
+    public var presentsCertificate = false
 
     public init(now: Date, policy: RefreshPolicy = RefreshPolicy(), retry: RetryPolicy = RetryPolicy(), patience: TimeInterval = 120,
                 onAmbiguous: AmbiguousRefreshPolicy = .failClosed, blockedUntil: Date? = nil, blockedWith: BrokerError? = nil, draw: Double = 1,

@@ -6,7 +6,8 @@ public enum RefreshFailure: Sendable, Equatable {
     /// as retried or as refusing the client, a bare 403. The session needs a new sign-in.
     case grantDead(reason: String)
     /// The IdP refused the client, not the grant: `invalid_client`, `unauthorized_client`, or
-    /// 401. The session stays active; an operator must fix the registration.
+    /// 401 (a bare 403 too, for a client that authenticates by its certificate). The session
+    /// stays active; an operator must fix the registration.
     case clientRejected
     /// The IdP refused the DPoP proof, or wants one from a session that has no key (RFC 9449
     /// `invalid_dpop_proof`, a second `use_dpop_nonce`): the request was refused before the grant
@@ -41,6 +42,7 @@ public enum RefreshFailure: Sendable, Equatable {
         case .refused(let status, _):
             switch status {
             case 401: return .clientRejected
+            case 403 where refusals.bareForbiddenRefusesClient: return .clientRejected
             case 400 where refusals.retried.contains("invalid_request"): return .retried(reason: "refused_http_400")
             case 400, 403: return .grantDead(reason: "refused_http_\(status)")
             // 404, 405, 415…: the endpoint is wrong (stale metadata), the grant is not at fault.

@@ -97,6 +97,7 @@ extension RefreshMachine {
         s.reason = nil
         s.accessToken = grant.accessToken
         s.accessTokenType = grant.tokenType
+        s.certificateBinding = ctx.presentsCertificate ? CertificateBinding.thumbprint(ofAccessToken: grant.accessToken) : nil
         s.accessExpiresAt = expires
         s.accessLifetime = lifetime
         s.refreshToken = grant.refreshToken ?? old.refreshToken

@@ -8,6 +8,9 @@ public enum WebhookEventType: String, Sendable, CaseIterable, Codable {
     case grantExpiring = "session.grant_expiring"
     /// A session given up as needs_reauth (a refresh outcome lost) is active again.
     case recovered = "session.recovered"
+    /// A client's TLS certificate (RFC 8705) ends within 30, 7 or 1 days (once per certificate
+    /// and threshold, CertificateExpiryNotice).
+    case certificateExpiring = "client.certificate_expiring"
     /// A bulk sign-out job finished.
     case signoutFinished = "signout.finished"
 

@@ -94,6 +94,10 @@ typedef struct tb_http_stream_request {
     int public_only;         /* != 0: only public addresses, checked on the address connected to */
     tb_http_trust *trust;    /* the shared store (NULL: libcurl's default) */
     long max_idle_s;         /* a kept connection idle longer than this is not reused */
+    const char *client_cert; /* the client certificate chain presented (PEM, leaf first), NULL: none (RFC 8705) */
+    size_t client_cert_len;
+    const char *client_key;  /* its private key (PEM), with client_cert */
+    size_t client_key_len;
 } tb_http_stream_request;
 
 typedef struct tb_http_stream_result {

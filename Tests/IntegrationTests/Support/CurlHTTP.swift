@@ -43,7 +43,7 @@ struct CurlHTTP: Sendable {
     }
 
     /// Runs curl off the cooperative pool (it blocks until curl exits).
-    private static func run(_ args: [String], stdin: Data?) async throws -> (Int32, Data, String) {
+    static func run(_ args: [String], stdin: Data?) async throws -> (Int32, Data, String) {
         try await withCheckedThrowingContinuation { done in
             DispatchQueue.global().async {
                 let p = Process()

@@ -16,6 +16,15 @@ struct TestCA: Sendable {
                           "-keyout", path("\(name).key"), "-out", path("\(name).pem"), "-subj", "/CN=\(name)"])
     }
 
+    /// A CA made elsewhere (its certificate and key copied into a folder of the test's own).
+    init(copying certificate: String, key: String, name: String = "copied-ca") throws {
+        dir = TestEnv.logDir.appendingPathComponent(TestEnv.uniqueName("pki"))
+        self.name = name
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: certificate, toPath: path("\(name).pem"))
+        try FileManager.default.copyItem(atPath: key, toPath: path("\(name).key"))
+    }
+
     func path(_ file: String) -> String { dir.appendingPathComponent(file).path }
     var certificate: String { path("\(name).pem") }
     /// The CA certificate as PEM text (trust anchors given inline rather than as a file).
@@ -24,17 +33,19 @@ struct TestCA: Sendable {
     /// Issues `cn`: a server certificate for 127.0.0.1 and `dnsNames` (`*.idp.localhost`: any
     /// one label before it; OpenSSL refuses a wildcard with fewer than two labels after it, so
     /// never `*.localhost`), or a client one; answers (certificate, key) paths.
+    /// `file`: the files' name when not `cn` (another certificate of the same subject).
     @discardableResult
-    func issue(_ cn: String, server: Bool, dnsNames: [String] = []) throws -> (cert: String, key: String) {
-        let ext = path("\(cn).ext")
+    func issue(_ cn: String, server: Bool, dnsNames: [String] = [], file: String? = nil) throws -> (cert: String, key: String) {
+        let f = file ?? cn
+        let ext = path("\(f).ext")
         let names = (dnsNames.map { "DNS:" + $0 } + ["IP:127.0.0.1"]).joined(separator: ",")
         try (server ? "subjectAltName=\(names)\nextendedKeyUsage=serverAuth\n" : "extendedKeyUsage=clientAuth\n")
             .write(toFile: ext, atomically: true, encoding: .utf8)
-        try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("\(cn).key"),
-                          "-out", path("\(cn).csr"), "-subj", "/CN=\(cn)"])
-        try Self.openssl(["x509", "-req", "-in", path("\(cn).csr"), "-CA", certificate, "-CAkey", path("\(name).key"), "-CAcreateserial",
-                          "-days", "2", "-extfile", ext, "-out", path("\(cn).pem")])
-        return (path("\(cn).pem"), path("\(cn).key"))
+        try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("\(f).key"),
+                          "-out", path("\(f).csr"), "-subj", "/CN=\(cn)"])
+        try Self.openssl(["x509", "-req", "-in", path("\(f).csr"), "-CA", certificate, "-CAkey", path("\(name).key"), "-CAcreateserial",
+                          "-days", "2", "-extfile", ext, "-out", path("\(f).pem")])
+        return (path("\(f).pem"), path("\(f).key"))
     }
 
     /// A self-signed CA (basicConstraints CA:TRUE) valid only from `start` to `end`

@@ -34,7 +34,7 @@ final class World: @unchecked Sendable {
         guard migrate.status == 0 else { throw TestEnv.Missing(description: "migrate failed: \(migrate.err)") }
         // The broker's own keys are one set per installation, sealed with its sealing key; each
         // World is an installation of its own (its own sealing key) on the shared database.
-        _ = try runPSQL("DELETE FROM broker_keys")
+        _ = try runPSQL("DELETE FROM broker_keys", url: env["DATABASE_URL"])
         let created = try runCommand("tokenbroker", ["apikey", "create", "--role", "operator", "--name", "test-operator", "--all-tenants"], env: env)
         guard created.status == 0 else { throw TestEnv.Missing(description: "apikey create failed: \(created.err)") }
         operatorKey = created.out.trimmingCharacters(in: .whitespacesAndNewlines)
