@@ -125,19 +125,22 @@ struct FailoverReapplyTests {
         h.store.replace(s)                                               // the new primary lacks it
         let reads = Atomic<Int>(0)
         f.confirmWith { if reads.add(1, ordering: .relaxed).newValue == 1 { f.observed(Self.promoted) } }
-        let r = await h.token(.session(s.id), TokenRequest(forceRefresh: true))
-        #expect(h.endpoint.spentTokens == ["rt-0"])                     // rt-0 is spent: not presented again
-        if case .success = r { Issue.record("the refresh was not held") }
+        _ = await h.token(.session(s.id), TokenRequest(forceRefresh: true))
         try await reapplied(f, h)
-        #expect(try h.store.session(tenant: "t1", id: s.id)?.refreshToken == "rt-1")
+        // rt-0 is spent: never presented again (the caller's retry may present rt-1, re-applied meanwhile).
+        let spent = h.endpoint.spentTokens
+        #expect(spent.filter { $0 == "rt-0" }.count == 1 && Set(spent).count == spent.count)
+        let row = try #require(try h.store.session(tenant: "t1", id: s.id))
+        #expect(row.refreshToken.map { !spent.contains($0) } == true)
         // An identity that cannot be read confirms nothing: not presented either.
         f.confirmWith { throw BrokerError.storeUnavailable }
         _ = await h.token(.session(s.id), TokenRequest(forceRefresh: true))
-        #expect(h.endpoint.spentTokens == ["rt-0"])
+        #expect(h.endpoint.spentTokens == spent)
         f.confirmWith {}
         h.clock.advance(by: 120)                                          // past the backoff of the refresh not presented
         _ = try await h.token(.session(s.id), TokenRequest(forceRefresh: true)).get()
-        #expect(h.endpoint.spentTokens == ["rt-0", "rt-1"])
+        let after = h.endpoint.spentTokens
+        #expect(after.count == spent.count + 1 && Set(after).count == after.count)
     }
 
     @Test("a restart of the same server holds nothing and re-applies nothing")
