@@ -4,7 +4,8 @@ import Foundation
 
 /// OpenSSLClientCertificates reads a client's TLS client certificate chain and key as libcurl's
 /// OpenSSL will load them (RFC 8705 §2): every certificate parses and is valid at `now`, the key
-/// is one unencrypted private key and the leaf's (`X509_check_private_key`). The view it answers
+/// is one unencrypted private key and the leaf's (`X509_check_private_key`), and each certificate
+/// is issued by the next one (leaf first). The view it answers
 /// is the leaf's `x5t#S256` (RFC 8705 §3.1), its subject (RFC 4514) and `notAfter`. No fault
 /// quotes a certificate's content or anything of the key.
 public struct OpenSSLClientCertificates: ClientCertificateCheck {
@@ -12,22 +13,19 @@ public struct OpenSSLClientCertificates: ClientCertificateCheck {
 
     public func inspect(chain: String, key: String, now: Date) -> Result<ClientCertificate, ClientCertificateProblem> {
         if let p = ClientCertificateRules.shapeProblem(chain: chain, key: key) { return .failure(ClientCertificateProblem(p)) }
-        let blocks = TrustAnchorRules.blocks(chain) ?? []
-        for (i, block) in blocks.enumerated().dropFirst() {
+        var certs: [OpaquePointer] = []
+        defer { certs.forEach { X509_free($0) } }
+        for (i, block) in (TrustAnchorRules.blocks(chain) ?? []).enumerated() {
             guard let cert = OpenSSLTrustAnchors.certificate(block.text) else {
                 return .failure(ClientCertificateProblem("tls_client_certificate: certificate \(i + 1) does not parse as an X.509 certificate"))
             }
-            defer { X509_free(cert) }
+            certs.append(cert)
             if let p = OpenSSLTrustAnchors.validityProblem(cert, now: now) {
                 return .failure(ClientCertificateProblem("tls_client_certificate: certificate \(i + 1) \(p)"))
             }
         }
-        guard let leaf = OpenSSLTrustAnchors.certificate(blocks[0].text) else {
+        guard let leaf = certs.first else {
             return .failure(ClientCertificateProblem("tls_client_certificate: certificate 1 does not parse as an X.509 certificate"))
-        }
-        defer { X509_free(leaf) }
-        if let p = OpenSSLTrustAnchors.validityProblem(leaf, now: now) {
-            return .failure(ClientCertificateProblem("tls_client_certificate: certificate 1 \(p)"))
         }
         guard let pkey = Self.privateKey(key) else {
             return .failure(ClientCertificateProblem("tls_client_key: does not parse as an unencrypted private key"))
@@ -35,7 +33,19 @@ public struct OpenSSLClientCertificates: ClientCertificateCheck {
         defer { EVP_PKEY_free(pkey) }
         guard X509_check_private_key(leaf, pkey) == 1 else {
             ERR_clear_error()
+            // The client's own certificate sent further down the chain: say so, not "another key".
+            if let k = certs.indices.dropFirst().first(where: { X509_check_private_key(certs[$0], pkey) == 1 }) {
+                ERR_clear_error()
+                return .failure(ClientCertificateProblem("tls_client_certificate: the chain is in the wrong order: the key is that of certificate \(k + 1); the client's own certificate comes first, then each issuer"))
+            }
+            ERR_clear_error()
             return .failure(ClientCertificateProblem("tls_client_key: is not the private key of the certificate (certificate 1)"))
+        }
+        // TLS sends the chain as given, and a server checks each certificate against the next
+        // (RFC 8446 §4.4.2): leaf first, then the certificate that issued it, and so on up.
+        for i in certs.indices.dropLast() where X509_check_issued(certs[i + 1], certs[i]) != X509_V_OK {
+            ERR_clear_error()
+            return .failure(ClientCertificateProblem("tls_client_certificate: the chain is in the wrong order: certificate \(i + 2) did not issue certificate \(i + 1); the client's own certificate comes first, then each issuer"))
         }
         guard let der = Self.der(leaf), let digest = try? SHA256.hash(der),
               let notAfter = OpenSSLTrustAnchors.date(X509_get0_notAfter(leaf)) else {

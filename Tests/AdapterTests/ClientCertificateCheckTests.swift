@@ -85,4 +85,39 @@ spQzRTJyv21C4D+mWKPpy5gxTwRTFU8LuoSImrzbYxlDxWo3citKp/c0
         #expect(problem(Self.certificate + "\n" + Self.key, Self.key)
                 == "tls_client_certificate: block 2 is not a certificate (it is labelled PRIVATE KEY)")
     }
+
+    @Test("a chain is the client's certificate first, then each issuer: the leaf sent after its CA, or a certificate that did not issue the one before, is refused as out of order")
+    func chainOrder() throws {
+        let pki = try Self.chainWithCA()
+        #expect(problem(pki.leaf + pki.ca, pki.key, now: Date()) == nil)
+        #expect(problem(pki.ca + pki.leaf, pki.key, now: Date())
+                == "tls_client_certificate: the chain is in the wrong order: the key is that of certificate 2; the client's own certificate comes first, then each issuer")
+        #expect(problem(pki.leaf + Self.certificate, pki.key, now: Date())
+                == "tls_client_certificate: the chain is in the wrong order: certificate 2 did not issue certificate 1; the client's own certificate comes first, then each issuer")
+    }
+
+    /// A CA and a client certificate it issued, made with the openssl command for this test.
+    static func chainWithCA() throws -> (ca: String, leaf: String, key: String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chain-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func openssl(_ args: [String]) throws {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            p.arguments = args
+            p.currentDirectoryURL = dir
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        }
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        try openssl(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=chain-ca",
+                     "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=keyCertSign"])
+        try openssl(["req", "-new"] + ec + ["-keyout", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=chain-client"])
+        try openssl(["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "leaf.pem", "-days", "1"])
+        func read(_ f: String) throws -> String { try String(contentsOf: dir.appendingPathComponent(f), encoding: .utf8) }
+        return (try read("ca.pem"), try read("leaf.pem"), try read("leaf.key"))
+    }
 }

@@ -80,6 +80,12 @@ struct PostgresReplicationProbeTests {
         let admin = try pool.dedicated()
         try admin.executeScript("ALTER SYSTEM SET synchronous_standby_names = 'standby1'")
         try admin.executeScript("SELECT pg_reload_conf()")
+        // The walsender takes the new setting a moment after the reload; until then the primary
+        // itself says the named standby is not (yet) synchronous. Read once it says so.
+        let named = Date().addingTimeInterval(10)
+        while Date() < named, try admin.execute("SELECT 1 AS one FROM pg_stat_replication WHERE sync_state = 'sync'").first({ _ in true }) == nil {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         try awaitMode(.synchronous)
         #expect(monitor.last?.synchronousStandbys == 1)
 

@@ -229,7 +229,7 @@ struct MutualTLSTests {
         #expect(seconds > 86_400 * 1.9 && seconds <= 86_400 * 2, "gauge: \(seconds) (-1: absent)")
     }
 
-    @Test("bad certificates are 400 naming the fault, and nothing is stored: no PEM, a key of another certificate, an expired certificate, a key alone, a method without certificates")
+    @Test("bad certificates are 400 naming the fault, and nothing is stored: no PEM, a key of another certificate, an expired certificate, an encrypted key, a chain in the wrong order, a key alone, a method without certificates")
     func badInput() async throws {
         let s = try await Setup()
         defer { s.w.stop() }
@@ -249,6 +249,12 @@ struct MutualTLSTests {
         mismatched["tls_client_key"] = b.key
         try await refused(mismatched, "invalid_tls_client_certificate", "is not the private key of the certificate")
         try await refused(s.registration(id, expired), "invalid_tls_client_certificate", "expired at 2021-01-01T00:00:00Z")
+        var encrypted = s.registration(id, a)
+        encrypted["tls_client_key"] = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"
+        try await refused(encrypted, "invalid_tls_client_certificate", "must be one unencrypted private key")
+        var reversed = s.registration(id, a)
+        reversed["tls_client_certificate"] = s.clientPKI.pem + a.chain
+        try await refused(reversed, "invalid_tls_client_certificate", "the chain is in the wrong order")
         var keyAlone = s.registration(id, a)
         keyAlone["tls_client_certificate"] = nil
         try await refused(keyAlone, "invalid_request", "'tls_client_key' needs its 'tls_client_certificate'")

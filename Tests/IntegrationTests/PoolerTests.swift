@@ -111,6 +111,52 @@ struct PoolerTests {
         #expect(try await HTTP.get(w.brokers[0].url + "/metrics").text.contains("\ntokenbroker_change_feed_alive 1\n"))
     }
 
+    @Test("a replica on its defaults behind the pooler, prepared statements on and no LISTEN URL of its own, answers every request after its first seconds, refuses a revocation made elsewhere within 2 s, and names both faults once")
+    func defaultsBehindThePooler() async throws {
+        let w = try await world(replicas: 1)
+        defer { w.stop() }
+        var env = w.env
+        env["DATABASE_URL"] = Self.poolerURL
+        env["TOKENBROKER_LISTEN_DATABASE_URL"] = nil
+        env["TOKENBROKER_DB_PREPARED_STATEMENTS"] = nil
+        let plain = try await BrokerServer(env: env, name: "defaults")
+        defer { plain.stop() }
+        var sessions: [String] = []
+        for i in 0..<10 { sessions.append(try await w.importSession(subject: "defaults-\(i)")) }
+        let all = sessions
+        let base = plain.url + "/v1/tenants/\(w.tenant)/sessions/", key = w.workerKey
+        @Sendable func token(_ session: String) async throws -> HTTP.Reply {
+            try await HTTP.post(base + session + "/token", key: key, json: ["min_ttl": 60])
+        }
+        // Its first seconds: traffic, until its canary has been found missing.
+        let started = Date()
+        while !plain.process.output.contains("\"code\":\"change_feed_dead\""), Date().timeIntervalSince(started) < 15 {
+            _ = try await token(all[Int.random(in: 0..<all.count)])
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        // From then on, everything it is asked succeeds.
+        let replies = try await withThrowingTaskGroup(of: HTTP.Reply.self) { g in
+            for i in 0..<100 { g.addTask { try await token(all[i % all.count]) } }
+            return try await g.reduce(into: []) { $0.append($1) }
+        }
+        #expect(replies.allSatisfy { $0.status == 200 }, "\(replies.filter { $0.status != 200 }.map(\.text).prefix(3))")
+        try expectStatus(try await HTTP.request("DELETE", plain.url + "/v1/tenants/\(w.tenant)/sessions/\(all[1])", key: w.workerKey), 200)
+        try expectStatus(try await w.token(all[1]), 409)
+        // A revocation made on the other replica is refused here within 2 s, with no notice heard.
+        try expectStatus(try await HTTP.request("DELETE", w.brokers[0].url + "/v1/tenants/\(w.tenant)/sessions/\(all[0])", key: w.workerKey), 200)
+        let revoked = Date()
+        var status = 200
+        while status == 200, Date().timeIntervalSince(revoked) < 2 {
+            status = try await token(all[0]).status
+            if status == 200 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(status == 409, "still handed out 2 s after the revocation")
+        // Both misconfigurations named, once each.
+        let lines = plain.process.output.split(separator: "\n")
+        #expect(lines.filter { $0.contains("\"code\":\"prepared_statements_off\"") }.count == 1)
+        #expect(lines.filter { $0.contains("\"code\":\"change_feed_dead\"") }.count == 1)
+    }
+
     @Test("two migrations at once through the pooler apply each file once and leave no lock behind")
     func migrationsTwiceAtOnce() async throws {
         let db = "pooled_" + UUID().uuidString.prefix(8).lowercased()
