@@ -214,6 +214,13 @@ struct RefreshMachineTests {
                                       outcome: .granted(grant, idToken: .valid), presented: "rt-old", ctx)
         #expect(f.write == nil && f.revoke == ["rt-1"] && f.result == .failure(.refreshBusy))   // the session itself is fine
         #expect(f.event?.code == "refresh_orphaned")
+        #expect(f.event?.message.hasSuffix("the tokens received are revoked") == true)
+        // An answer with no refresh token: nothing to revoke, and the line does not say otherwise.
+        let bare = TokenGrant(accessToken: "at-1", tokenType: .bearer, expiresIn: 60, refreshToken: nil, scope: nil, idToken: nil)
+        let g = RefreshMachine.finish(w, attempt: RefreshAttempt(id: "old", startedAt: t0 - 300), sentAt: t0 - 300,
+                                      outcome: .granted(bare, idToken: .valid), presented: "rt-old", ctx)
+        #expect(g.write == nil && g.revoke.isEmpty && g.event?.code == "refresh_orphaned")
+        #expect(g.event?.message.hasSuffix("no refresh token came back, nothing is kept") == true)
     }
 
     @Test("an answer whose attempt record was lost (a failover) while the row still holds the token presented is written, never revoked")

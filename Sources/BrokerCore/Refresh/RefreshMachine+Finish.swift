@@ -33,8 +33,10 @@ extension RefreshMachine {
             }
             // Not ours any more: the row moved on to another token (or the answer carries none
             // to keep). Keep nothing, lose nothing.
-            return RefreshFinish(revoke: received(outcome), result: .failure(row.state == .active ? .refreshBusy : .sessionNotActive(row.state)),
-                                 event: RefreshEvent(.error, "refresh_orphaned", "the session moved on to another refresh token while this attempt was in flight; the tokens received are revoked"))
+            let revoke = received(outcome)
+            return RefreshFinish(revoke: revoke, result: .failure(row.state == .active ? .refreshBusy : .sessionNotActive(row.state)),
+                                 event: RefreshEvent(.error, "refresh_orphaned", "the session moved on to another refresh token while this attempt was in flight; "
+                                     + (revoke.isEmpty ? "no refresh token came back, nothing is kept" : "the tokens received are revoked")))
         }
         var cleared = row
         cleared.version += 1
