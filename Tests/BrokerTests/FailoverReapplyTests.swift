@@ -88,6 +88,28 @@ struct FailoverReapplyTests {
         #expect(rows.allSatisfy { $0.refreshToken.map { !spent.contains($0) } ?? false })   // both hold the token their rotation gave
     }
 
+    @Test("a new server that does not answer the batched read at once is read in a batch again, not one locked transaction per journaled session")
+    func batchedReadRetried() async throws {
+        let tripping = Mutex<TrippingStore?>(nil)
+        let (h, f) = try harness(hold: 0) { inner in
+            let t = TrippingStore(inner)
+            tripping.withLock { $0 = t }
+            return t
+        }
+        let lost = try h.addSession(subject: "lost", ttl: 10, refreshToken: "rt-a")
+        let kept = try h.addSession(subject: "kept", ttl: 10, refreshToken: "rt-b")
+        _ = try await h.token(.session(lost.id)).get()
+        _ = try await h.token(.session(kept.id)).get()
+        h.store.replace(lost)
+        let before = h.store.lockings.load(ordering: .relaxed)
+        tripping.withLock { $0?.failBatches.store(3, ordering: .relaxed) }
+        f.observed(Self.promoted)
+        try await reapplied(f, h)
+        #expect(f.heldUntil(now: h.clock.now()) != .distantFuture)
+        #expect(h.store.lockings.load(ordering: .relaxed) == before + 1)   // only the lacking one, after the batch was read
+        #expect(f.reapplied.count == 1)
+    }
+
     @Test("a rotation committed just before a failover longer than the journal's age is still re-applied: age stops while out of touch")
     func longFailover() async throws {
         let (h, f) = try harness(hold: 0)
@@ -253,8 +275,14 @@ final class TrippingStore: SessionStore, @unchecked Sendable {
     func session(tenant: String, id: String) throws -> Session? { try inner.session(tenant: tenant, id: id) }
     /// While set, batched reads wait (a re-application held at its first read).
     let holdBatch = Atomic<Bool>(false)
+    /// Batched reads still to fail as an unreachable store does.
+    let failBatches = Atomic<Int>(0)
     func sessions(tenant: String, ids: [String]) throws -> [Session] {
         while holdBatch.load(ordering: .relaxed) { usleep(1_000) }
+        if failBatches.load(ordering: .relaxed) > 0 {
+            failBatches.subtract(1, ordering: .relaxed)
+            throw BrokerError.storeUnavailable
+        }
         return try inner.sessions(tenant: tenant, ids: ids)
     }
     func latestSession(tenant: String, client: String, subject: String) throws -> Session? {

@@ -37,11 +37,19 @@ extension RefreshDriver {
         var tally = FailoverTally()
         // Most journaled writes are there: read in batches, only those the new server lacks are
         // re-decided and written one by one under their locks.
+        // The new server may not answer yet: the batched read is tried again (every 0.2 s, for
+        // up to 5 s) before it is given up for one locked transaction per entry, which at a full
+        // journal would outlast the other replicas' hold.
         var left = failover.entries(now: began)
-        var read = FailoverTally()
-        if let l = try? lacking(left, &read) {
-            left = l
-            tally = read
+        for tries in 1...25 {
+            guard failover.epoch == epoch else { return nil }
+            var read = FailoverTally()
+            if let l = try? lacking(left, &read) {
+                left = l
+                tally = read
+                break
+            }
+            if tries < 25 { Thread.sleep(forTimeInterval: 0.2) }
         }
         while !left.isEmpty {
             guard failover.epoch == epoch else { return nil }
