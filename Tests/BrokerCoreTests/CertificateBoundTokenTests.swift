@@ -51,6 +51,16 @@ struct CertificateBoundTokenTests {
         #expect(TokenDecision.afterRefresh(session(bound: "x5t-a"), TokenRequirement(minTTL: 60, bound: .present(current: "x5t-a")), now: now) == .serve)
     }
 
+    @Test("a token exchange that brings back a certificate-bound token is refused to the worker unless the registration allows it")
+    func exchangedBound() {
+        let bound = jwt(#"{"sub":"a","cnf":{"x5t#S256":"x5t-a"}}"#)
+        let refused = BoundTokenRule.of(presents: false, handOutAllowed: false, current: nil).refusal(exchanged: bound, of: session(bound: nil))
+        guard case .conflict(let code, let message)? = refused else { Issue.record("not refused: \(String(describing: refused))"); return }
+        #expect(code == "token_certificate_bound" && message.contains("exchanged token") && message.contains("hand_out_certificate_bound"))
+        #expect(BoundTokenRule.of(presents: false, handOutAllowed: false, current: nil).refusal(exchanged: jwt(#"{"sub":"a"}"#), of: session(bound: nil)) == nil)
+        #expect(BoundTokenRule.of(presents: false, handOutAllowed: true, current: nil).refusal(exchanged: bound, of: session(bound: nil)) == nil)
+    }
+
     @Test("the registration's flag, or the broker presenting the token itself, lets it through")
     func allowed() {
         #expect(BoundTokenRule.of(presents: false, handOutAllowed: false, current: "a") == .refuse)

@@ -120,6 +120,16 @@ struct FailoverTests {
         #expect(w.refreshToken == "rt-2" && w.accessToken == "at-9" && w.version == 9 && w.attempt == nil)
     }
 
+    @Test("a re-applied rotation keeps its access token's certificate binding: the bound token is not handed out as unbound")
+    func reapplyKeepsCertificateBinding() throws {
+        var committed = row(version: 9, refreshToken: "rt-2")
+        committed.certificateBinding = "x5t-new"
+        var older = row(version: 7, refreshToken: "rt-1")
+        older.certificateBinding = nil
+        let w = try #require(FailoverReapply.decide(older, committed: committed, replaced: "rt-1").write)
+        #expect(w.certificateBinding == "x5t-new")
+    }
+
     @Test("writes made on the new server over the rolled-back row do not hide the lost rotation: re-applied above them")
     func reapplyOverNewerVersionOfSpentToken() throws {
         let newer = row(version: 10, refreshToken: "rt-1")   // a backoff written there, still the spent token

@@ -125,6 +125,11 @@ public final class ExchangeService: Sendable {
                                                    "the token exchange failed (\(error.reason)); the session is unchanged")))
                 return .failure(e)
             }
+            if client.authMethod.needsCertificate,
+               let refused = BoundTokenRule.of(presents: false, handOutAllowed: client.handOutCertificateBound, current: nil)
+                   .refusal(exchanged: x.grant.accessToken, of: session) {
+                return .failure(refused)
+            }
             let t = IssuedToken(accessToken: x.grant.accessToken, tokenType: x.grant.tokenType,
                                 expiresAt: Self.expiry(x.grant, sent: sent), expiresIn: 0,
                                 scope: x.grant.scope ?? (ask.scopes.isEmpty ? s.scope : ask.scopes),

@@ -86,6 +86,9 @@ public enum FailoverReapply {
         w.accessExpiresAt = committed.accessExpiresAt
         w.accessLifetime = committed.accessLifetime
         w.accessTokenType = committed.accessTokenType
+        // The access token's certificate binding goes with it: a bound token re-applied unbound
+        // would be handed to workers.
+        w.certificateBinding = committed.certificateBinding
         w.refreshToken = committed.refreshToken
         w.idToken = committed.idToken
         w.state = committed.state

@@ -49,6 +49,16 @@ public enum BoundTokenRule: Sendable, Equatable {
         }
     }
 
+    /// Why a token the IdP gave `s`'s client in a token exchange is refused to the worker, if it
+    /// is: the exchange went over the client's mutual-TLS connection, and the token came back
+    /// bound to its certificate (the outbound proxy does not exchange tokens).
+    public func refusal(exchanged token: String, of s: Session) -> BrokerError? {
+        guard case .refuse = self, CertificateBinding.thumbprint(ofAccessToken: token) != nil else { return nil }
+        return .conflict(code: "token_certificate_bound",
+                         message: "the exchanged token is bound to the client's TLS certificate (cnf x5t#S256, RFC 8705), whose key only the broker holds; "
+                             + "a client whose workers hold the same certificate is registered with \"hand_out_certificate_bound\": true")
+    }
+
     /// The 409 of a hand-out of a certificate-bound token.
     public static func handOutRefused(session s: Session) -> BrokerError {
         .conflict(code: "token_certificate_bound",
