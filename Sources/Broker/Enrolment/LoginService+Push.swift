@@ -11,9 +11,15 @@ extension LoginService {
             guard dpop != nil, case .oauth(let first) = error,
                   DPoPPushFallback.pushWithoutProof(error: first.error, status: first.status, context: first.context) else { throw error }
             do { return try endpoint.pushAuthorizationRequest(client: client, parameters: query, dpop: nil) } catch {
-                guard case .oauth(let second) = error else { throw error }
+                // A second refusal, in any form, is said with the first: an outage is not one.
+                let second: String
+                switch error {
+                case .oauth(let o): second = o.told
+                case .refused, .invalidResponse: second = error.reason
+                default: throw error
+                }
                 throw BrokerError.unprocessable(code: "idp_misconfigured", message: "the issuer refused the pushed authorization request: "
-                    + "\(first.told); pushed again with dpop_jkt and no proof (RFC 9449 §10.1): \(second.told)")
+                    + "\(first.told); pushed again with dpop_jkt and no proof (RFC 9449 §10.1): \(second)")
             }
         }
     }
