@@ -23,7 +23,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # admin NAME METHOD PATH [JSON]: one call of the admin API, signed in with a cookie; fails on non-200.
 admin() {
   local jar="$dir/$1.admin.jar" base; base=$(cat "$dir/$1.url")
-  local code; code=$(curl -s -k -b "$jar" -c "$jar" -X "$2" "$base/api$3" -H 'Content-Type: application/json' ${4:+-d "$4"} \
+  local code; code=$(curl -s -k -m 10 -b "$jar" -c "$jar" -X "$2" "$base/api$3" -H 'Content-Type: application/json' ${4:+-d "$4"} \
     -o "$dir/$1.admin.out" -w '%{http_code}')
   [ "$code" = 200 ] || { echo "glewlwyd.sh: $1: $2 $3 -> $code $(head -c 400 "$dir/$1.admin.out")" >&2; return 1; }
 }
@@ -78,10 +78,11 @@ c.execute(\"update g_client_module_instance set gcmi_parameters=? where gcmi_nam
   : > "$dir/$name.log"
   setsid glewlwyd --config-file="$dir/$name.conf" >> "$dir/$name.log" 2>&1 < /dev/null &
   echo $! > "$dir/$name.pid"
-  for _ in $(seq 100); do curl -s -k -o /dev/null "$scheme://127.0.0.1:$port/api/auth/scheme/" && break; sleep 0.1; done
-  curl -s -k -o /dev/null "$scheme://127.0.0.1:$port/api/auth/scheme/" || { tail -n 20 "$dir/$name.log" >&2; exit 1; }
-  curl -s -k -c "$dir/$name.admin.jar" -XPOST "$scheme://127.0.0.1:$port/api/auth/" -H 'Content-Type: application/json' \
-    -d '{"username":"admin","password":"password"}' -o /dev/null
+  for _ in $(seq 100); do curl -s -k -m 2 -o /dev/null "$scheme://127.0.0.1:$port/api/auth/scheme/" && break; sleep 0.1; done
+  curl -s -k -m 5 -o /dev/null "$scheme://127.0.0.1:$port/api/auth/scheme/" || { tail -n 20 "$dir/$name.log" >&2; exit 1; }
+  local signed; signed=$(curl -s -k -m 10 -c "$dir/$name.admin.jar" -XPOST "$scheme://127.0.0.1:$port/api/auth/" -H 'Content-Type: application/json' \
+    -d '{"username":"admin","password":"password"}' -o /dev/null -w '%{http_code}')
+  [ "$signed" = 200 ] || { echo "glewlwyd.sh: $name: the admin sign-in answered $signed" >&2; exit 1; }
   admin "$name" POST /user '{"username":"alice","name":"Alice","password":"alice-password","enabled":true,"scope":["g_profile","openid"]}'
 }
 

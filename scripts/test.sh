@@ -38,11 +38,12 @@ if [ -z "${DATABASE_URL:-}" ]; then
   export TOKENBROKER_TEST_PATRONI_URL TOKENBROKER_TEST_PATRONI_CONTROL="$PWD/scripts/patroni.sh"
 fi
 export DATABASE_URL
-# glewlwyd 2.7.5 (Debian's), a real IdP for the DPoP-nonce and mutual-TLS suites (GlewlwydTests).
+# glewlwyd 2.7.5 (Debian's), a real IdP for the DPoP-nonce and mutual-TLS suites (GlewlwydTests);
+# stopped on exit, also when it fails to start midway.
+trap 'scripts/glewlwyd.sh stop; if [ -z "${DATABASE_URL_GIVEN:-}" ]; then scripts/pgbouncer.sh stop; scripts/patroni.sh stop; scripts/pg.sh stop; fi' EXIT
 TOKENBROKER_TEST_GLEWLWYD_URL="$(scripts/glewlwyd.sh start)"
 TOKENBROKER_TEST_GLEWLWYD_DIR="$(scripts/glewlwyd.sh dir)"
 export TOKENBROKER_TEST_GLEWLWYD_URL TOKENBROKER_TEST_GLEWLWYD_DIR
-trap 'scripts/glewlwyd.sh stop; if [ -z "${DATABASE_URL_GIVEN:-}" ]; then scripts/pgbouncer.sh stop; scripts/patroni.sh stop; scripts/pg.sh stop; fi' EXIT
 export TOKENBROKER_BIN_DIR="$(swift build --show-bin-path)"
 export TOKENBROKER_TEST_LOGS="$logs"
 
