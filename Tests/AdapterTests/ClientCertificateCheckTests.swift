@@ -101,17 +101,7 @@ spQzRTJyv21C4D+mWKPpy5gxTwRTFU8LuoSImrzbYxlDxWo3citKp/c0
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("chain-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        func openssl(_ args: [String]) throws {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            p.arguments = args
-            p.currentDirectoryURL = dir
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            p.waitUntilExit()
-            guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
-        }
+        func openssl(_ args: [String]) throws { try OpenSSLCLI.run(args, in: dir) }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
         try openssl(["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=chain-ca",
                      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=keyCertSign"])

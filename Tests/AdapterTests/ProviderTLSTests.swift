@@ -27,16 +27,7 @@ struct ProviderTLSTests {
         func path(_ f: String) -> String { dir.appendingPathComponent(f).path }
         func pem(_ f: String) throws -> String { try String(contentsOfFile: path(f), encoding: .utf8) }
 
-        private func openssl(_ args: [String]) throws {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            p.arguments = args
-            p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
-            try p.run()
-            p.waitUntilExit()
-            guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
-        }
+        private func openssl(_ args: [String]) throws { try OpenSSLCLI.run(args) }
     }
 
     /// `openssl s_server -www`: answers each GET with a status page, one connection at a time,
