@@ -27,6 +27,17 @@ struct FailoverReapplyTests {
         for _ in 0..<200 where f.heldUntil(now: h.clock.now()) == .distantFuture { try await Task.sleep(for: .milliseconds(5)) }
     }
 
+    /// Two sessions rotated through this replica, then the first rolled back to before its
+    /// rotation, as a new server that lacks it has it.
+    func twoRotatedOneLost(_ h: TokenServiceHarness) async throws -> (lost: Session, kept: Session) {
+        let lost = try h.addSession(subject: "lost", ttl: 10, refreshToken: "rt-a")
+        let kept = try h.addSession(subject: "kept", ttl: 10, refreshToken: "rt-b")
+        _ = try await h.token(.session(lost.id)).get()
+        _ = try await h.token(.session(kept.id)).get()
+        h.store.replace(lost)
+        return (lost, kept)
+    }
+
     @Test("a rotation the new server lacks is re-applied, and refreshes are held until the others had time: the spent token is never presented")
     func heldThenReapplied() async throws {
         let (h, f) = try harness(hold: 30)
@@ -72,11 +83,7 @@ struct FailoverReapplyTests {
     @Test("only the sessions the new server lacks are locked and written again; the others are read in one batch")
     func onlyLackingLocked() async throws {
         let (h, f) = try harness(hold: 0)
-        let lost = try h.addSession(subject: "lost", ttl: 10, refreshToken: "rt-a")
-        let kept = try h.addSession(subject: "kept", ttl: 10, refreshToken: "rt-b")
-        _ = try await h.token(.session(lost.id)).get()
-        _ = try await h.token(.session(kept.id)).get()
-        h.store.replace(lost)
+        let (lost, kept) = try await twoRotatedOneLost(h)
         let before = h.store.lockings.load(ordering: .relaxed)
         f.observed(Self.promoted)
         try await reapplied(f, h)
@@ -96,11 +103,7 @@ struct FailoverReapplyTests {
             tripping.withLock { $0 = t }
             return t
         }
-        let lost = try h.addSession(subject: "lost", ttl: 10, refreshToken: "rt-a")
-        let kept = try h.addSession(subject: "kept", ttl: 10, refreshToken: "rt-b")
-        _ = try await h.token(.session(lost.id)).get()
-        _ = try await h.token(.session(kept.id)).get()
-        h.store.replace(lost)
+        _ = try await twoRotatedOneLost(h)
         let before = h.store.lockings.load(ordering: .relaxed)
         tripping.withLock { $0?.failBatches.store(3, ordering: .relaxed) }
         f.observed(Self.promoted)
